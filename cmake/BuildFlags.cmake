@@ -1,0 +1,16 @@
+# Warnings and sanitizers as small INTERFACE targets that every target links.
+add_library(leftover_warnings INTERFACE)
+target_compile_options(leftover_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+  -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Wnull-dereference
+  -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough)
+if(LEFTOVER_WERROR)
+  target_compile_options(leftover_warnings INTERFACE -Werror)
+endif()
+
+add_library(leftover_sanitizers INTERFACE)
+if(LEFTOVER_SANITIZE)
+  target_compile_options(leftover_sanitizers INTERFACE
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(leftover_sanitizers INTERFACE -fsanitize=address,undefined)
+endif()

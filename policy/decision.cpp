@@ -1,0 +1,114 @@
+#include "decision.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace leftover {
+namespace {
+
+const Exemption* exemption_of(const DecisionInput& in, uid_t uid) {
+    const auto found = in.exemptions.find(uid);
+    return found == in.exemptions.end() ? nullptr : &found->second;
+}
+
+Decision keep(Decision d, Reason reason, std::string detail = {}) {
+    d.verdict = Verdict::keep;
+    d.reason = reason;
+    d.detail = std::move(detail);
+    return d;
+}
+
+Decision decide_one(const DecisionInput& in, const Process& p) {
+    Decision d;
+    d.pid = p.pid;
+    d.uid = p.detailed ? p.uids.real : p.owner;
+    d.comm = p.comm;
+    d.start_time = p.start_time;
+    if (const Exemption* e = exemption_of(in, d.uid)) d.user = e->account;
+
+    if (p.pid == 1) return keep(d, Reason::init);
+    if (p.pid == in.self) return keep(d, Reason::self);
+    if (in.caller_ancestors.count(p.pid) != 0) return keep(d, Reason::caller_ancestor);
+    if (in.never_touch.count(p.pid) != 0) return keep(d, Reason::never_touch);
+    if (p.kernel_thread) return keep(d, Reason::kernel_thread);
+    if (!p.detailed) {
+        const Exemption* e = exemption_of(in, p.owner);
+        return keep(d, Reason::not_inspected, e ? e->describe() : "owner not inspected");
+    }
+    if (p.zombie()) return keep(d, Reason::zombie);
+    if (!p.uids.all_equal())
+        return keep(d, Reason::mixed_uids,
+                    fmt::format("uids {}/{}/{}/{}", p.uids.real, p.uids.effective, p.uids.saved, p.uids.filesystem));
+
+    const Exemption* e = exemption_of(in, d.uid);
+    // A uid the caller did not classify is treated as unknown: never kill on doubt.
+    if (e == nullptr) return keep(d, Reason::protected_account, "protected: not classified");
+    if (e->is_protected()) return keep(d, Reason::protected_account, e->describe());
+
+    if (p.stepd_ancestor && in.ending_stepds.count(*p.stepd_ancestor) == 0)
+        return keep(d, Reason::live_step, fmt::format("slurmstepd {}", *p.stepd_ancestor));
+    if (p.job_cgroup && in.live.job_ids.count(*p.job_cgroup) != 0)
+        return keep(d, Reason::live_job_cgroup, fmt::format("job {}", *p.job_cgroup));
+    if (in.live.uids.count(d.uid) != 0) return keep(d, Reason::live_job);
+    if (in.event.scope == Scope::job_user && in.event.job_uid != d.uid)
+        return keep(d, Reason::out_of_scope);
+
+    d.verdict = Verdict::kill;
+    d.reason = Reason::stray;
+    d.detail = in.event.scope == Scope::job_user ? "job user without live work" : "no live work on this node";
+    return d;
+}
+
+}  // namespace
+
+Plan decide(const DecisionInput& input) {
+    Plan plan;
+    plan.decisions.reserve(input.table.processes.size());
+    for (const Process& process : input.table.processes) plan.decisions.push_back(decide_one(input, process));
+    return plan;
+}
+
+std::vector<Decision> Plan::kills() const {
+    std::vector<Decision> out;
+    std::copy_if(decisions.begin(), decisions.end(), std::back_inserter(out),
+                 [](const Decision& d) { return d.verdict == Verdict::kill; });
+    return out;
+}
+
+std::set<uid_t> Plan::kill_uids() const {
+    std::set<uid_t> out;
+    for (const Decision& d : decisions)
+        if (d.verdict == Verdict::kill) out.insert(d.uid);
+    return out;
+}
+
+std::map<Reason, std::size_t> Plan::count_by_reason() const {
+    std::map<Reason, std::size_t> out;
+    for (const Decision& d : decisions) ++out[d.reason];
+    return out;
+}
+
+const char* to_string(Verdict verdict) { return verdict == Verdict::kill ? "kill" : "keep"; }
+
+const char* to_string(Reason reason) {
+    switch (reason) {
+        case Reason::init: return "init";
+        case Reason::self: return "self";
+        case Reason::caller_ancestor: return "caller_ancestor";
+        case Reason::never_touch: return "never_touch";
+        case Reason::kernel_thread: return "kernel_thread";
+        case Reason::zombie: return "zombie";
+        case Reason::not_inspected: return "protected_owner";
+        case Reason::mixed_uids: return "mixed_uids";
+        case Reason::protected_account: return "protected";
+        case Reason::live_step: return "inside_live_step";
+        case Reason::live_job_cgroup: return "live_job_cgroup";
+        case Reason::live_job: return "has_live_job";
+        case Reason::out_of_scope: return "out_of_scope";
+        case Reason::stray: return "stray";
+    }
+    return "?";
+}
+
+}  // namespace leftover

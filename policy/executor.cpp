@@ -1,0 +1,181 @@
+#include "executor.hpp"
+
+#include "escape.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+
+namespace leftover {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Pinned {
+    Decision target;
+    int pidfd = -1;
+};
+
+class Executor {
+public:
+    Executor(const SweepOptions& options, SystemCalls& calls, SweepReport& report)
+        : options_(options), calls_(calls), report_(report) {}
+
+    // Pins every target, checks its identity through the pin and signals it.
+    // Returns the pinned processes that were signalled, for waiting.
+    std::vector<Pinned> signal_all(const std::vector<Decision>& targets, int signal) {
+        std::vector<Pinned> signalled;
+        for (const Decision& target : targets) {
+            KillRecord record = record_for(target, signal);
+            const int pidfd = calls_.pidfd_open(target.pid);
+            if (pidfd < 0) {
+                set_outcome(record, -pidfd);
+                report_.actions.push_back(record);
+                continue;
+            }
+            // pidfd_open pinned whatever process holds the pid now; only if it is still
+            // the one that was decided on (same start time, same uids) may it be signalled.
+            const auto identity = calls_.read_identity(options_.proc_root, target.pid);
+            if (!identity) {
+                record.outcome = Outcome::gone;
+            } else if (identity->start_time != target.start_time || !identity->uids.all_equal() ||
+                       identity->uids.real != target.uid) {
+                record.outcome = Outcome::pid_reused;
+            } else {
+                const int rc = calls_.pidfd_send_signal(pidfd, signal);
+                set_outcome(record, -rc);
+                if (record.outcome == Outcome::signalled) {
+                    report_.actions.push_back(record);
+                    signalled.push_back({target, pidfd});
+                    continue;
+                }
+            }
+            calls_.close(pidfd);
+            report_.actions.push_back(record);
+        }
+        return signalled;
+    }
+
+    // Waits until every pinned process has exited (a pidfd polls readable then; a zombie
+    // counts as exited) or `until`; then closes the pins.
+    void wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until) {
+        std::vector<pollfd> fds;
+        for (const Pinned& p : pinned) fds.push_back({p.pidfd, POLLIN, 0});
+        until = std::min(until, options_.deadline);
+        while (!fds.empty()) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+            if (left.count() <= 0) break;
+            const int rc = calls_.poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1000)));
+            if (rc < 0 && rc != -EINTR) break;
+            fds.erase(std::remove_if(fds.begin(), fds.end(), [](const pollfd& f) { return f.revents != 0; }),
+                      fds.end());
+        }
+        for (const Pinned& p : pinned) calls_.close(p.pidfd);
+        pinned.clear();
+    }
+
+private:
+    KillRecord record_for(const Decision& target, int signal) const {
+        KillRecord record;
+        record.pid = target.pid;
+        record.uid = target.uid;
+        record.user = target.user;
+        record.comm = escape_for_log(target.comm);
+        record.signal = signal;
+        record.reason = target.reason;
+        record.detail = target.detail;
+        record.round = report_.rounds;
+        return record;
+    }
+
+    static void set_outcome(KillRecord& record, int error) {
+        record.error = error;
+        if (error == 0) record.outcome = Outcome::signalled;
+        else if (error == ESRCH) record.outcome = Outcome::gone;
+        else if (error == EPERM) record.outcome = Outcome::permission_denied;
+        else record.outcome = Outcome::failed;
+    }
+
+    const SweepOptions& options_;
+    SystemCalls& calls_;
+    SweepReport& report_;
+};
+
+bool past(Clock::time_point deadline) { return Clock::now() >= deadline; }
+
+}  // namespace
+
+SweepReport sweep(const Evaluate& evaluate, const SweepOptions& options, SystemCalls& calls) {
+    SweepReport report;
+    Executor executor(options, calls, report);
+
+    auto next_plan = [&]() -> std::optional<Plan> {
+        ++report.evaluations;
+        auto plan = evaluate();
+        if (!plan.ok()) {
+            report.error = plan.error();
+            return std::nullopt;
+        }
+        return std::move(plan).value();
+    };
+
+    auto plan = next_plan();
+    if (!plan) return report;  // a lookup or config error: nothing is killed
+    report.first_plan = *plan;
+    if (options.dry_run) {
+        for (const Decision& d : plan->kills()) {
+            KillRecord record;
+            record.pid = d.pid;
+            record.uid = d.uid;
+            record.user = d.user;
+            record.comm = escape_for_log(d.comm);
+            record.signal = options.grace.count() > 0 ? SIGTERM : SIGKILL;
+            record.reason = d.reason;
+            record.detail = d.detail;
+            record.outcome = Outcome::dry_run;
+            report.actions.push_back(record);
+        }
+        report.survivors = plan->kills();
+        return report;
+    }
+
+    if (plan->kills().empty()) return report;
+
+    if (options.grace.count() > 0) {
+        auto pinned = executor.signal_all(plan->kills(), SIGTERM);
+        executor.wait_and_release(pinned, Clock::now() + options.grace);
+        // Job state and processes are read again right before SIGKILL: a job that
+        // started during grace protects its user's processes.
+        plan = next_plan();
+        if (!plan) return report;
+    }
+
+    while (!plan->kills().empty()) {
+        if (report.rounds >= options.max_rounds || past(options.deadline)) {
+            report.deadline_reached = past(options.deadline);
+            break;
+        }
+        ++report.rounds;
+        auto pinned = executor.signal_all(plan->kills(), SIGKILL);
+        executor.wait_and_release(pinned, Clock::now() + options.settle);
+        // A stray that forks keeps making new ones: decide again on a fresh scan.
+        plan = next_plan();
+        if (!plan) return report;
+    }
+    report.survivors = plan->kills();
+    return report;
+}
+
+const char* to_string(Outcome outcome) {
+    switch (outcome) {
+        case Outcome::signalled: return "signalled";
+        case Outcome::dry_run: return "dry_run";
+        case Outcome::gone: return "gone";
+        case Outcome::pid_reused: return "pid_reused";
+        case Outcome::permission_denied: return "permission_denied";
+        case Outcome::failed: return "failed";
+    }
+    return "?";
+}
+
+}  // namespace leftover

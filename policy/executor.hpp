@@ -1,0 +1,66 @@
+// The kill executor: pins each target with a pidfd, checks it is still the process that
+// was decided on, signals it, and repeats on fresh evaluations until nothing is left.
+#pragma once
+
+#include "decision.hpp"
+#include "result.hpp"
+#include "system_calls.hpp"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace leftover {
+
+enum class Outcome {
+    signalled,
+    dry_run,            // would have been signalled
+    gone,               // exited before it could be signalled (ESRCH counts as success)
+    pid_reused,         // the pid now names another process: not signalled
+    permission_denied,  // EPERM
+    failed,             // any other error
+};
+
+struct KillRecord {
+    pid_t pid = 0;
+    uid_t uid = 0;
+    std::string user;
+    std::string comm;  // escaped for logs
+    int signal = 0;
+    Reason reason = Reason::stray;
+    std::string detail;
+    Outcome outcome = Outcome::signalled;
+    int error = 0;  // errno for permission_denied / failed
+    int round = 0;
+};
+
+struct SweepOptions {
+    std::string proc_root = "/proc";
+    std::chrono::milliseconds grace{5000};  // SIGTERM -> SIGKILL; 0: SIGKILL at once
+    int max_rounds = 10;                    // SIGKILL rounds on fresh evaluations
+    std::chrono::milliseconds settle{500};  // how long a SIGKILL round waits for exits
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    bool dry_run = false;
+};
+
+struct SweepReport {
+    Plan first_plan;                  // the decision that started the sweep
+    std::vector<KillRecord> actions;  // every signal sent (or not) and why
+    std::vector<Decision> survivors;  // strays still there at the end
+    std::optional<Error> error;       // an evaluation failed: the sweep stopped there
+    bool deadline_reached = false;
+    int rounds = 0;
+    std::size_t evaluations = 0;
+};
+
+// Produces a fresh plan from fresh job state and a fresh scan every time it is called.
+using Evaluate = std::function<Result<Plan>()>;
+
+// Always returns, by the deadline at the latest (plus one bounded evaluation).
+SweepReport sweep(const Evaluate& evaluate, const SweepOptions& options, SystemCalls& calls = real_system_calls());
+
+const char* to_string(Outcome outcome);
+
+}  // namespace leftover

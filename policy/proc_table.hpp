@@ -1,0 +1,44 @@
+// Reading the process table from a /proc root (the real one or a fake tree in tests).
+#pragma once
+
+#include "process.hpp"
+#include "result.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace leftover {
+
+struct ScanOptions {
+    std::string proc_root = "/proc";
+    // Called with the owner of /proc/<pid>; only processes for which it returns true
+    // get their stat/status/cgroup read (and their ancestry resolved). Keeps a node
+    // full of root daemons at about one fstatat per process.
+    std::function<bool(uid_t owner)> wants_detail = [](uid_t) { return true; };
+    // The pid the caller has in the pid namespace it runs in: <proc_root>/self must name it.
+    pid_t caller_pid = 0;
+    // A Slurm daemon (slurmd, or the calling slurmstepd) whose pid namespace the caller
+    // must share; unset skips that check.
+    std::optional<pid_t> slurm_daemon_pid;
+};
+
+// Checks the view (hidepid, pid namespace) and reads every process.
+// A view that is incomplete or foreign is a lookup error, never an empty table.
+Result<ProcessTable> scan_processes(const ScanOptions& options);
+
+// Re-reads one process's identity (start time and uids) for the kill executor's
+// pid-reuse check. nullopt when the process is gone or cannot be read.
+struct Identity {
+    std::uint64_t start_time = 0;
+    Uids uids;
+    char state = '?';
+    bool operator==(const Identity&) const = default;
+};
+std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
+
+// The parent chain of `pid` (nearest first, ending at pid 1), read from stat files.
+// Empty when it cannot be read.
+std::vector<pid_t> read_ancestry(const std::string& proc_root, pid_t pid);
+
+}  // namespace leftover

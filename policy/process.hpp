@@ -1,0 +1,42 @@
+// One process as the sweep engine sees it, and the table of all of them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace leftover {
+
+struct Uids {
+    uid_t real = 0, effective = 0, saved = 0, filesystem = 0;
+    bool all_equal() const { return real == effective && real == saved && real == filesystem; }
+    bool operator==(const Uids&) const = default;
+};
+
+struct Process {
+    pid_t pid = 0;
+    pid_t ppid = 0;
+    uid_t owner = 0;              // owner of /proc/<pid> (the effective uid at exec)
+    bool detailed = false;        // stat/status/cgroup were read (owner not protected)
+    Uids uids;                    // from status (detailed only)
+    std::string comm;             // raw bytes, may hold anything; escape before logging
+    char state = '?';             // from stat: R S D Z T t X I ...
+    std::uint64_t start_time = 0; // clock ticks since boot (stat field 22)
+    bool kernel_thread = false;   // PF_KTHREAD in stat flags, or a child of kthreadd (pid 2)
+    std::optional<std::uint64_t> job_cgroup;  // job id of a Slurm-owned job_<id> cgroup
+    bool is_slurmstepd = false;   // uid 0 and /proc/<pid>/exe is a slurmstepd binary
+    std::optional<pid_t> stepd_ancestor;  // nearest ancestor that is a slurmstepd
+    std::vector<pid_t> ancestors; // ppid chain up to pid 1 (detailed only), nearest first
+
+    bool zombie() const { return state == 'Z' || state == 'X'; }
+};
+
+struct ProcessTable {
+    std::vector<Process> processes;  // sorted by pid
+    const Process* find(pid_t pid) const;
+};
+
+}  // namespace leftover

@@ -1,0 +1,78 @@
+#include "report.hpp"
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace leftover {
+namespace {
+
+std::string who(const KillRecord& r) {
+    return fmt::format("pid={} user={} uid={} comm='{}'", r.pid, r.user.empty() ? "?" : r.user, r.uid, r.comm);
+}
+
+std::string why(const KillRecord& r) {
+    return r.detail.empty() ? fmt::format("reason={}", to_string(r.reason))
+                            : fmt::format("reason={} ({})", to_string(r.reason), r.detail);
+}
+
+}  // namespace
+
+std::string signal_name(int signal) {
+    switch (signal) {
+        case SIGTERM: return "SIGTERM";
+        case SIGKILL: return "SIGKILL";
+        default: return fmt::format("signal {}", signal);
+    }
+}
+
+std::string format_action(const KillRecord& r) {
+    switch (r.outcome) {
+        case Outcome::signalled: return fmt::format("{} {} {}", signal_name(r.signal), who(r), why(r));
+        case Outcome::dry_run: return fmt::format("would kill {} {} (dry run)", who(r), why(r));
+        case Outcome::gone: return fmt::format("{} not needed: {} already exited", signal_name(r.signal), who(r));
+        case Outcome::pid_reused:
+            return fmt::format("{} not sent: pid {} now names another process", signal_name(r.signal), r.pid);
+        case Outcome::permission_denied:
+            return fmt::format("{} failed: {}: permission denied", signal_name(r.signal), who(r));
+        case Outcome::failed:
+            return fmt::format("{} failed: {}: {}", signal_name(r.signal), who(r), std::strerror(r.error));
+    }
+    return "?";
+}
+
+bool is_notable(const KillRecord& r) {
+    return r.outcome == Outcome::signalled || r.outcome == Outcome::dry_run ||
+           r.outcome == Outcome::permission_denied || r.outcome == Outcome::failed;
+}
+
+std::string format_summary(const SummaryInput& in, const SweepReport& report) {
+    std::string trigger = in.trigger;
+    if (in.trigger_uid)
+        trigger += fmt::format(" (user {} uid {})", in.trigger_user.empty() ? "?" : in.trigger_user, *in.trigger_uid);
+
+    std::set<std::string> swept;
+    std::set<pid_t> killed;
+    for (const KillRecord& r : report.actions) {
+        if (r.outcome != Outcome::signalled && r.outcome != Outcome::dry_run) continue;
+        swept.insert(r.user.empty() ? fmt::format("uid {}", r.uid) : r.user);
+        killed.insert(r.pid);
+    }
+    std::map<Reason, std::size_t> kept = report.first_plan.count_by_reason();
+    kept.erase(Reason::stray);
+    std::size_t kept_total = 0;
+    std::string kept_detail;
+    for (const auto& [reason, count] : kept) {
+        kept_total += count;
+        kept_detail += fmt::format("{}{} {}", kept_detail.empty() ? "" : ", ", to_string(reason), count);
+    }
+    return fmt::format("{}: {}swept [{}]; {} {}; kept {} ({}); survivors {}; lookup errors {}; {:.1f} ms{}", trigger,
+                       in.dry_run ? "dry run: " : "", fmt::join(swept, ", "), in.dry_run ? "would kill" : "killed",
+                       killed.size(), kept_total, kept_detail, report.survivors.size(), report.error ? 1 : 0,
+                       in.milliseconds, report.deadline_reached ? "; deadline reached" : "");
+}
+
+}  // namespace leftover

@@ -1,0 +1,34 @@
+// The words a front end logs: one line per action, one summary per evaluation.
+// Pure formatting; the plugin and the command decide where the lines go.
+#pragma once
+
+#include "executor.hpp"
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+namespace leftover {
+
+// "SIGTERM pid=123 user=alice uid=41001 comm='sleep' reason=stray (no live work on this node)"
+// or, in a dry run, "would kill pid=123 ...". Failures say what failed.
+std::string format_action(const KillRecord& record);
+
+// True when the action belongs in syslog too (kills, would-kills, failures).
+bool is_notable(const KillRecord& record);
+
+struct SummaryInput {
+    std::string trigger;              // "job 12 step 0", "job 12 epilog", "node sweep"
+    std::optional<uid_t> trigger_uid;
+    std::string trigger_user;
+    bool dry_run = false;
+    double milliseconds = 0;
+};
+
+// "job 12 step 0 (user alice uid 41001): swept [alice]; killed 2; kept 143 (...); survivors 0; lookup errors 0; 3.1 ms"
+std::string format_summary(const SummaryInput& input, const SweepReport& report);
+
+std::string signal_name(int signal);
+
+}  // namespace leftover

@@ -1,0 +1,55 @@
+// Expected-style results: the library reports what went wrong as a value,
+// and only the edges (plugin, command) turn it into log lines or exit codes.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace leftover {
+
+enum class ErrorKind {
+    config,  // the configuration is invalid or untrusted
+    lookup,  // something needed to decide could not be learned: never kill on it
+};
+
+struct Error {
+    ErrorKind kind;
+    std::string message;  // names the file, key or source and what was expected
+
+    static Error config(std::string msg) { return {ErrorKind::config, std::move(msg)}; }
+    static Error lookup(std::string msg) { return {ErrorKind::lookup, std::move(msg)}; }
+};
+
+inline const char* to_string(ErrorKind kind) {
+    return kind == ErrorKind::config ? "config error" : "lookup error";
+}
+
+template <class T, class E = Error>
+class Result {
+public:
+    Result(T value) : state_(std::move(value)) {}          // NOLINT: implicit by design
+    Result(E error) : state_(std::move(error)) {}          // NOLINT: implicit by design
+
+    bool ok() const { return std::holds_alternative<T>(state_); }
+    explicit operator bool() const { return ok(); }
+
+    T& value() & { return std::get<T>(state_); }
+    const T& value() const& { return std::get<T>(state_); }
+    T&& value() && { return std::get<T>(std::move(state_)); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+
+    const E& error() const { return std::get<E>(state_); }
+
+private:
+    std::variant<T, E> state_;
+};
+
+// For operations that return nothing but may fail.
+struct Ok {};
+using Status = Result<Ok>;
+
+}  // namespace leftover

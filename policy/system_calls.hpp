@@ -1,0 +1,28 @@
+// The one seam between the kill executor and the kernel, so tests can inject faults.
+#pragma once
+
+#include "proc_table.hpp"
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+namespace leftover {
+
+class SystemCalls {
+public:
+    virtual ~SystemCalls() = default;
+    // Each returns what the system call returns, or -errno on failure.
+    virtual int pidfd_open(pid_t pid);
+    virtual int pidfd_send_signal(int pidfd, int signal);
+    virtual int poll(pollfd* fds, nfds_t count, int timeout_ms);
+    virtual void close(int fd);
+    // open/read of /proc/<pid>/{stat,status}; nullopt when gone or unreadable.
+    virtual std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
+};
+
+SystemCalls& real_system_calls();
+
+}  // namespace leftover

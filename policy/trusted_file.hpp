@@ -1,0 +1,32 @@
+// Reading a file that decides who is protected: only a root-owned regular file that
+// nobody else can write is believed, and the checks apply to the opened file itself.
+#pragma once
+
+#include "result.hpp"
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace leftover {
+
+enum class FileFault {
+    missing,      // ENOENT
+    symlink,      // the path is a symbolic link
+    not_regular,  // a directory, device, fifo ...
+    bad_owner,    // not owned by the required owner (root)
+    bad_mode,     // writable by group or others
+    unreadable,   // open or read failed for another reason
+    too_large,
+};
+
+struct FileError {
+    FileFault fault;
+    std::string message;  // "<path>: <why>"
+};
+
+inline constexpr std::size_t kMaxTrustedFileSize = 4 * 1024 * 1024;
+
+Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t required_owner = 0);
+
+}  // namespace leftover

@@ -1,0 +1,139 @@
+#include "hooks.hpp"
+
+#include "end_sweep.hpp"
+#include "node_discovery.hpp"
+#include "plugin_args.hpp"
+#include "slurm_log.hpp"
+
+#include <fmt/format.h>
+
+#include <slurm/slurm_version.h>
+
+#include <exception>
+#include <optional>
+#include <unistd.h>
+
+namespace leftover::spank {
+namespace {
+
+using slurm::FrontEndLog;
+
+// One slurmstepd serves one step: what task_exit prepared is used by exit.
+std::optional<slurm::Prepared> prepared_for_step;
+unsigned tasks_ended = 0;
+
+std::string build_banner() {
+    return fmt::format("leftover {} built for Slurm {}.{:02}.{}", LEFTOVER_VERSION,
+                       SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+                       SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
+}
+
+template <class T>
+std::optional<T> item(spank_t sp, spank_item_t which) {
+    T value{};
+    if (spank_get_item(sp, which, &value) != ESPANK_SUCCESS) return std::nullopt;
+    return value;
+}
+
+void log_unknown_args(const PluginArgs& args, FrontEndLog& log) {
+    for (const auto& arg : args.unknown) log.warn(fmt::format("unknown plugstack argument '{}' ignored", arg));
+}
+
+const slurm::Prepared& prepare_once(const PluginArgs& args, const slurm::NodeInfo& node) {
+    if (!prepared_for_step) prepared_for_step = slurm::prepare(args.config_path, args.config_path_given, node.slurm_uids);
+    return *prepared_for_step;
+}
+
+void sweep(spank_t sp, const PluginArgs& args, slurm::Trigger trigger, std::set<pid_t> ending_stepds,
+           std::chrono::steady_clock::time_point started) {
+    SlurmLog sink;
+    FrontEndLog log(sink);
+    log_unknown_args(args, log);
+    auto node = discover_node(sp);
+    if (!node.ok()) {
+        log.error(fmt::format("{}: lookup error: {}; nothing killed", trigger.label, node.error().message));
+        return;
+    }
+    slurm::SweepRequest request;
+    request.trigger = std::move(trigger);
+    request.node = node.value();
+    request.self = ::getpid();
+    request.ending_stepds = std::move(ending_stepds);
+    request.started = started;
+    auto controller = make_controller(node.value());
+    slurm::run_end_sweep(prepare_once(args, node.value()), request, controller.get(), SystemAccounts{}, log);
+}
+
+// The last word on any exception: the job must not notice our trouble.
+template <class Body>
+void guarded(const char* hook, Body&& body) noexcept {
+    try {
+        body();
+    } catch (const std::exception& e) {
+        slurm_error("leftover: %s: internal error: %s; nothing more done", hook, e.what());
+    } catch (...) {
+        slurm_error("leftover: %s: internal error; nothing more done", hook);
+    }
+}
+
+}  // namespace
+
+void on_slurmd_start(spank_t, int ac, char** av) noexcept {
+    guarded("slurmd start", [&] {
+        const PluginArgs args = parse_plugin_args(ac, av);
+        slurm_info("leftover: %s, config %s", build_banner().c_str(), args.config_path.c_str());
+    });
+}
+
+void on_task_exit(spank_t sp, int ac, char** av) noexcept {
+    guarded("task exit", [&] {
+        const PluginArgs args = parse_plugin_args(ac, av);
+        // Read config and exemptions now, while the step still runs; never signal here.
+        if (auto node = discover_node(sp); node.ok()) prepare_once(args, node.value());
+        ++tasks_ended;
+        const auto local_tasks = item<std::uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT);
+        if (local_tasks && tasks_ended == *local_tasks) slurm_debug("leftover: the step's last local task ended");
+    });
+}
+
+void on_step_exit(spank_t sp, int ac, char** av) noexcept {
+    const auto started = std::chrono::steady_clock::now();
+    guarded("exit", [&] {
+        const PluginArgs args = parse_plugin_args(ac, av);
+        const auto job = item<std::uint32_t>(sp, S_JOB_ID);
+        const auto step = item<std::uint32_t>(sp, S_JOB_STEPID);
+        const auto uid = item<uid_t>(sp, S_JOB_UID);
+        if (!job || !step || !uid) {
+            slurm_error("leftover: exit: the step's job, step id or user is unknown; nothing done");
+            return;
+        }
+        slurm::Trigger trigger;
+        trigger.label = "step " + slurm::describe_step(*job, *step);
+        trigger.uid = *uid;
+        trigger.job_id = *job;
+        trigger.ending_step = slurm::StepId{*job, *step};
+        // This slurmstepd is the ending step's: its own children get no step protection.
+        sweep(sp, args, std::move(trigger), {::getpid()}, started);
+    });
+}
+
+void on_job_epilog(spank_t sp, int ac, char** av) noexcept {
+    const auto started = std::chrono::steady_clock::now();
+    guarded("job epilog", [&] {
+        if (::geteuid() != 0) return;  // only where Slurm runs us as root on the node
+        const PluginArgs args = parse_plugin_args(ac, av);
+        const auto job = item<std::uint32_t>(sp, S_JOB_ID);
+        const auto uid = item<uid_t>(sp, S_JOB_UID);
+        if (!job || !uid) {
+            slurm_error("leftover: job epilog: the job id or user is unknown; nothing done");
+            return;
+        }
+        slurm::Trigger trigger;
+        trigger.label = fmt::format("job {} epilog", *job);
+        trigger.uid = *uid;
+        trigger.job_id = *job;
+        sweep(sp, args, std::move(trigger), {}, started);
+    });
+}
+
+}  // namespace leftover::spank

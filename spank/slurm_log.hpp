@@ -1,0 +1,13 @@
+// Lines into Slurm's own log (slurmd's log file, with the step's prefix).
+#pragma once
+
+#include "log.hpp"
+
+namespace leftover::spank {
+
+class SlurmLog final : public slurm::Log {
+public:
+    void write(LogLevel level, const std::string& text) override;
+};
+
+}  // namespace leftover::spank

@@ -1,0 +1,26 @@
+// Questions for slurmctld, each bounded by a deadline. Used only for job_source:
+// controller, and to confirm an allocation that local state cannot show.
+#pragma once
+
+#include "decision.hpp"
+#include "result.hpp"
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace leftover::slurm {
+
+class Controller {
+public:
+    virtual ~Controller() = default;
+    // Users and jobs with a running or suspended job on `node`, apart from `ending_job`.
+    virtual Result<LiveWork> jobs_on_node(const std::string& node, std::optional<std::uint32_t> ending_job,
+                                          std::chrono::steady_clock::time_point deadline) = 0;
+};
+
+}  // namespace leftover::slurm

@@ -1,0 +1,158 @@
+#include "end_sweep.hpp"
+
+#include "evaluation.hpp"
+#include "report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace leftover::slurm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::duration seconds(double value) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
+}
+
+LogLevel level_of(const KillRecord& record) {
+    switch (record.outcome) {
+        case Outcome::signalled:
+        case Outcome::dry_run: return LogLevel::info;
+        case Outcome::gone:
+        case Outcome::pid_reused: return LogLevel::debug;
+        case Outcome::permission_denied:
+        case Outcome::failed: return LogLevel::err;
+    }
+    return LogLevel::info;
+}
+
+// The job-state reader for one sweep: fresh answers every round, stale sockets logged once.
+class JobStateSource {
+public:
+    JobStateSource(const Config& config, const SweepRequest& request, Controller* controller, Clock::time_point deadline,
+                   FrontEndLog& log)
+        : config_(config), request_(request), controller_(controller), deadline_(deadline), log_(log) {}
+
+    Result<LiveWork> read() {
+        const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
+        if (config_.job_source == JobSource::controller) {
+            if (controller_ == nullptr) return Error::lookup("job_source controller: no controller connection");
+            return controller_->jobs_on_node(request_.node.node_name, request_.trigger.job_id, until);
+        }
+        auto state = read_local_steps(request_.node.spool_dir, request_.node.node_name, until);
+        if (!state.ok()) return state.error();
+        for (const DeadStep& dead : state->dead)
+            if (logged_dead_.insert(dead.socket_path).second)
+                log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
+                                      describe_step(dead.job_id, dead.step_id), dead.socket_path));
+        return live_work_from(state.value(), request_.trigger.ending_step,
+                              fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
+    }
+
+    // Without PrologFlags=contain a node of a multi-node job between steps looks empty
+    // locally: before a user is swept, the controller must confirm they hold no allocation.
+    AllocationCheck allocation_check() {
+        if (config_.job_source == JobSource::controller || request_.node.prolog_contain) return {};
+        return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
+            if (!said_contain_) {
+                log_.info("no PrologFlags=contain: asking slurmctld before sweeping; PrologFlags=contain makes "
+                          "this unnecessary");
+                said_contain_ = true;
+            }
+            if (controller_ == nullptr) return Error::lookup("allocation check: no controller connection");
+            const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
+            auto work = controller_->jobs_on_node(request_.node.node_name, request_.trigger.job_id, until);
+            if (!work.ok()) return work.error();
+            std::set<uid_t> holders;
+            for (const uid_t uid : uids)
+                if (work->uids.count(uid) != 0) holders.insert(uid);
+            return holders;
+        };
+    }
+
+private:
+    const Config& config_;
+    const SweepRequest& request_;
+    Controller* controller_;
+    Clock::time_point deadline_;
+    FrontEndLog& log_;
+    std::set<std::string> logged_dead_;
+    bool said_contain_ = false;
+};
+
+}  // namespace
+
+Prepared prepare(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids) {
+    Prepared prepared;
+    prepared.config = load_config(config_path, path_given);
+    if (prepared.config.ok()) prepared.exemptions = Exemptions::load(prepared.config.value(), slurm_uids);
+    return prepared;
+}
+
+SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request, Controller* controller,
+                          const AccountDatabase& accounts, FrontEndLog& log) {
+    SweepReport report;
+    const auto elapsed_ms = [&] {
+        return std::chrono::duration<double, std::milli>(Clock::now() - request.started).count();
+    };
+    SummaryInput summary{request.trigger.label, request.trigger.uid, {}, false, 0};
+    if (request.trigger.uid) {
+        const auto lookup = accounts.name_of(*request.trigger.uid);
+        if (lookup.status == AccountLookup::Status::found) summary.trigger_user = lookup.name;
+    }
+
+    if (!prepared.config.ok()) {
+        report.error = prepared.config.error();
+        log.error(fmt::format("{}: {}; nothing killed", to_string(report.error->kind), report.error->message));
+        summary.milliseconds = elapsed_ms();
+        log.info(format_summary(summary, report));
+        return report;
+    }
+    const Config& config = prepared.config.value();
+    log.set_threshold(config.debuglevel);
+    if (config.loaded_from.empty()) log.info("no config file, using defaults");
+    if (config.slew > 0 || config.slew_max)
+        log.debug("slew/slew_max ignored: they delay periodic sweeps, never the plugin");
+    summary.dry_run = config.dry_run;
+
+    if (!prepared.exemptions || !prepared.exemptions->ok()) {
+        report.error = prepared.exemptions ? prepared.exemptions->error() : Error::lookup("exemptions not loaded");
+        log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
+        summary.milliseconds = elapsed_ms();
+        log.info(format_summary(summary, report));
+        return report;
+    }
+
+    // One deadline per evaluation; Slurm drains a node whose step does not end in time.
+    const auto deadline = request.started + seconds(config.grace + config.slurm_timeout + 1.0);
+    JobStateSource job_state(config, request, controller, deadline, log);
+    EvaluationContext context;
+    context.proc_root = request.proc_root;
+    context.self = request.self;
+    context.ending_stepds = request.ending_stepds;
+    context.event = Event{config.scope, request.trigger.uid};
+    Evaluation evaluation(prepared.exemptions->value(), accounts, [&] { return job_state.read(); },
+                          job_state.allocation_check(), context);
+
+    SweepOptions options;
+    options.proc_root = request.proc_root;
+    options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
+    options.deadline = deadline;
+    options.dry_run = config.dry_run;
+    report = sweep([&] { return evaluation(); }, options);
+
+    for (const KillRecord& record : report.actions) log.action(level_of(record), format_action(record));
+    if (report.error) log.error(fmt::format("{}: {}; nothing more killed", to_string(report.error->kind),
+                                            report.error->message));
+    for (const Decision& survivor : report.survivors)
+        if (!config.dry_run)
+            log.warn(fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user, survivor.uid));
+    if (report.deadline_reached) log.warn("the evaluation reached its deadline and stopped where it was");
+    summary.milliseconds = elapsed_ms();
+    log.info(format_summary(summary, report));
+    return report;
+}
+
+}  // namespace leftover::slurm

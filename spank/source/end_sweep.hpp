@@ -1,0 +1,58 @@
+// One sweep when work ends on the node: the part of the plugin that is not SPANK glue,
+// kept free of Slurm headers so the command and the tests can drive it too.
+#pragma once
+
+#include "config.hpp"
+#include "controller.hpp"
+#include "executor.hpp"
+#include "exemptions.hpp"
+#include "live_work.hpp"
+#include "log.hpp"
+#include "result.hpp"
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace leftover::slurm {
+
+// What this node's slurmd really uses, learned from Slurm.
+struct NodeInfo {
+    std::string spool_dir;           // SlurmdSpoolDir with %n/%h expanded
+    std::string node_name;           // slurmd's own node name (slurmd -N)
+    std::set<uid_t> slurm_uids;      // SlurmUser, SlurmdUser
+    bool prolog_contain = false;     // PrologFlags=contain: every allocation has an extern step here
+};
+
+// Config and exemptions, read once per step (in task_exit when there is one).
+struct Prepared {
+    Result<Config> config = Error::config("not prepared");
+    std::optional<Result<Exemptions>> exemptions;  // only when the config is valid
+};
+Prepared prepare(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids);
+
+struct Trigger {
+    std::string label;                       // "job 12 step 0", "job 12 epilog"
+    std::optional<uid_t> uid;                // the job's user
+    std::optional<std::uint32_t> job_id;
+    std::optional<StepId> ending_step;       // set in slurm_spank_exit
+};
+
+struct SweepRequest {
+    Trigger trigger;
+    NodeInfo node;
+    pid_t self = 0;
+    std::set<pid_t> ending_stepds;
+    std::string proc_root = "/proc";
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+};
+
+// Evaluates and sweeps, logging every action, every error and one summary. Returns the
+// report (its error set on any config or lookup error, in which case nothing was killed).
+SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request, Controller* controller,
+                          const AccountDatabase& accounts, FrontEndLog& log);
+
+}  // namespace leftover::slurm

@@ -1,0 +1,36 @@
+#include "live_work.hpp"
+
+#include <fmt/format.h>
+
+namespace leftover::slurm {
+
+std::string describe_step(std::uint32_t job_id, std::uint32_t step_id) {
+    switch (step_id) {
+        case 0xfffffffbu: return fmt::format("{}.batch", job_id);
+        case 0xfffffffcu: return fmt::format("{}.extern", job_id);
+        case 0xfffffffau: return fmt::format("{}.interactive", job_id);
+        default: return fmt::format("{}.{}", job_id, step_id);
+    }
+}
+
+Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<StepId>& ending_step,
+                                const std::string& where) {
+    LiveWork live;
+    bool ending_step_seen = false;
+    for (const LocalStep& step : state.live) {
+        if (ending_step && step.job_id == ending_step->job_id && step.step_id == ending_step->step_id) {
+            ending_step_seen = true;
+            continue;
+        }
+        if (step.ending) continue;
+        live.uids.insert(step.uid);
+        live.job_ids.insert(step.job_id);
+    }
+    if (ending_step && !ending_step_seen)
+        return Error::lookup(fmt::format("the ending step {} has no answering socket in {}; the spool dir or "
+                                         "node name is not the one this slurmd uses",
+                                         describe_step(ending_step->job_id, ending_step->step_id), where));
+    return live;
+}
+
+}  // namespace leftover::slurm

@@ -1,0 +1,29 @@
+// Turns what the node's slurmstepd daemons said into the live work the decision uses,
+// refusing an answer that cannot be complete.
+#pragma once
+
+#include "decision.hpp"
+#include "local_steps.hpp"
+#include "result.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace leftover::slurm {
+
+struct StepId {
+    std::uint32_t job_id = 0;
+    std::uint32_t step_id = 0;
+};
+
+// `ending_step`: the step whose slurm_spank_exit is running. It must be among the
+// answers (else the spool dir or node name is wrong: a lookup error), and it does not
+// count as live work. Steps already ending do not count either, so two jobs of one
+// user that end together do not keep each other's strays alive.
+Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<StepId>& ending_step,
+                                const std::string& where);
+
+std::string describe_step(std::uint32_t job_id, std::uint32_t step_id);
+
+}  // namespace leftover::slurm

@@ -1,0 +1,368 @@
+// Speaks the slurmstepd socket protocol of Slurm 22.05 with non-blocking I/O.
+//
+// Protocol, as checked in slurm-22-05-8-1 (our own implementation, not Slurm's code):
+//   src/common/stepd_api.c  stepd_connect():  client writes int SLURM_PROTOCOL_VERSION,
+//                                             reads back an int: the stepd's version,
+//                                             or SLURM_ERROR (-1) when it refuses.
+//                           stepd_get_uid():  writes int REQUEST_STEP_UID, reads uid_t.
+//                           stepd_state():    writes int REQUEST_STATE, reads a
+//                                             slurmstepd_state_t (an int-sized enum).
+//   src/slurmd/slurmstepd/req.c _handle_accept(): reads the version int, answers
+//                                             SLURM_PROTOCOL_VERSION, then loops over
+//                                             requests on the same connection until EOF
+//                                             or an error (_handle_request), so one
+//                                             connection serves both requests.
+//                           _handle_uid():    writes job->uid as sizeof(uid_t).
+//                           _handle_state():  writes job->state as sizeof(slurmstepd_state_t).
+//   src/common/stepd_api.h: step_msg_t REQUEST_STATE = 5, REQUEST_STEP_UID = 20;
+//                           slurmstepd_state_t NOT_RUNNING 0 .. STEP_ENDING 3.
+//   src/common/slurm_protocol_common.h: SLURM_22_05_PROTOCOL_VERSION = (38 << 8) | 0,
+//                           SLURM_MIN_PROTOCOL_VERSION = SLURM_20_11 = (36 << 8) | 0.
+#include "local_steps.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <slurm/slurm_version.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <system_error>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+
+#if !defined(SLURM_VERSION_NUMBER)
+#error "slurm/slurm_version.h did not define SLURM_VERSION_NUMBER"
+#endif
+static_assert(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER) == 22 &&
+                  SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER) == 5,
+              "the slurmstepd socket protocol in local_steps.cpp was checked against "
+              "Slurm 22.05 only: re-check stepd_api.c/req.c before building for this release");
+
+namespace leftover::slurm {
+namespace {
+
+namespace wire {
+// Sent as an int; the reply is the stepd's own SLURM_PROTOCOL_VERSION.
+constexpr std::int32_t protocol_version = (38 << 8) | 0;  // SLURM_22_05_PROTOCOL_VERSION
+// The oldest stepd that can still run under a 22.05 slurmd (SLURM_MIN_PROTOCOL_VERSION,
+// 20.11); 20.11 and 21.08 use the same request numbers and reply sizes.
+constexpr std::int32_t min_protocol_version = (36 << 8) | 0;
+constexpr std::int32_t request_state = 5;      // REQUEST_STATE
+constexpr std::int32_t request_step_uid = 20;  // REQUEST_STEP_UID
+}  // namespace wire
+
+static_assert(sizeof(int) == sizeof(std::int32_t), "the protocol sends C ints");
+static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies a 4-byte uid_t");
+static_assert(static_cast<int>(StepdState::ending) == 3, "SLURMSTEPD_STEP_ENDING");
+
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+class UniqueFd {
+public:
+    explicit UniqueFd(int fd) : fd_(fd) {}
+    UniqueFd(const UniqueFd&) = delete;
+    UniqueFd& operator=(const UniqueFd&) = delete;
+    ~UniqueFd() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    int get() const { return fd_; }
+
+private:
+    int fd_;
+};
+
+// Milliseconds left until the deadline, rounded up, 0 once it passed.
+int remaining_ms(std::chrono::steady_clock::time_point deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return 0;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    return static_cast<int>(std::min<std::chrono::milliseconds::rep>(left, INT_MAX));
+}
+
+// Waits until fd is ready for events; an error message on timeout or failure.
+// Once the deadline passed it still takes whatever is ready right now.
+std::optional<std::string> wait_ready(int fd, short events,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      const char* what) {
+    for (;;) {
+        pollfd pfd{fd, events, 0};
+        const int ms = remaining_ms(deadline);
+        const int n = ::poll(&pfd, 1, ms);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fmt::format("poll while {}: {}", what, errno_text(errno));
+        }
+        if (n > 0) return std::nullopt;  // ready, or an error/hangup the next call reports
+        if (ms == 0 || std::chrono::steady_clock::now() >= deadline)
+            return fmt::format("timed out {}", what);
+    }
+}
+
+std::optional<std::string> send_all(int fd, const void* data, std::size_t size,
+                                    std::chrono::steady_clock::time_point deadline,
+                                    const char* what) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    std::size_t done = 0;
+    while (done < size) {
+        const ssize_t n = ::send(fd, p + done, size - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+            done += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (auto err = wait_ready(fd, POLLOUT, deadline, what)) return err;
+            continue;
+        }
+        return fmt::format("{}: {}", what, n < 0 ? errno_text(errno) : "wrote nothing");
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
+                                    std::chrono::steady_clock::time_point deadline,
+                                    const char* what) {
+    auto* p = static_cast<unsigned char*>(data);
+    std::size_t done = 0;
+    while (done < size) {
+        const ssize_t n = ::recv(fd, p + done, size - done, MSG_DONTWAIT);
+        if (n > 0) {
+            done += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n == 0)
+            return fmt::format("{}: short read, connection closed after {} of {} bytes", what,
+                               done, size);
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (auto err = wait_ready(fd, POLLIN, deadline, what)) return err;
+            continue;
+        }
+        return fmt::format("{}: {}", what, errno_text(errno));
+    }
+    return std::nullopt;
+}
+
+struct StepAnswer {
+    uid_t uid;
+    int state;
+};
+
+// What asking one step socket found: an answer, the step gone, or an error message.
+struct QueryOutcome {
+    std::optional<StepAnswer> answer;  // set when the stepd answered
+    std::optional<std::string> error;  // set when it could not be asked
+    // neither: nobody listens (ECONNREFUSED) or the socket vanished (ENOENT)
+};
+
+bool gone_errno(int err) { return err == ECONNREFUSED || err == ENOENT; }
+
+QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time_point deadline) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path))
+        return {std::nullopt, fmt::format("path longer than {} bytes", sizeof(addr.sun_path) - 1)};
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (fd.get() < 0) return {std::nullopt, fmt::format("socket: {}", errno_text(errno))};
+
+    const auto* sa = reinterpret_cast<const sockaddr*>(&addr);  // NOLINT: sockets API
+    for (;;) {
+        if (::connect(fd.get(), sa, sizeof(addr)) == 0) break;
+        const int err = errno;
+        if (gone_errno(err)) return {};
+        if (err == EAGAIN) {
+            // AF_UNIX: the listen backlog is full. Linux does not complete such a
+            // connect asynchronously, so try again until the deadline.
+            if (remaining_ms(deadline) == 0)
+                return {std::nullopt, "timed out connecting (listen backlog full)"};
+            ::poll(nullptr, 0, std::min(remaining_ms(deadline), 10));
+            continue;
+        }
+        if (err == EINPROGRESS || err == EINTR) {
+            if (auto msg = wait_ready(fd.get(), POLLOUT, deadline, "connecting"))
+                return {std::nullopt, std::move(msg)};
+            int so_error = 0;
+            socklen_t len = sizeof(so_error);
+            if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len) != 0)
+                return {std::nullopt, fmt::format("getsockopt(SO_ERROR): {}", errno_text(errno))};
+            if (so_error == 0) break;
+            if (gone_errno(so_error)) return {};
+            return {std::nullopt, fmt::format("connect: {}", errno_text(so_error))};
+        }
+        return {std::nullopt, fmt::format("connect: {}", errno_text(err))};
+    }
+
+    const std::int32_t hello = wire::protocol_version;
+    if (auto msg = send_all(fd.get(), &hello, sizeof(hello), deadline,
+                            "sending the protocol version"))
+        return {std::nullopt, std::move(msg)};
+    std::int32_t their_version = 0;
+    if (auto msg = recv_all(fd.get(), &their_version, sizeof(their_version), deadline,
+                            "reading the protocol version reply"))
+        return {std::nullopt, std::move(msg)};
+    if (their_version < 0)
+        return {std::nullopt, fmt::format("slurmstepd refused the protocol version {} (replied {})",
+                                          wire::protocol_version, their_version)};
+    if (their_version < wire::min_protocol_version || their_version > wire::protocol_version)
+        return {std::nullopt,
+                fmt::format("unexpected protocol version reply {} (expected {} to {})",
+                            their_version, wire::min_protocol_version, wire::protocol_version)};
+
+    const std::int32_t uid_request = wire::request_step_uid;
+    if (auto msg = send_all(fd.get(), &uid_request, sizeof(uid_request), deadline,
+                            "sending REQUEST_STEP_UID"))
+        return {std::nullopt, std::move(msg)};
+    std::uint32_t uid = 0;
+    if (auto msg = recv_all(fd.get(), &uid, sizeof(uid), deadline,
+                            "reading the REQUEST_STEP_UID reply"))
+        return {std::nullopt, std::move(msg)};
+    if (uid == static_cast<std::uint32_t>(-1))
+        return {std::nullopt, "unexpected REQUEST_STEP_UID reply: uid -1"};
+
+    const std::int32_t state_request = wire::request_state;
+    if (auto msg = send_all(fd.get(), &state_request, sizeof(state_request), deadline,
+                            "sending REQUEST_STATE"))
+        return {std::nullopt, std::move(msg)};
+    std::int32_t state = 0;
+    if (auto msg = recv_all(fd.get(), &state, sizeof(state), deadline,
+                            "reading the REQUEST_STATE reply"))
+        return {std::nullopt, std::move(msg)};
+    if (state < static_cast<int>(StepdState::not_running) ||
+        state > static_cast<int>(StepdState::ending))
+        return {std::nullopt, fmt::format("unexpected REQUEST_STATE reply: state {}", state)};
+
+    // Closing the connection is the EOF that ends req.c's request loop.
+    return {StepAnswer{static_cast<uid_t>(uid), state}, std::nullopt};
+}
+
+std::optional<std::uint32_t> parse_u32(std::string_view text) {
+    if (text.empty() || !std::all_of(text.begin(), text.end(),
+                                     [](char c) { return c >= '0' && c <= '9'; }))
+        return std::nullopt;
+    std::uint32_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
+
+struct Candidate {
+    StepSocketName name;
+    std::string path;
+};
+
+}  // namespace
+
+std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name,
+                                                     const std::string& node_name) {
+    if (node_name.empty()) return std::nullopt;
+    const std::string prefix = node_name + "_";
+    if (file_name.size() <= prefix.size() || file_name.compare(0, prefix.size(), prefix) != 0)
+        return std::nullopt;
+    const std::string_view rest = std::string_view(file_name).substr(prefix.size());
+
+    const auto dot1 = rest.find('.');
+    if (dot1 == std::string_view::npos) return std::nullopt;
+    const auto dot2 = rest.find('.', dot1 + 1);
+    const auto job = parse_u32(rest.substr(0, dot1));
+    const auto step = parse_u32(rest.substr(dot1 + 1, dot2 == std::string_view::npos
+                                                          ? std::string_view::npos
+                                                          : dot2 - dot1 - 1));
+    if (!job || !step) return std::nullopt;
+    StepSocketName name{*job, *step, std::nullopt};
+    if (dot2 != std::string_view::npos) {
+        const auto component = parse_u32(rest.substr(dot2 + 1));  // rejects a third dot
+        if (!component) return std::nullopt;
+        name.het_component = *component;
+    }
+    return name;
+}
+
+Result<LocalJobState> read_local_steps(const std::string& spool_dir,
+                                       const std::string& node_name,
+                                       std::chrono::steady_clock::time_point deadline) {
+    if (node_name.empty())
+        return Error::lookup("slurmstepd sockets: the node name is empty");
+
+    std::vector<Candidate> candidates;
+    {
+        std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(spool_dir.c_str()), &::closedir);
+        if (!dir)
+            return Error::lookup(fmt::format("slurmd spool directory {}: cannot list it: {}",
+                                             spool_dir, errno_text(errno)));
+        const std::string base =
+            (!spool_dir.empty() && spool_dir.back() == '/') ? spool_dir : spool_dir + "/";
+        for (;;) {
+            errno = 0;
+            const dirent* entry = ::readdir(dir.get());
+            if (!entry) {
+                if (errno != 0)
+                    return Error::lookup(fmt::format("slurmd spool directory {}: readdir: {}",
+                                                     spool_dir, errno_text(errno)));
+                break;
+            }
+            const std::string file_name = entry->d_name;
+            auto name = parse_step_socket_name(file_name, node_name);
+            if (!name) continue;
+            std::string path = base + file_name;
+
+            bool is_socket = entry->d_type == DT_SOCK;
+            if (entry->d_type == DT_UNKNOWN) {
+                struct stat st {};
+                if (::fstatat(::dirfd(dir.get()), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                    if (errno != ENOENT)
+                        return Error::lookup(fmt::format("slurmstepd socket {}: stat: {}", path,
+                                                         errno_text(errno)));
+                    continue;  // vanished between readdir and stat: nothing to ask
+                }
+                is_socket = S_ISSOCK(st.st_mode);
+            }
+            if (!is_socket) continue;
+            candidates.push_back({*name, std::move(path)});
+        }
+    }
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+        return std::tuple(a.name.job_id, a.name.step_id, a.name.het_component) <
+               std::tuple(b.name.job_id, b.name.step_id, b.name.het_component);
+    });
+
+    LocalJobState state;
+    for (auto& candidate : candidates) {
+        QueryOutcome outcome = query_step(candidate.path, deadline);
+        if (outcome.error)
+            return Error::lookup(
+                fmt::format("slurmstepd socket {}: {}", candidate.path, *outcome.error));
+        if (!outcome.answer) {
+            state.dead.push_back(
+                {candidate.name.job_id, candidate.name.step_id, std::move(candidate.path)});
+            continue;
+        }
+        LocalStep step;
+        step.job_id = candidate.name.job_id;
+        step.step_id = candidate.name.step_id;
+        step.het_component = candidate.name.het_component;
+        step.uid = outcome.answer->uid;
+        step.state = outcome.answer->state;
+        step.ending = outcome.answer->state == static_cast<int>(StepdState::ending);
+        step.socket_path = std::move(candidate.path);
+        state.live.push_back(std::move(step));
+    }
+    return state;
+}
+
+}  // namespace leftover::slurm

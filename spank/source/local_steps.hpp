@@ -1,0 +1,81 @@
+// The local job-state source: which job steps are alive on this node, learned
+// the way pam_slurm_adopt learns it, from the slurmstepd unix sockets in
+// slurmd's spool directory, but without libslurm's blocking calls: every
+// connect, read and write is non-blocking and bounded by one deadline.
+//
+// The wire protocol was checked against Slurm 22.05.8 only (src/common/stepd_api.c
+// and src/slurmd/slurmstepd/req.c); local_steps.cpp refuses to build against
+// any other Slurm release.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "result.hpp"
+
+namespace leftover::slurm {
+
+// slurmstepd_state_t (src/common/stepd_api.h, 22.05).
+enum class StepdState : int {
+    not_running = 0,
+    starting = 1,
+    running = 2,
+    ending = 3,
+};
+
+// A step whose slurmstepd answered on its socket.
+struct LocalStep {
+    std::uint32_t job_id = 0;
+    std::uint32_t step_id = 0;  // may be a special id: batch 0xfffffffb, extern 0xfffffffc,
+                                // interactive 0xfffffffa
+    std::optional<std::uint32_t> het_component;  // <job>.<step>.<component> sockets
+    uid_t uid = 0;                               // the job owner, as the slurmstepd reports it
+    int state = 0;                               // a StepdState value
+    bool ending = false;                         // state == StepdState::ending
+    std::string socket_path;
+};
+
+// A step socket nobody listens on any more (connect: ECONNREFUSED), or which
+// vanished while we looked (ENOENT): its slurmstepd is gone.
+struct DeadStep {
+    std::uint32_t job_id = 0;
+    std::uint32_t step_id = 0;
+    std::string socket_path;
+};
+
+struct LocalJobState {
+    std::vector<LocalStep> live;
+    std::vector<DeadStep> dead;
+};
+
+// The parts of a step socket's file name "<node>_<job>.<step>[.<component>]".
+struct StepSocketName {
+    std::uint32_t job_id = 0;
+    std::uint32_t step_id = 0;
+    std::optional<std::uint32_t> het_component;
+    bool operator==(const StepSocketName&) const = default;
+};
+
+// Parses a spool directory entry name; nullopt unless it is a step socket name
+// of node_name (decimal 32-bit ids, nothing else before or after).
+std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name,
+                                                     const std::string& node_name);
+
+// Lists spool_dir for node_name's step sockets and asks each slurmstepd for the
+// step's uid and state. Sockets of other node names (several slurmd sharing a
+// spool dir) and entries that are not sockets are ignored.
+//
+// Lookup error when the directory cannot be read, or when any step socket
+// cannot be asked (timeout at the deadline, short read, unexpected reply, any
+// error other than "nobody listens"): an unanswered step may still be live,
+// so the caller must not decide on a partial picture.
+Result<LocalJobState> read_local_steps(const std::string& spool_dir,
+                                       const std::string& node_name,
+                                       std::chrono::steady_clock::time_point deadline);
+
+}  // namespace leftover::slurm

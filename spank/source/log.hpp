@@ -1,0 +1,43 @@
+// Where a front end's lines go. The plugin writes into Slurm's log, the command to
+// stderr; both copy kills, dry-run decisions and errors to syslog.
+#pragma once
+
+#include "config.hpp"
+
+#include <string>
+
+namespace leftover::slurm {
+
+class Log {
+public:
+    virtual ~Log() = default;
+    // `text` has no "leftover: " prefix; the sink adds it where it is needed.
+    virtual void write(LogLevel level, const std::string& text) = 0;
+};
+
+// Filters by debuglevel and copies notable lines (and every warning or error) to syslog.
+class FrontEndLog {
+public:
+    explicit FrontEndLog(Log& sink, LogLevel threshold = LogLevel::info) : sink_(sink), threshold_(threshold) {}
+    void set_threshold(LogLevel threshold) { threshold_ = threshold; }
+
+    void debug(const std::string& text) { emit(LogLevel::debug, text, false); }
+    void info(const std::string& text) { emit(LogLevel::info, text, false); }
+    void warn(const std::string& text) { emit(LogLevel::warn, text, true); }
+    void error(const std::string& text) { emit(LogLevel::err, text, true); }
+    // A kill, a would-kill, a failed signal: always in syslog too.
+    void action(LogLevel level, const std::string& text) { emit(level, text, true); }
+
+private:
+    void emit(LogLevel level, const std::string& text, bool to_syslog);
+
+    Log& sink_;
+    LogLevel threshold_;
+};
+
+// Sends one message to the local syslog socket with ident "leftover", facility daemon,
+// without touching the process's own openlog() state (slurmstepd may use syslog itself)
+// and without ever blocking.
+void send_to_syslog(LogLevel level, const std::string& text);
+
+}  // namespace leftover::slurm

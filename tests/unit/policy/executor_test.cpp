@@ -1,0 +1,288 @@
+// The kill executor against real processes. Every test uses a uid of its own, scope
+// job_user and an account database that knows only that uid, so tests running in
+// parallel (and anything else on the machine) can never be touched.
+#include "evaluation.hpp"
+#include "executor.hpp"
+#include "support/fake_accounts.hpp"
+#include "support/processes.hpp"
+#include "support/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace leftover;
+using namespace leftover::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Sweeper {
+    uid_t uid;
+    Config config;
+    FakeAccounts accounts;
+    std::function<Result<LiveWork>()> job_state = [] { return Result<LiveWork>(LiveWork{}); };
+
+    explicit Sweeper(uid_t u, std::string name = "stray.user") : uid(u) {
+        accounts.names[u] = std::move(name);
+        become_subreaper();
+    }
+    ~Sweeper() {
+        kill_all_of(uid);
+        for (const pid_t pid : spawned) ::kill(pid, SIGKILL);
+    }
+    pid_t spawn(const std::vector<std::string>& argv) { return spawned.emplace_back(spawn_as(uid, argv)); }
+    std::vector<pid_t> spawned;  // killed at the end whatever their uids are by then
+    Sweeper(const Sweeper&) = delete;
+    Sweeper& operator=(const Sweeper&) = delete;
+
+    SweepReport run(std::chrono::milliseconds grace = 2000ms, bool dry_run = false,
+                    SystemCalls& calls = real_system_calls(), std::chrono::milliseconds budget = 20s) {
+        auto exemptions = Exemptions::load(config, {});
+        REQUIRE(exemptions.ok());
+        EvaluationContext context;
+        context.self = ::getpid();
+        context.event = Event{Scope::job_user, uid};
+        Evaluation evaluation(exemptions.value(), accounts, job_state, {}, context);
+        SweepOptions options;
+        options.grace = grace;
+        options.dry_run = dry_run;
+        options.deadline = std::chrono::steady_clock::now() + budget;
+        return sweep([&] { return evaluation(); }, options, calls);
+    }
+};
+
+const KillRecord* action_for(const SweepReport& report, pid_t pid, int signal) {
+    for (const KillRecord& r : report.actions)
+        if (r.pid == pid && r.signal == signal) return &r;
+    return nullptr;
+}
+
+// A directory every test user can write pid files into.
+struct SharedDir : TempDir {
+    SharedDir() { ::chmod(path().c_str(), 0777); }
+};
+
+}  // namespace
+
+TEST_CASE("sweep: a user's strays, a double-forked setsid daemon among them, are gone; dry run leaves them") {
+    Sweeper sweeper(41101);
+    SharedDir dir;
+    const pid_t plain = spawn_as(41101, {"sleep", "1000"});
+    spawn_as(41101, {"sh", "-c", "setsid sh -c 'echo $$ > " + (dir / "daemon.pid") + "; exec sleep 1000' &"});
+    const pid_t daemon = wait_pid_file(dir / "daemon.pid");
+    REQUIRE(daemon > 0);
+
+    // Without a real sweep they live on.
+    const SweepReport dry = sweeper.run(2000ms, true);
+    CHECK(action_for(dry, plain, SIGTERM) != nullptr);
+    CHECK(action_for(dry, plain, SIGTERM)->outcome == Outcome::dry_run);
+    CHECK(is_running(plain));
+    CHECK(is_running(daemon));
+
+    const SweepReport report = sweeper.run();
+    CHECK(wait_gone(plain));
+    CHECK(wait_gone(daemon));
+    REQUIRE(action_for(report, daemon, SIGTERM) != nullptr);
+    CHECK(action_for(report, daemon, SIGTERM)->outcome == Outcome::signalled);
+    CHECK(action_for(report, daemon, SIGTERM)->reason == Reason::stray);
+    CHECK(action_for(report, daemon, SIGTERM)->user == "stray.user");
+    CHECK(report.survivors.empty());
+    CHECK_FALSE(report.error);
+}
+
+TEST_CASE("sweep: a process that ignores SIGTERM dies by SIGKILL after grace") {
+    Sweeper sweeper(41102);
+    const pid_t stubborn = spawn_as(41102, {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"});
+    REQUIRE(is_running(stubborn));
+    const SweepReport report = sweeper.run(300ms);
+    CHECK(wait_gone(stubborn));
+    CHECK(action_for(report, stubborn, SIGTERM) != nullptr);
+    REQUIRE(action_for(report, stubborn, SIGKILL) != nullptr);
+    CHECK(action_for(report, stubborn, SIGKILL)->outcome == Outcome::signalled);
+    CHECK(report.survivors.empty());
+}
+
+TEST_CASE("sweep: grace 0 sends SIGKILL at once") {
+    Sweeper sweeper(41103);
+    const pid_t stray = spawn_as(41103, {"sleep", "1000"});
+    const SweepReport report = sweeper.run(0ms);
+    CHECK(wait_gone(stray));
+    CHECK(action_for(report, stray, SIGTERM) == nullptr);
+    CHECK(action_for(report, stray, SIGKILL) != nullptr);
+}
+
+TEST_CASE("sweep: a stray that keeps forking converges to none left") {
+    Sweeper sweeper(41104);
+    spawn_as(41104, {"sh", "-c", "trap '' TERM; while :; do sleep 1000 & sleep 0.01; done"});
+    REQUIRE(wait_pid_file("/dev/null", 10ms) == 0);  // no pid file: just let it fork a few
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (processes_of(41104).size() < 5 && std::chrono::steady_clock::now() < deadline) ::usleep(10000);
+    REQUIRE(processes_of(41104).size() >= 5);
+    const SweepReport report = sweeper.run(200ms);
+    CHECK(report.survivors.empty());
+    CHECK(processes_of(41104).empty());
+}
+
+TEST_CASE("sweep: a protected user's processes and a mixed-uid process survive") {
+    Sweeper sweeper(41105, "op.erator");
+    sweeper.config.protected_users = {"op.erator"};
+    const pid_t protected_process = spawn_as(41105, {"sleep", "1000"});
+    const SweepReport report = sweeper.run(200ms);
+    CHECK(report.actions.empty());
+    CHECK(is_running(protected_process));
+
+    Sweeper mixed_sweeper(41106);
+    // A root daemon that switched its effective uid (execve resets the saved uid to the
+    // effective one, so the real uid is what stays different).
+    const pid_t mixed = mixed_sweeper.spawned.emplace_back(spawn_with_uids(0, 41106, 41106, {"sleep", "1000"}));
+    const SweepReport mixed_report = mixed_sweeper.run(200ms);
+    CHECK(mixed_report.actions.empty());
+    CHECK(is_running(mixed));
+    bool kept_as_mixed = false;
+    for (const Decision& d : mixed_report.first_plan.decisions)
+        if (d.pid == mixed) kept_as_mixed = d.reason == Reason::mixed_uids;
+    CHECK(kept_as_mixed);
+}
+
+TEST_CASE("sweep: a child of a slurmstepd survives; a child of a process merely named slurmstepd does not") {
+    Sweeper sweeper(41107);
+    SharedDir dir;
+    // A stand-in slurmstepd: root, and its executable is named slurmstepd.
+    std::filesystem::copy_file("/bin/sh", dir / "slurmstepd");
+    ::chmod((dir / "slurmstepd").c_str(), 0755);
+    const std::string child = "setpriv --reuid=41107 --regid=41107 --clear-groups sleep 1000 & echo $! > ";
+    const pid_t stepd = sweeper.spawned.emplace_back(
+        spawn_as(0, {dir / "slurmstepd", "-c", child + (dir / "in-step.pid") + "; wait"}));
+    const pid_t in_step = wait_pid_file(dir / "in-step.pid");
+    // An impostor: root, with comm set to slurmstepd (any user can set comm).
+    sweeper.spawned.push_back(
+        spawn_as(0, {"sh", "-c", "printf slurmstepd > /proc/$$/comm; " + child + (dir / "impostor.pid") + "; wait"}));
+    const pid_t under_impostor = wait_pid_file(dir / "impostor.pid");
+    REQUIRE(in_step > 0);
+    REQUIRE(under_impostor > 0);
+
+    const SweepReport report = sweeper.run(200ms);
+    CHECK(wait_gone(under_impostor));
+    CHECK(is_running(in_step));
+    for (const Decision& d : report.first_plan.decisions)
+        if (d.pid == in_step) {
+            CHECK(d.reason == Reason::live_step);
+            CHECK(d.detail == "slurmstepd " + std::to_string(stepd));
+        }
+}
+
+TEST_CASE("sweep: a job of the same user that starts during grace keeps its processes") {
+    Sweeper sweeper(41108);
+    int reads = 0;
+    sweeper.job_state = [&reads] {
+        LiveWork live;
+        if (++reads > 1) live.uids.insert(41108);  // the new job appears after the first look
+        return Result<LiveWork>(live);
+    };
+    const pid_t stubborn = spawn_as(41108, {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"});
+    const SweepReport report = sweeper.run(300ms);
+    CHECK(action_for(report, stubborn, SIGTERM) != nullptr);
+    CHECK(action_for(report, stubborn, SIGKILL) == nullptr);
+    CHECK(is_running(stubborn));
+}
+
+TEST_CASE("sweep: a lookup error kills nothing") {
+    Sweeper sweeper(41109);
+    sweeper.job_state = [] { return Result<LiveWork>(Error::lookup("slurmstepd did not answer")); };
+    const pid_t stray = spawn_as(41109, {"sleep", "1000"});
+    const SweepReport report = sweeper.run(0ms);
+    REQUIRE(report.error);
+    CHECK(report.error->message == "slurmstepd did not answer");
+    CHECK(report.actions.empty());
+    CHECK(is_running(stray));
+}
+
+namespace {
+
+// Faults through the one system-call seam.
+class FaultyCalls : public SystemCalls {
+public:
+    int open_error = 0;       // pidfd_open fails with it
+    int signal_error = 0;     // pidfd_send_signal fails with it
+    bool identity_shifted = false;
+    bool identity_gone = false;
+    bool swallow_signals = false;  // pretend to signal, send nothing
+    int signals_sent = 0;
+
+    int pidfd_open(pid_t pid) override { return open_error ? -open_error : SystemCalls::pidfd_open(pid); }
+    int pidfd_send_signal(int pidfd, int signal) override {
+        if (signal_error) return -signal_error;
+        if (swallow_signals) return 0;
+        ++signals_sent;
+        return SystemCalls::pidfd_send_signal(pidfd, signal);
+    }
+    std::optional<Identity> read_identity(const std::string& root, pid_t pid) override {
+        if (identity_gone) return std::nullopt;
+        auto identity = SystemCalls::read_identity(root, pid);
+        if (identity && identity_shifted) identity->start_time += 1;  // as if the pid now named another process
+        return identity;
+    }
+};
+
+Outcome only_outcome(const SweepReport& report) {
+    REQUIRE_FALSE(report.actions.empty());
+    for (const KillRecord& r : report.actions) CHECK(r.outcome == report.actions.front().outcome);
+    return report.actions.front().outcome;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: a pid that names another process by signal time is never signalled") {
+    Sweeper sweeper(41110);
+    const pid_t target = spawn_as(41110, {"sleep", "1000"});
+    FaultyCalls calls;
+    calls.identity_shifted = true;
+    const SweepReport report = sweeper.run(0ms, false, calls, 3s);
+    CHECK(only_outcome(report) == Outcome::pid_reused);
+    CHECK(calls.signals_sent == 0);
+    CHECK(is_running(target));
+}
+
+TEST_CASE("sweep: injected faults are reported, never fatal") {
+    Sweeper sweeper(41111);
+    const pid_t target = spawn_as(41111, {"sleep", "1000"});
+    FaultyCalls calls;
+    SUBCASE("pidfd_open EPERM") {
+        calls.open_error = EPERM;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::permission_denied);
+    }
+    SUBCASE("pidfd_send_signal EPERM") {
+        calls.signal_error = EPERM;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::permission_denied);
+    }
+    SUBCASE("pidfd_send_signal EIO") {
+        calls.signal_error = EIO;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::failed);
+    }
+    SUBCASE("ESRCH is success") {
+        calls.signal_error = ESRCH;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::gone);
+    }
+    SUBCASE("identity unreadable after pinning") {
+        calls.identity_gone = true;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::gone);
+    }
+    CHECK(is_running(target));
+}
+
+TEST_CASE("sweep: a target that never dies ends the sweep at its budget with a survivor") {
+    Sweeper sweeper(41112);
+    const pid_t target = spawn_as(41112, {"sleep", "1000"});
+    FaultyCalls calls;
+    calls.swallow_signals = true;
+    const auto started = std::chrono::steady_clock::now();
+    const SweepReport report = sweeper.run(100ms, false, calls, 1500ms);
+    CHECK(std::chrono::steady_clock::now() - started < 15s);  // hang detector only
+    REQUIRE(report.survivors.size() == 1);
+    CHECK(report.survivors.front().pid == target);
+    CHECK(is_running(target));
+}

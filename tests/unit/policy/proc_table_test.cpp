@@ -1,0 +1,265 @@
+// The process scan over fake /proc trees: what it reads from each process.
+// Ancestry, view checks and the real /proc are in proc_ancestry_test.cpp and
+// proc_view_test.cpp.
+#include "proc_read.hpp"
+#include "proc_table.hpp"
+#include "support/fake_proc.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace leftover;
+using leftover::test::FakeProc;
+using leftover::test::FakeProcess;
+
+namespace {
+
+ProcessTable scan_ok(const ScanOptions& options) {
+    auto result = scan_processes(options);
+    REQUIRE_MESSAGE(result.ok(), (result.ok() ? std::string() : result.error().message));
+    return std::move(result).value();
+}
+
+const Process& get(const ProcessTable& table, pid_t pid) {
+    const Process* p = table.find(pid);
+    REQUIRE_MESSAGE(p != nullptr, "pid " << pid << " missing from the table");
+    return *p;
+}
+
+}  // namespace
+
+TEST_CASE("proc scan: hostile comm names are kept byte for byte") {
+    const std::vector<std::string> names = {
+        "a b", "x) Z 1", "two\nlines", "\x1b[31mred", "\xff\xfe\x80 bad utf8", "(", ")", "", ") 9 9 (", "((x))"};
+    FakeProc fake;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        fake.add_process({.pid = static_cast<pid_t>(200 + i), .ppid = 1, .comm = names[i], .state = 'R',
+                          .start_time = 4000 + i, .flags = 0x400040});
+    const auto table = scan_ok(fake.options());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        CAPTURE(i);
+        const Process& p = get(table, static_cast<pid_t>(200 + i));
+        CHECK(p.detailed);
+        CHECK(p.comm == names[i]);
+        // The fields after the last ')' are the real ones, not what the name imitates.
+        CHECK(p.state == 'R');
+        CHECK(p.ppid == 1);
+        CHECK(p.start_time == 4000 + i);
+        CHECK_FALSE(p.kernel_thread);
+    }
+}
+
+TEST_CASE("proc scan: table is sorted by pid and find uses it") {
+    FakeProc fake;
+    for (const pid_t pid : {4000, 30, 777, 31})
+        fake.add_process({.pid = pid});
+    fake.write_file("cpuinfo", "not a process\n");
+    fake.add_process({.pid = 5});  // then made a non-directory below
+    fake.remove("5");
+    fake.write_file("5", "a file named like a pid\n");
+    const auto table = scan_ok(fake.options());
+    std::vector<pid_t> pids;
+    for (const Process& p : table.processes) pids.push_back(p.pid);
+    CHECK(pids == std::vector<pid_t>{1, 2, 30, 31, FakeProc::caller_pid, 777, 4000});
+    CHECK(table.find(777)->pid == 777);
+    CHECK(table.find(778) == nullptr);
+    CHECK(table.find(0) == nullptr);
+    CHECK(table.find(5000) == nullptr);
+}
+
+TEST_CASE("proc scan: a process whose files vanish is skipped silently") {
+    FakeProc fake;
+    fake.add_process({.pid = 300});
+    fake.add_process({.pid = 301});
+    fake.add_process({.pid = 302});
+    fake.add_process({.pid = 303});
+    fake.add_process({.pid = 304, .uids = {1304, 1304, 1304, 1304}});
+    fake.add_process({.pid = 305});
+    fake.remove("301/stat");
+    fake.remove("302/status");
+    fake.remove("303/cgroup");
+    // 305 disappears after getdents listed it, while 304's owner is being asked about.
+    auto options = fake.options();
+    options.wants_detail = [&](uid_t owner) {
+        if (owner == 1304) fake.remove("305");
+        return true;
+    };
+    const auto table = scan_ok(options);
+    CHECK(table.find(300) != nullptr);
+    CHECK(table.find(301) == nullptr);
+    CHECK(table.find(302) == nullptr);
+    CHECK(table.find(303) == nullptr);
+    CHECK(table.find(304) != nullptr);
+    CHECK(table.find(305) == nullptr);
+}
+
+TEST_CASE("proc scan: a stat that does not parse is a lookup error, not a skipped process") {
+    FakeProc fake;
+    fake.add_process({.pid = 310});
+    SUBCASE("garbage") { fake.write_file("310/stat", "310 no parentheses S 1\n"); }
+    SUBCASE("truncated before start time") { fake.write_file("310/stat", "310 (sleep) S 1 310 310 0 -1 0\n"); }
+    SUBCASE("names another pid") { fake.write_file("310/stat", FakeProc::stat_line({.pid = 311})); }
+    SUBCASE("status without a Uid line") { fake.write_file("310/status", "Name:\tsleep\nGid:\t1\t1\t1\t1\n"); }
+    const auto result = scan_processes(fake.options());
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().kind == ErrorKind::lookup);
+    CHECK(result.error().message.find("/310/") != std::string::npos);
+}
+
+TEST_CASE("proc scan: zombies are kept with their state") {
+    FakeProc fake;
+    fake.add_process({.pid = 320, .comm = "defunct", .state = 'Z', .exe = ""});
+    fake.add_process({.pid = 321, .comm = "dead", .state = 'X', .exe = ""});
+    fake.add_process({.pid = 322, .state = 'S'});
+    const auto table = scan_ok(fake.options());
+    CHECK(get(table, 320).state == 'Z');
+    CHECK(get(table, 320).zombie());
+    CHECK(get(table, 320).detailed);
+    CHECK(get(table, 321).zombie());
+    CHECK_FALSE(get(table, 322).zombie());
+}
+
+TEST_CASE("proc scan: kernel threads by PF_KTHREAD, by parent kthreadd, and kthreadd itself") {
+    FakeProc fake;
+    const Uids root{};
+    fake.add_process({.pid = 40, .ppid = 2, .uids = root, .comm = "kworker/0:1", .flags = test::pf_kthread,
+                      .exe = ""});
+    fake.add_process({.pid = 41, .ppid = 2, .uids = root, .comm = "modprobe", .flags = 0x400100});
+    fake.add_process({.pid = 42, .ppid = 0, .uids = root, .comm = "odd", .flags = test::pf_kthread | 0x40,
+                      .exe = ""});
+    fake.add_process({.pid = 43, .ppid = 1, .uids = root, .comm = "kworker/fake", .flags = 0x400000});
+    const auto table = scan_ok(fake.options());
+    CHECK(get(table, 2).kernel_thread);
+    CHECK(get(table, 40).kernel_thread);
+    CHECK(get(table, 41).kernel_thread);
+    CHECK(get(table, 42).kernel_thread);
+    CHECK_FALSE(get(table, 43).kernel_thread);  // a name is not a flag
+    CHECK_FALSE(get(table, 1).kernel_thread);
+}
+
+TEST_CASE("proc scan: every uid of status is read into its own field") {
+    const std::vector<Uids> combinations = {
+        {1001, 1002, 1003, 1004},  // all different
+        {1000, 0, 0, 0},           // setuid root binary run by a user
+        {0, 1000, 1000, 1000},     // root that dropped its effective uid
+        {1000, 1000, 0, 1000},     // saved uid kept root
+        {1000, 1000, 1000, 0},     // filesystem uid root
+        {4294967294, 65534, 65534, 65534},
+    };
+    FakeProc fake;
+    for (std::size_t i = 0; i < combinations.size(); ++i)
+        fake.add_process({.pid = static_cast<pid_t>(500 + i), .uids = combinations[i],
+                          .owner = static_cast<uid_t>(7000 + i)});
+    const auto table = scan_ok(fake.options());
+    for (std::size_t i = 0; i < combinations.size(); ++i) {
+        CAPTURE(i);
+        const Process& p = get(table, static_cast<pid_t>(500 + i));
+        CHECK(p.uids == combinations[i]);
+        CHECK(p.owner == 7000 + i);  // the directory's owner, not a status field
+    }
+}
+
+TEST_CASE("proc scan: wants_detail false records pid and owner only, reading no stat") {
+    FakeProc fake;
+    fake.add_process({.pid = 600, .uids = {}, .comm = "rootd"});
+    fake.add_process({.pid = 601, .uids = {}, .comm = "rootd"});
+    fake.add_process({.pid = 602, .uids = {1602, 1602, 1602, 1602}});
+    // Reading these would make the scan fail, so a passing scan proves they were not read.
+    fake.write_file("600/stat", "garbage");
+    fake.write_file("600/status", "garbage");
+    fake.remove("601/stat");
+    std::vector<uid_t> asked;
+    auto options = fake.options();
+    options.wants_detail = [&](uid_t owner) {
+        asked.push_back(owner);
+        return owner != 0;
+    };
+    const auto table = scan_ok(options);
+    const Process& rootd = get(table, 600);
+    CHECK_FALSE(rootd.detailed);
+    CHECK(rootd.owner == 0);
+    CHECK(rootd.comm.empty());
+    CHECK(rootd.ancestors.empty());
+    CHECK_FALSE(get(table, 601).detailed);
+    CHECK(get(table, 602).detailed);
+    CHECK(get(table, 602).uids.real == 1602);
+    CHECK(asked.size() == table.processes.size());  // once per process
+}
+
+TEST_CASE("proc scan: cgroup files give the job of Slurm's own job cgroups only") {
+    FakeProc fake;
+    fake.add_process({.pid = 700, .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n"});
+    fake.add_process({.pid = 701, .cgroup = "12:pids:/user.slice\n"
+                                            "11:memory:/slurm/uid_1000/job_43/step_batch/task_0\n"
+                                            "1:name=systemd:/system.slice/slurmd.service\n0::/\n"});
+    fake.add_process({.pid = 702, .cgroup = "0::/user.slice/user-1000.slice/user@1000.service/"
+                                            "system.slice/slurmstepd.scope/job_42/x\n"});
+    fake.add_process({.pid = 703, .cgroup = ""});
+    const auto table = scan_ok(fake.options());
+    CHECK(get(table, 700).job_cgroup == std::optional<std::uint64_t>{42});
+    CHECK(get(table, 701).job_cgroup == std::optional<std::uint64_t>{43});
+    CHECK_FALSE(get(table, 702).job_cgroup.has_value());
+    CHECK_FALSE(get(table, 703).job_cgroup.has_value());
+}
+
+TEST_CASE("proc cgroup: Slurm 22.05 v1 and v2 job layouts are recognised") {
+    using procfs::slurm_job_cgroup;
+    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/task_1\n") == 7u);
+    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7\n") == 7u);
+    CHECK(slurm_job_cgroup("3:cpuset,cpu:/slurm_node17/uid_5/job_8/step_extern\n") == 8u);
+    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_batch/slurm\n") == 9u);
+    CHECK(slurm_job_cgroup("0::/system.slice/node3_slurmstepd.scope/job_10/step_0/user/task_0") == 10u);
+    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_4294967295/step_0\n") == 4294967295u);
+    // The user owns v1 step_ and v2 task_ cgroups: a job_ they create below is not the job.
+    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/job_99\n") == 7u);
+    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_0/user/task_0/job_1\n") == 9u);
+}
+
+TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected") {
+    using procfs::slurm_job_cgroup;
+    const std::vector<std::string> rejected = {
+        "0::/user.slice/user-1000.slice/user@1000.service/app.slice/job_7\n",
+        "0::/user.slice/user-1000.slice/user@1000.service/system.slice/slurmstepd.scope/job_7\n",
+        "0::/user.slice/user-1000.slice/session-3.scope/slurm/uid_1000/job_7\n",
+        "0::/../../system.slice/slurmstepd.scope/job_7\n",  // outside our cgroup namespace
+        "0::/system.slice/slurmstepd.scope/slurmd\n",
+        "0::/system.slice/evil.scope/job_7\n",
+        "0::/machine.slice/slurmstepd.scope/job_7\n",
+        "0::/system.slice/_slurmstepd.scope/job_7\n",
+        "0::/system.slice/slurmstepd.scope.d/job_7\n",
+        "0::/system.slice/slurmstepd.scope/step_0/job_7\n",
+        "0::/system.slice/slurmstepd.scope/job_7x/step_0\n",
+        "0::/system.slice/slurmstepd.scope/job_\n",
+        "0::/system.slice/slurmstepd.scope/job_-7\n",
+        "0::/system.slice/slurmstepd.scope/job_007\n",
+        "0::/system.slice/slurmstepd.scope/job_4294967296\n",
+        "0::/slurm/uid_1000/job_7\n",                        // v1 layout on the v2 line
+        "4:memory:/system.slice/slurmstepd.scope/job_7\n",  // v2 layout on a v1 line
+        "4:memory:/user/slurm/uid_1000/job_7\n",
+        "4:memory:/slurmx/uid_1000/job_7\n",
+        "4:memory:/slurm_/uid_1000/job_7\n",
+        "4:memory:/slurm/uid_/job_7\n",
+        "4:memory:/slurm/job_7\n",
+        "4:memory:slurm/uid_1000/job_7\n",
+        "garbage\n",
+        "",
+    };
+    for (const auto& text : rejected) {
+        CAPTURE(text);
+        CHECK_FALSE(slurm_job_cgroup(text).has_value());
+    }
+}
+
+TEST_CASE("proc read_identity: start time, uids and state; nullopt once gone") {
+    FakeProc fake;
+    fake.add_process({.pid = 800, .uids = {1001, 1002, 1003, 1004}, .state = 'T', .start_time = 123456789});
+    const auto identity = read_identity(fake.root(), 800);
+    REQUIRE(identity.has_value());
+    CHECK(*identity == Identity{123456789, {1001, 1002, 1003, 1004}, 'T'});
+    CHECK_FALSE(read_identity(fake.root(), 801).has_value());
+    fake.remove("800/status");
+    CHECK_FALSE(read_identity(fake.root(), 800).has_value());
+    CHECK_FALSE(read_identity(fake.root() + "/nonexistent", 800).has_value());
+}

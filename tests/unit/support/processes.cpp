@@ -1,0 +1,122 @@
+#include "support/processes.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <grp.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace leftover::test {
+namespace {
+
+void reap_children() {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+}
+
+}  // namespace
+
+void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+pid_t spawn_as(uid_t uid, const std::vector<std::string>& argv) { return spawn_with_uids(uid, uid, uid, argv); }
+
+pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    // The pipe closes on a successful exec: returning only then means the process
+    // already runs with its final uids and name when the test looks at it.
+    int sync[2];
+    if (::pipe2(sync, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        ::close(sync[0]);
+        ::setsid();
+        // Our stdout may be a pipe someone reads to the end: never hold it open.
+        const int null = ::open("/dev/null", O_RDWR);
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(real, real, real) != 0 ||
+            ::setresuid(real, effective, saved) != 0)
+            ::_exit(126);
+        ::execvp(args[0], args.data());
+        const char failed = 1;
+        (void)!::write(sync[1], &failed, 1);
+        ::_exit(127);
+    }
+    ::close(sync[1]);
+    char byte = 0;
+    ssize_t n;
+    while ((n = ::read(sync[0], &byte, 1)) < 0 && errno == EINTR) {
+    }
+    ::close(sync[0]);
+    if (n != 0) throw std::runtime_error("exec failed: " + argv.front());
+    return pid;
+}
+
+bool is_running(pid_t pid) {
+    reap_children();
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos || close + 2 >= text.size()) return false;
+    const char state = text[close + 2];
+    return state != 'Z' && state != 'X';
+}
+
+bool wait_gone(pid_t pid, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (is_running(pid)) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
+pid_t wait_pid_file(const std::string& path, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::ifstream in(path);
+        pid_t pid = 0;
+        if (in >> pid && pid > 0) return pid;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return 0;
+}
+
+std::vector<pid_t> processes_of(uid_t uid) {
+    std::vector<pid_t> out;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream status(entry.path() / "status");
+        std::string line;
+        while (std::getline(status, line)) {
+            if (line.rfind("Uid:", 0) != 0) continue;
+            std::istringstream fields(line.substr(4));
+            uid_t real = 0;
+            if (fields >> real && real == uid && is_running(std::stoi(name))) out.push_back(std::stoi(name));
+            break;
+        }
+    }
+    return out;
+}
+
+void kill_all_of(uid_t uid) {
+    for (int round = 0; round < 20; ++round) {
+        const auto pids = processes_of(uid);
+        if (pids.empty()) return;
+        for (const pid_t pid : pids) ::kill(pid, SIGKILL);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+}  // namespace leftover::test

@@ -1,0 +1,28 @@
+// A temporary directory for one test, removed with everything in it.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <string>
+
+namespace leftover::test {
+
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    const std::string& path() const { return path_; }
+    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+    // Writes a file owned by `owner` with `mode` and returns its path.
+    std::string write(const std::string& name, const std::string& content, mode_t mode = 0644, uid_t owner = 0) const;
+
+private:
+    std::string path_;
+};
+
+}  // namespace leftover::test
