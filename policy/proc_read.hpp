@@ -1,6 +1,7 @@
-// Private helpers of proc_table.cpp: dirfd-relative reads of /proc files and the
-// parsers for the few formats the scan needs. Parsers take the raw file text and
-// never trust it: a process controls its comm, and tests feed them garbage.
+// Private helpers of proc_table.cpp: dirfd-relative reads of /proc files
+// (proc_read.cpp), the parsers for the few formats the scan needs (proc_parse.cpp)
+// and the view checks (proc_view.cpp). Parsers take the raw file text and never
+// trust it: a process controls its comm, and tests feed them garbage.
 #pragma once
 
 #include "process.hpp"

@@ -172,7 +172,9 @@ Result<const std::optional<Node>*> Scanner::ancestor(pid_t pid) {
         return &node;  // gone
     }
     node = Node{probe.stat.ppid, probe.stat.start_time, probe.slurmstepd};
-    if (entry) {
+    // A detailed entry whose pid was reused since is left alone; the walk sees the
+    // younger start time and treats the ancestor as gone.
+    if (entry && (!entry->detailed || entry->start_time == probe.stat.start_time)) {
         entry->is_slurmstepd = probe.slurmstepd;
         if (!entry->detailed) {
             entry->owner = probe.owner;

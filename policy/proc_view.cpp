@@ -61,10 +61,15 @@ std::optional<HidePid> hidepid_of(std::string_view options) {
 // CAP_SYS_PTRACE, which may ptrace everything.
 bool exempt(std::string_view status, const HidePid& hide) {
     const auto uid_line = status_value(status, "Uid");
-    const auto uids = uid_line ? parse_uids(*uid_line) : std::nullopt;
     const auto cap_line = status_value(status, "CapEff");
-    const auto caps = cap_line ? parse_hex(*cap_line) : std::nullopt;
-    if (uids && uids->all_equal() && uids->real == 0 && caps && ((*caps >> cap_sys_ptrace) & 1) != 0) return true;
+    if (uid_line && cap_line) {
+        const std::optional<Uids> uids = parse_uids(*uid_line);
+        const auto caps = parse_hex(*cap_line);
+        if (uids.has_value() && caps.has_value()) {
+            const Uids& u = *uids;
+            if (u == Uids{0, 0, 0, 0} && ((*caps >> cap_sys_ptrace) & 1) != 0) return true;
+        }
+    }
     if (!hide.gid) return false;
     const auto gid_line = status_value(status, "Gid");
     const auto gids = gid_line ? parse_ids(*gid_line) : std::nullopt;

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <utility>
+
 namespace leftover {
 namespace {
 
@@ -18,7 +20,10 @@ FileError fault(FileFault kind, const std::string& path, const std::string& why)
 class FdCloser {
 public:
     explicit FdCloser(int fd) : fd_(fd) {}
-    ~FdCloser() { ::close(fd_); }
+    ~FdCloser() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    int release() { return std::exchange(fd_, -1); }
     FdCloser(const FdCloser&) = delete;
     FdCloser& operator=(const FdCloser&) = delete;
 
@@ -26,9 +31,9 @@ private:
     int fd_;
 };
 
-}  // namespace
-
-Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t required_owner) {
+// Opens `path` and checks the opened file itself: regular, owned by `required_owner`,
+// not writable by group or others. Returns the descriptor.
+Result<int, FileError> open_trusted(const std::string& path, uid_t required_owner) {
     // O_NOFOLLOW refuses a symlink at the last component; O_NONBLOCK keeps a fifo from
     // blocking the open before fstat can reject it.
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
@@ -54,6 +59,23 @@ Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t 
                      fmt::format("has mode {:04o}; it must not be writable by group or others", st.st_mode & 07777));
     if (static_cast<std::size_t>(st.st_size) > kMaxTrustedFileSize)
         return fault(FileFault::too_large, path, fmt::format("is larger than {} bytes", kMaxTrustedFileSize));
+    return closer.release();
+}
+
+}  // namespace
+
+Status check_trusted_file(const std::string& path, uid_t required_owner) {
+    auto fd = open_trusted(path, required_owner);
+    if (!fd.ok()) return Error::lookup(fd.error().message);
+    ::close(fd.value());
+    return Ok{};
+}
+
+Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t required_owner) {
+    auto opened = open_trusted(path, required_owner);
+    if (!opened.ok()) return opened.error();
+    const int fd = opened.value();
+    FdCloser closer(fd);
 
     std::string content;
     char buffer[8192];

@@ -29,4 +29,7 @@ inline constexpr std::size_t kMaxTrustedFileSize = 4 * 1024 * 1024;
 
 Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t required_owner = 0);
 
+// The same checks without reading: for a program we are about to run as root.
+Status check_trusted_file(const std::string& path, uid_t required_owner = 0);
+
 }  // namespace leftover

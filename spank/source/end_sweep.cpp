@@ -84,6 +84,12 @@ private:
 
 }  // namespace
 
+std::string expand_spool_dir(std::string pattern, const std::string& node_name, const std::string& short_host) {
+    if (const auto at = pattern.find("%h"); at != std::string::npos) pattern.replace(at, 2, short_host);
+    if (const auto at = pattern.find("%n"); at != std::string::npos) pattern.replace(at, 2, node_name);
+    return pattern;
+}
+
 Prepared prepare(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids) {
     Prepared prepared;
     prepared.config = load_config(config_path, path_given);

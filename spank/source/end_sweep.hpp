@@ -25,7 +25,12 @@ struct NodeInfo {
     std::string node_name;           // slurmd's own node name (slurmd -N)
     std::set<uid_t> slurm_uids;      // SlurmUser, SlurmdUser
     bool prolog_contain = false;     // PrologFlags=contain: every allocation has an extern step here
+    std::string slurm_conf;          // the slurm.conf path, for helpers that ask slurmctld
 };
+
+// SlurmdSpoolDir as slurmd expands it: the first %h becomes the short host name, then
+// the first %n the node name.
+std::string expand_spool_dir(std::string pattern, const std::string& node_name, const std::string& short_host);
 
 // Config and exemptions, read once per step (in task_exit when there is one).
 struct Prepared {

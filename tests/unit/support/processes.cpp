@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -59,6 +60,15 @@ pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vecto
     }
     ::close(sync[0]);
     if (n != 0) throw std::runtime_error("exec failed: " + argv.front());
+    // The kernel gives /proc/<pid> its owner a moment after exec (and root for good when
+    // the process is not dumpable, as when euid != ruid): wait for the final owner.
+    if (real == effective) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        struct stat st {};
+        while (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 && st.st_uid != effective &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     return pid;
 }
 

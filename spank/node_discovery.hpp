@@ -1,0 +1,22 @@
+// What this node's slurmd really uses, asked of the Slurm process we are loaded into.
+#pragma once
+
+extern "C" {
+#include <slurm/spank.h>
+}
+
+#include "end_sweep.hpp"
+
+#include <memory>
+
+namespace leftover::spank {
+
+// SlurmdSpoolDir from slurm_conf (expanded as slurmd does), the node name slurmd was
+// given (SLURMD_NODENAME: slurmd -N wins over the host name), Slurm's own accounts and
+// PrologFlags. A missing piece is a lookup error: guessing could read another node's state.
+Result<slurm::NodeInfo> discover_node(spank_t sp);
+
+// The controller as seen through the leftover-query helper next to this plugin.
+std::unique_ptr<slurm::Controller> make_controller(const slurm::NodeInfo& node);
+
+}  // namespace leftover::spank

@@ -1,0 +1,68 @@
+// leftover-query: asks slurmctld which jobs are running or suspended on one node.
+// The plugin runs it as a child process so that a controller that does not answer
+// costs a bounded time: libslurm's calls have no deadline of their own.
+//
+// Usage: leftover-query --node NAME [--exclude-job ID]
+// Prints "job <id> uid <uid>" per job, then "end"; exit 0. Errors: stderr, exit 2.
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+namespace {
+
+int usage() {
+    std::fputs("usage: leftover-query --node NAME [--exclude-job ID]\n", stderr);
+    return 2;
+}
+
+bool on_node(const char* nodes, const std::string& node) {
+    if (nodes == nullptr || *nodes == '\0') return false;
+    hostlist_t list = slurm_hostlist_create(nodes);
+    if (list == nullptr) return false;
+    const bool found = slurm_hostlist_find(list, node.c_str()) >= 0;
+    slurm_hostlist_destroy(list);
+    return found;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string node;
+    std::optional<std::uint32_t> exclude;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--node" && i + 1 < argc) node = argv[++i];
+        else if (arg == "--exclude-job" && i + 1 < argc) exclude = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
+        else return usage();
+    }
+    if (node.empty()) return usage();
+
+    slurm_init(nullptr);
+    job_info_msg_t* jobs = nullptr;
+    // SHOW_LOCAL: no federation round trip first.
+    if (slurm_load_jobs(0, &jobs, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS) {
+        std::fprintf(stderr, "slurm_load_jobs: %s\n", slurm_strerror(slurm_get_errno()));
+        return 2;
+    }
+    for (std::uint32_t i = 0; i < jobs->record_count; ++i) {
+        const slurm_job_info_t& job = jobs->job_array[i];
+        const std::uint32_t state = job.job_state & JOB_STATE_BASE;
+        // Completing jobs are ending: like ending steps, they are not live work.
+        if (state != JOB_RUNNING && state != JOB_SUSPENDED) continue;
+        if (exclude && job.job_id == *exclude) continue;
+        if (!on_node(job.nodes, node)) continue;
+        std::printf("job %u uid %u\n", job.job_id, job.user_id);
+    }
+    slurm_free_job_info_msg(jobs);
+    std::puts("end");
+    slurm_fini();
+    return std::fflush(stdout) == 0 ? 0 : 2;
+}

@@ -1,0 +1,24 @@
+// Runs a helper program with a hard deadline: spawned with posix_spawn (safe from a
+// multithreaded slurmstepd), killed and reaped when the deadline comes. Nothing outlives
+// the call.
+#pragma once
+
+#include "result.hpp"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace leftover::slurm {
+
+struct ChildOutput {
+    std::string out;
+    std::string err;
+    int exit_code = -1;  // -1 when killed by a signal
+};
+
+// `argv[0]` is an absolute path; `env` is the child's whole environment.
+Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                                std::chrono::steady_clock::time_point deadline);
+
+}  // namespace leftover::slurm

@@ -1,0 +1,53 @@
+#include "query_controller.hpp"
+
+#include "bounded_child.hpp"
+#include "trusted_file.hpp"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace leftover::slurm {
+
+Result<LiveWork> parse_query_output(const std::string& text) {
+    LiveWork live;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        if (line == "end") return live;
+        std::istringstream fields(line);
+        std::string job_word, uid_word;
+        std::uint64_t job = 0;
+        uid_t uid = 0;
+        if (!(fields >> job_word >> job >> uid_word >> uid) || job_word != "job" || uid_word != "uid")
+            return Error::lookup(fmt::format("leftover-query: unexpected output line '{}'", line));
+        live.uids.insert(uid);
+        live.job_ids.insert(job);
+    }
+    return Error::lookup("leftover-query: incomplete answer (no end line)");
+}
+
+Result<LiveWork> QueryController::jobs_on_node(const std::string& node, std::optional<std::uint32_t> ending_job,
+                                               std::chrono::steady_clock::time_point deadline) {
+    // We run it as root: it must be as trustworthy as our config.
+    if (auto trusted = check_trusted_file(helper_); !trusted.ok())
+        return Error::lookup(fmt::format("controller query helper {}", trusted.error().message));
+    std::vector<std::string> argv = {helper_, "--node", node};
+    if (ending_job) {
+        argv.emplace_back("--exclude-job");
+        argv.push_back(std::to_string(*ending_job));
+    }
+    std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+    if (!slurm_conf_.empty()) env.push_back("SLURM_CONF=" + slurm_conf_);
+    auto output = run_bounded(argv, env, deadline);
+    if (!output.ok()) return Error::lookup("asking slurmctld: " + output.error().message);
+    if (output->exit_code != 0) {
+        std::string why = output->err;
+        while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+        return Error::lookup(fmt::format("asking slurmctld failed (exit {}): {}", output->exit_code,
+                                         why.empty() ? "no message" : why));
+    }
+    return parse_query_output(output->out);
+}
+
+}  // namespace leftover::slurm

@@ -1,0 +1,29 @@
+// The controller, asked through the leftover-query helper program (which links libslurm),
+// so every question is bounded by the deadline however slurmctld behaves.
+#pragma once
+
+#include "controller.hpp"
+
+#include <string>
+#include <vector>
+
+namespace leftover::slurm {
+
+class QueryController final : public Controller {
+public:
+    // `helper`: absolute path of leftover-query; `slurm_conf`: the slurm.conf slurmd uses.
+    QueryController(std::string helper, std::string slurm_conf)
+        : helper_(std::move(helper)), slurm_conf_(std::move(slurm_conf)) {}
+
+    Result<LiveWork> jobs_on_node(const std::string& node, std::optional<std::uint32_t> ending_job,
+                                  std::chrono::steady_clock::time_point deadline) override;
+
+private:
+    std::string helper_;
+    std::string slurm_conf_;
+};
+
+// Parses leftover-query's output; anything but complete, well-formed output is an error.
+Result<LiveWork> parse_query_output(const std::string& text);
+
+}  // namespace leftover::slurm
