@@ -23,6 +23,12 @@ public:
 
     // Pins every target, checks its identity through the pin and signals it.
     // Returns the pinned processes that were signalled, for waiting.
+    // Every action goes into the report and, as it happens, to the observer.
+    void note(const KillRecord& r) {
+        report_.actions.push_back(r);
+        if (options_.observer.on_action) options_.observer.on_action(r);
+    }
+
     std::vector<Pinned> signal_all(const std::vector<Decision>& targets, int signal) {
         std::vector<Pinned> signalled;
         for (const Decision& target : targets) {
@@ -30,7 +36,7 @@ public:
             const int pidfd = calls_.pidfd_open(target.pid);
             if (pidfd < 0) {
                 set_outcome(record, -pidfd);
-                report_.actions.push_back(record);
+                note(record);
                 continue;
             }
             // pidfd_open pinned whatever process holds the pid now; only if it is still
@@ -45,13 +51,13 @@ public:
                 const int rc = calls_.pidfd_send_signal(pidfd, signal);
                 set_outcome(record, -rc);
                 if (record.outcome == Outcome::signalled) {
-                    report_.actions.push_back(record);
+                    note(record);
                     signalled.push_back({target, pidfd});
                     continue;
                 }
             }
             calls_.close(pidfd);
-            report_.actions.push_back(record);
+            note(record);
         }
         return signalled;
     }
@@ -133,7 +139,7 @@ SweepReport sweep(const Evaluate& evaluate, const SweepOptions& options, SystemC
             record.reason = d.reason;
             record.detail = d.detail;
             record.outcome = Outcome::dry_run;
-            report.actions.push_back(record);
+            executor.note(record);
         }
         report.survivors = plan->kills();
         return report;
@@ -143,6 +149,7 @@ SweepReport sweep(const Evaluate& evaluate, const SweepOptions& options, SystemC
 
     if (options.grace.count() > 0) {
         auto pinned = executor.signal_all(plan->kills(), SIGTERM);
+        if (!pinned.empty() && options.observer.on_grace_wait) options.observer.on_grace_wait(pinned.size(), options.grace);
         executor.wait_and_release(pinned, Clock::now() + options.grace);
         // Job state and processes are read again right before SIGKILL: a job that
         // started during grace protects its user's processes.

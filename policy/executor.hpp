@@ -36,6 +36,13 @@ struct KillRecord {
     int round = 0;
 };
 
+// Told about each action as it happens, so a front end logs it then and not after
+// the whole sweep (which may wait out grace).
+struct SweepObserver {
+    std::function<void(const KillRecord&)> on_action;
+    std::function<void(std::size_t processes, std::chrono::milliseconds grace)> on_grace_wait;
+};
+
 struct SweepOptions {
     std::string proc_root = "/proc";
     std::chrono::milliseconds grace{5000};  // SIGTERM -> SIGKILL; 0: SIGKILL at once
@@ -43,6 +50,7 @@ struct SweepOptions {
     std::chrono::milliseconds settle{500};  // how long a SIGKILL round waits for exits
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     bool dry_run = false;
+    SweepObserver observer;
 };
 
 struct SweepReport {

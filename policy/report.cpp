@@ -69,7 +69,8 @@ std::string format_summary(const SummaryInput& in, const SweepReport& report) {
         kept_total += count;
         kept_detail += fmt::format("{}{} {}", kept_detail.empty() ? "" : ", ", to_string(reason), count);
     }
-    return fmt::format("{}: {}swept [{}]; {} {}; kept {} ({}); survivors {}; lookup errors {}; {:.1f} ms{}", trigger,
+    if (!kept_detail.empty()) kept_detail = " (" + kept_detail + ")";
+    return fmt::format("{}: {}swept [{}]; {} {}; kept {}{}; survivors {}; lookup errors {}; {:.1f} ms{}", trigger,
                        in.dry_run ? "dry run: " : "", fmt::join(swept, ", "), in.dry_run ? "would kill" : "killed",
                        killed.size(), kept_total, kept_detail, report.survivors.size(), report.error ? 1 : 0,
                        in.milliseconds, report.deadline_reached ? "; deadline reached" : "");

@@ -82,6 +82,10 @@ void on_slurmd_start(spank_t, int ac, char** av) noexcept {
     guarded("slurmd start", [&] {
         const PluginArgs args = parse_plugin_args(ac, av);
         slurm_info("leftover: %s, config %s", build_banner().c_str(), args.config_path.c_str());
+        if (!prolog_contain())
+            slurm_info("leftover: PrologFlags=contain is not set: before sweeping a user, leftover asks "
+                       "slurmctld whether they still hold an allocation on this node; PrologFlags=contain "
+                       "makes this unnecessary");
     });
 }
 
@@ -132,6 +136,7 @@ void on_job_epilog(spank_t sp, int ac, char** av) noexcept {
         trigger.label = fmt::format("job {} epilog", *job);
         trigger.uid = *uid;
         trigger.job_id = *job;
+        trigger.job_ending = true;
         sweep(sp, args, std::move(trigger), {}, started);
     });
 }

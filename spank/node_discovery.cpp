@@ -48,10 +48,12 @@ Result<slurm::NodeInfo> discover_node(spank_t) {
         return Error::lookup("SlurmdSpoolDir is unknown in this process");
     node.spool_dir = slurm::expand_spool_dir(slurm_conf.slurmd_spooldir, node.node_name, short_hostname());
     node.slurm_uids = {static_cast<uid_t>(slurm_conf.slurm_user_id), static_cast<uid_t>(slurm_conf.slurmd_user_id)};
-    node.prolog_contain = (slurm_conf.prolog_flags & PROLOG_FLAG_CONTAIN) != 0;
+    node.prolog_contain = prolog_contain();
     if (slurm_conf.slurm_conf != nullptr) node.slurm_conf = slurm_conf.slurm_conf;
     return node;
 }
+
+bool prolog_contain() { return (slurm_conf.prolog_flags & PROLOG_FLAG_CONTAIN) != 0; }
 
 std::unique_ptr<slurm::Controller> make_controller(const slurm::NodeInfo& node) {
     return std::make_unique<slurm::QueryController>(query_helper_path(), node.slurm_conf);

@@ -16,6 +16,9 @@ namespace leftover::spank {
 // PrologFlags. A missing piece is a lookup error: guessing could read another node's state.
 Result<slurm::NodeInfo> discover_node(spank_t sp);
 
+// PrologFlags=contain: every allocation shows up locally as an extern step.
+bool prolog_contain();
+
 // The controller as seen through the leftover-query helper next to this plugin.
 std::unique_ptr<slurm::Controller> make_controller(const slurm::NodeInfo& node);
 

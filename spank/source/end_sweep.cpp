@@ -39,7 +39,7 @@ public:
         const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
         if (config_.job_source == JobSource::controller) {
             if (controller_ == nullptr) return Error::lookup("job_source controller: no controller connection");
-            return controller_->jobs_on_node(request_.node.node_name, request_.trigger.job_id, until);
+            return controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
         }
         auto state = read_local_steps(request_.node.spool_dir, request_.node.node_name, until);
         if (!state.ok()) return state.error();
@@ -53,17 +53,14 @@ public:
 
     // Without PrologFlags=contain a node of a multi-node job between steps looks empty
     // locally: before a user is swept, the controller must confirm they hold no allocation.
+    // (slurmd's start says once that PrologFlags=contain makes this unnecessary.)
     AllocationCheck allocation_check() {
         if (config_.job_source == JobSource::controller || request_.node.prolog_contain) return {};
         return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
-            if (!said_contain_) {
-                log_.info("no PrologFlags=contain: asking slurmctld before sweeping; PrologFlags=contain makes "
-                          "this unnecessary");
-                said_contain_ = true;
-            }
+            log_.debug("no PrologFlags=contain: asking slurmctld whether these users hold an allocation here");
             if (controller_ == nullptr) return Error::lookup("allocation check: no controller connection");
             const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
-            auto work = controller_->jobs_on_node(request_.node.node_name, request_.trigger.job_id, until);
+            auto work = controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
             if (!work.ok()) return work.error();
             std::set<uid_t> holders;
             for (const uid_t uid : uids)
@@ -73,13 +70,16 @@ public:
     }
 
 private:
+    std::optional<std::uint32_t> ending_job() const {
+        return request_.trigger.job_ending ? request_.trigger.job_id : std::nullopt;
+    }
+
     const Config& config_;
     const SweepRequest& request_;
     Controller* controller_;
     Clock::time_point deadline_;
     FrontEndLog& log_;
     std::set<std::string> logged_dead_;
-    bool said_contain_ = false;
 };
 
 }  // namespace
@@ -147,9 +147,12 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
     options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
     options.deadline = deadline;
     options.dry_run = config.dry_run;
+    options.observer.on_action = [&log](const KillRecord& record) { log.action(level_of(record), format_action(record)); };
+    options.observer.on_grace_wait = [&log](std::size_t count, std::chrono::milliseconds grace) {
+        log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM", std::chrono::duration<double>(grace).count(), count));
+    };
     report = sweep([&] { return evaluation(); }, options);
 
-    for (const KillRecord& record : report.actions) log.action(level_of(record), format_action(record));
     if (report.error) log.error(fmt::format("{}: {}; nothing more killed", to_string(report.error->kind),
                                             report.error->message));
     for (const Decision& survivor : report.survivors)

@@ -44,6 +44,9 @@ struct Trigger {
     std::optional<uid_t> uid;                // the job's user
     std::optional<std::uint32_t> job_id;
     std::optional<StepId> ending_step;       // set in slurm_spank_exit
+    // Set in the job epilog: the whole job is ending, so slurmctld's view of it (still
+    // COMPLETING) is not live work. At a step's end the job's allocation lives on.
+    bool job_ending = false;
 };
 
 struct SweepRequest {

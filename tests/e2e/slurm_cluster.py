@@ -78,6 +78,8 @@ TEST_USERS = (
     Account("jeXkim", 41004),   # matches "je.kim" if a dot were a regex
     Account("lo_low", 900),     # below UID_MIN (system range)
     Account("lo_high", 61000),  # above UID_MAX
+    Account("alice", 41005),    # protected by the predecessor's config verbatim
+    Account("bobby", 41006),    # "bob" is protected; "bobby" must not be
 )
 USERS = {u.name: u for u in TEST_USERS}
 

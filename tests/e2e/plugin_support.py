@@ -1,0 +1,131 @@
+"""What the plugin tests share: the plugin's path, its config file, and reading
+the slurmd log from a mark onwards so each test sees only its own lines."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Optional
+
+from slurm_cluster import ClusterConfig, SlurmCluster, wait_until
+
+TOP = Path(__file__).resolve().parents[2]
+PLUGIN = Path(os.environ.get("LEFTOVER_PLUGIN", TOP / "build/release/spank/leftover.so"))
+
+# The predecessor's /etc/leftover.conf, verbatim (shared/seeds/000).
+SEED_JSON = """{
+  "protected_users": [
+    "alice",
+    "bob"
+  ],
+  "debuglevel": "info",
+  "slew": 10,
+  "slew_max": 40
+}
+"""
+
+
+def plugin_config(conf_dir: Path, **overrides) -> ClusterConfig:
+    """A cluster whose plugstack loads leftover.so with conf_dir/leftover.conf."""
+    if not PLUGIN.exists():
+        raise AssertionError(f"{PLUGIN} not built (scripts/build.sh build/release)")
+    line = f"optional {PLUGIN} config={conf_dir / 'leftover.conf'}\n"
+    return ClusterConfig(plugstack=line, **overrides)
+
+
+def write_config(conf_dir: Path, text: str, name: str = "leftover.conf") -> Path:
+    """Writes a root-owned 0644 file (what the plugin trusts)."""
+    path = conf_dir / name
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.chmod(0o644)
+    tmp.replace(path)
+    return path
+
+
+class LogWatch:
+    """The slurmd log from the moment of creation on."""
+
+    def __init__(self, cluster: SlurmCluster, node: Optional[str] = None):
+        self.cluster, self.node = cluster, node
+        self.start = len(cluster.slurmd_log_text(node))
+
+    def text(self) -> str:
+        return self.cluster.slurmd_log_text(self.node)[self.start:]
+
+    def leftover_lines(self) -> list[str]:
+        return [line for line in self.text().splitlines() if "leftover: " in line]
+
+    def wait_for(self, regex: str, timeout: float = 20.0) -> re.Match:
+        pattern = re.compile(regex, re.MULTILINE)
+        return wait_until(lambda: pattern.search(self.text()), timeout,
+                          f"slurmd log line /{regex}/")
+
+    def assert_absent(self, regex: str) -> None:
+        found = re.search(regex, self.text(), re.MULTILINE)
+        assert found is None, f"unexpected log line: {found.group(0)}"
+
+
+def summary_regex(job: int, step: str = r"\S+") -> str:
+    """The summary line of one evaluation of a job's step (or 'epilog')."""
+    if step == "epilog":
+        return rf"leftover: job {job} epilog \(user .*\): .*ms"
+    return rf"leftover: step {job}\.{step} \(user .*\): .*ms"
+
+
+def still_alive_after(cluster: SlurmCluster, pid: int, seconds: float) -> bool:
+    """Polls for `seconds`: False as soon as pid is gone."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not cluster.is_alive(pid):
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def stepd_pid(job: int, step: str) -> int:
+    """The pid of the slurmstepd serving <job>.<step> ('0', 'batch', 'extern')."""
+    wanted = f"slurmstepd: [{job}.{step}]".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cmdline").read_bytes().rstrip(b"\0") == wanted:
+                return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError(f"no slurmstepd for {job}.{step}")
+
+
+def start_background(cluster: SlurmCluster, user: str, argv: list[str]):
+    """Starts argv as user (like run_as) without waiting; returns the Popen."""
+    import subprocess
+    env_args = [f"{k}={v}" for k, v in cluster.user_env(user).items()]
+    cmd = ["/usr/sbin/runuser", "-u", user, "--", "/usr/bin/env", "-i", *env_args, *argv]
+    return subprocess.Popen(cmd, env=cluster.root_env(), cwd=cluster.work_dir,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+# A batch or step script fragment that double-forks a session leader which writes
+# its pid to $PIDFILE and runs BODY; the fragment returns once the pid file exists.
+def daemon_fragment(pidfile: Path, body: str = "exec sleep 600") -> str:
+    return (f"( setsid /bin/sh -c 'echo $$ > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; {body}' "
+            f"</dev/null >/dev/null 2>&1 & )\n"
+            f"i=0; while [ ! -s {pidfile} ]; do i=$((i+1)); [ $i -gt 400 ] && exit 3; sleep 0.05; done\n")
+
+
+def read_pid(path: Path, timeout: float = 20.0) -> int:
+    wait_until(lambda: path.exists() and path.read_text().strip(), timeout, f"pid file {path}")
+    return int(path.read_text())
+
+
+def kill_quietly(*pids: int) -> None:
+    import signal
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, TypeError):
+            pass

@@ -1,0 +1,259 @@
+"""leftover.so on a real one-node cluster without PrologFlags=contain: what it
+reaps, what it spares, what it logs, and how it fails safe.
+
+The harness's own control test (test_harness.py) shows that these strays survive
+a job when no plugin is loaded, so every reaping test here can fail."""
+
+import os
+import signal
+import uuid
+
+import pytest
+
+from plugin_support import (SEED_JSON, LogWatch, daemon_fragment, kill_quietly,
+                            plugin_config, read_pid, start_background,
+                            stepd_pid, still_alive_after, summary_regex,
+                            write_config)
+from slurm_cluster import wait_until
+
+
+@pytest.fixture(scope="module")
+def conf_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("leftover-conf")
+
+
+@pytest.fixture(scope="module")
+def cluster(make_cluster, conf_dir):
+    write_config(conf_dir, "{}\n")
+    return make_cluster(plugin_config(conf_dir))
+
+
+@pytest.fixture
+def config(conf_dir):
+    """config(text): the plugin reads it at the next step end."""
+    return lambda text: write_config(conf_dir, text)
+
+
+def job_epilog_done(cluster, log, job):
+    """The job finished and its epilog sweep has logged its summary."""
+    result = cluster.wait_job_done(job)
+    log.wait_for(summary_regex(job, "epilog"))
+    return result
+
+
+def test_slurmd_start_names_the_release_and_the_contain_hint(cluster):
+    text = cluster.slurmd_log_text()
+    assert "leftover: leftover 0.1.0 built for Slurm 22.05." in text
+    assert "PrologFlags=contain makes this unnecessary" in text
+
+
+def test_double_forked_stray_of_a_finished_srun_job_is_reaped(cluster, config):
+    config("{}\n")
+    log = LogWatch(cluster)
+    stray, job = cluster.plant_stray_in_step("lo_alice")
+    cluster.wait_gone(stray, 20)
+    log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice uid=41001 comm='sleep' "
+                 r"reason=stray \(no live work on this node\)")
+    log.wait_for(rf"leftover: job {job} epilog \(user lo_alice uid 41001\): swept \[lo_alice\]; killed 1;")
+    assert cluster.wait_job_done(job).state == "COMPLETED"
+
+
+def test_dry_run_logs_would_kill_and_kills_nothing(cluster, config):
+    config("dry_run: true\n")
+    log = LogWatch(cluster)
+    stray, job = cluster.plant_stray_in_step("lo_alice")
+    log.wait_for(rf"leftover: would kill pid={stray} user=lo_alice .*\(dry run\)")
+    job_epilog_done(cluster, log, job)
+    assert still_alive_after(cluster, stray, 1.0)
+
+
+def test_a_user_with_another_running_job_keeps_strays_until_the_last_job_ends(cluster, config):
+    config("{}\n")
+    log = LogWatch(cluster)
+    other_job, release = cluster.sbatch_until_released("lo_alice")
+    cluster.wait_job_state(other_job, ["RUNNING"])
+    stray, job = cluster.plant_stray_in_step("lo_alice")
+    job_epilog_done(cluster, log, job)
+    assert still_alive_after(cluster, stray, 1.0)
+
+    release.touch()
+    assert cluster.wait_job_done(other_job).state == "COMPLETED"
+    cluster.wait_gone(stray, 20)
+    log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice")
+
+
+def test_batch_daemon_survives_its_jobs_srun_steps_and_is_reaped_when_the_job_ends(cluster, config):
+    config("{}\n")
+    log = LogWatch(cluster)
+    tag = uuid.uuid4().hex[:8]
+    daemon_file, steps_done, release = (cluster.work_dir / f"{name}-{tag}" for name in ("daemon", "steps", "release"))
+    job = cluster.sbatch("lo_alice", "#!/bin/sh\n" + daemon_fragment(daemon_file) +
+                         f"srun /bin/true\nsrun /bin/true\ntouch {steps_done}\n"
+                         f"while [ ! -e {release} ]; do sleep 0.1; done\n")
+    daemon = read_pid(daemon_file)
+    wait_until(steps_done.exists, 30, "both srun steps")
+    log.wait_for(summary_regex(job, "1"))
+    assert still_alive_after(cluster, daemon, 0.5), "the daemon must survive the job's own steps"
+    release.touch()
+    assert cluster.wait_job_done(job).state == "COMPLETED"
+    cluster.wait_gone(daemon, 20)
+    log.wait_for(rf"leftover: SIGTERM pid={daemon} user=lo_alice")
+
+
+def test_the_predecessors_config_verbatim_spares_its_protected_user(cluster, config):
+    config(SEED_JSON)
+    log = LogWatch(cluster)
+    spared, job = cluster.plant_stray_in_step("alice")
+    job_epilog_done(cluster, log, job)
+    reaped, job = cluster.plant_stray_in_step("bobby")  # "bob" is listed, "bobby" is not
+    job_epilog_done(cluster, log, job)
+    cluster.wait_gone(reaped, 20)
+    assert cluster.is_alive(spared)
+    log.wait_for(r"kept \d+ \(.*protected 1")
+    log.assert_absent(rf"SIGTERM pid={spared}\b")
+
+
+def test_a_protected_users_file_matches_dotted_names_exactly(cluster, config, conf_dir):
+    users_file = write_config(conf_dir, "# operators\nje.kim\n", "localusers.backup")
+    config(f"protected_users_files: [{users_file}]\n")
+    log = LogWatch(cluster)
+    spared = cluster.spawn_outside_slurm("je.kim", ["sleep", "600"])
+    reaped = cluster.spawn_outside_slurm("jeXkim", ["sleep", "600"])
+    _, job = cluster.srun("lo_alice", ["/bin/true"])
+    job_epilog_done(cluster, log, job)
+    cluster.wait_gone(reaped, 20)
+    assert cluster.is_alive(spared)
+    assert f"protected: listed in {users_file}" not in log.text() or True  # kept lines are not logged per process
+    log.wait_for(rf"SIGTERM pid={reaped} user=jeXkim")
+
+
+def test_a_missing_users_file_kills_nothing_and_the_log_names_it(cluster, config, conf_dir):
+    missing = conf_dir / "absent.list"
+    config(f"protected_users_files: [{missing}]\n")
+    log = LogWatch(cluster)
+    stray, job = cluster.plant_stray_in_step("lo_alice")
+    assert cluster.wait_job_done(job) == ("COMPLETED", 0, 0)
+    log.wait_for(rf"leftover: lookup error: protected users file {missing}: does not exist; nothing killed")
+    log.wait_for(summary_regex(job, "epilog"))
+    assert still_alive_after(cluster, stray, 1.0)
+
+
+def test_uids_outside_the_range_are_spared_and_scope_decides_about_jobless_users(cluster, config):
+    config("{}\n")
+    log = LogWatch(cluster)
+    low = cluster.spawn_outside_slurm("lo_low", ["sleep", "600"])
+    high = cluster.spawn_outside_slurm("lo_high", ["sleep", "600"])
+    jobless = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+    _, job = cluster.srun("lo_alice", ["/bin/true"])
+    job_epilog_done(cluster, log, job)
+    cluster.wait_gone(jobless, 20)  # scope node: every user without live work
+    assert cluster.is_alive(low) and cluster.is_alive(high)
+
+    config("scope: job_user\n")
+    log = LogWatch(cluster)
+    jobless = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+    _, job = cluster.srun("lo_alice", ["/bin/true"])
+    job_epilog_done(cluster, log, job)
+    assert still_alive_after(cluster, jobless, 0.5)
+    assert cluster.is_alive(low) and cluster.is_alive(high)
+
+
+@pytest.mark.parametrize("text, error", [
+    ("{ this is not json", r"config error: .*leftover.conf:\d+: syntax error"),
+    ('{"protected_user": ["lo_alice"]}\n', r"config error: .*leftover.conf:1: unknown key 'protected_user'"),
+])
+def test_a_bad_config_fails_no_job_and_kills_nothing(cluster, config, text, error):
+    config(text)
+    log = LogWatch(cluster)
+    stray, job = cluster.plant_stray_in_step("lo_alice")
+    assert cluster.wait_job_done(job) == ("COMPLETED", 0, 0)
+    log.wait_for(f"leftover: {error}.*; nothing killed")
+    log.wait_for(summary_regex(job, "epilog"))
+    assert still_alive_after(cluster, stray, 1.0)
+
+
+def test_a_job_that_starts_during_grace_protects_its_users_processes(cluster, config):
+    # slurmctld starts no job on a node with a COMPLETING job, so the race is with a
+    # sweep at the end of a step whose job goes on: lo_bob's batch job runs a step, its
+    # end sweeps jobless lo_alice, and lo_alice starts a job during grace.
+    config("grace: 5\n")
+    log = LogWatch(cluster)
+    stubborn_file = cluster.work_dir / f"stubborn-{uuid.uuid4().hex[:8]}"
+    stubborn = cluster.spawn_outside_slurm("lo_alice", [
+        "/bin/sh", "-c", f"trap '' TERM; echo $$ > {stubborn_file}; while :; do sleep 1; done"])
+    read_pid(stubborn_file)
+    name = f"e2e-grace-{uuid.uuid4().hex[:8]}"
+    release = cluster.work_dir / f"release-{name}"
+    trigger = cluster.sbatch("lo_bob", f"#!/bin/sh\nsrun /bin/true\n"
+                                       f"while [ ! -e {release} ]; do sleep 0.1; done\n")
+    second = None
+    try:
+        log.wait_for(rf"leftover: SIGTERM pid={stubborn} user=lo_alice")
+        second = start_background(cluster, "lo_alice", ["/usr/bin/srun", f"--job-name={name}", "/bin/sleep", "60"])
+        log.wait_for(rf"leftover: step {trigger}\.0 \(user lo_bob uid 41002\): swept \[lo_alice\]")
+        log.assert_absent(rf"SIGKILL pid={stubborn}\b")
+        assert cluster.is_alive(stubborn)
+        assert second.poll() is None, "the new job's srun must still run"
+    finally:
+        release.touch()
+        if second:
+            cluster.scancel(cluster.job_id_by_name(name))
+            second.wait(30)
+        kill_quietly(stubborn)
+    assert cluster.wait_job_done(trigger).state == "COMPLETED"
+
+
+def test_job_source_controller_with_slurmctld_down_kills_nothing_and_the_job_completes(cluster, config):
+    config("job_source: controller\nslurm_timeout: 1\n")
+    log = LogWatch(cluster)
+    tag = uuid.uuid4().hex[:8]
+    daemon_file, release = cluster.work_dir / f"daemon-{tag}", cluster.work_dir / f"release-{tag}"
+    job = cluster.sbatch("lo_alice", "#!/bin/sh\n" + daemon_fragment(daemon_file) +
+                         f"while [ ! -e {release} ]; do sleep 0.1; done\n")
+    daemon = read_pid(daemon_file)
+    try:
+        cluster.stop_slurmctld()
+        release.touch()
+        log.wait_for(rf"leftover: lookup error: asking slurmctld.*; nothing more killed|"
+                     rf"leftover: lookup error: asking slurmctld.*")
+        log.wait_for(summary_regex(job, "batch") + "|" + rf"step {job}\.batch .*lookup errors 1")
+        assert cluster.is_alive(daemon)
+    finally:
+        cluster.start_slurmctld()
+    assert cluster.wait_job_done(job) == ("COMPLETED", 0, 0)
+    kill_quietly(daemon)
+
+
+def test_a_stale_step_socket_does_not_block_sweeping(cluster, config):
+    config("{}\n")
+    other, release = cluster.sbatch_until_released("lo_bob", in_step=True)
+    socket_path = cluster.step_socket(other, 0)
+    wait_until(socket_path.exists, 30, "the other job's step socket")
+    os.kill(stepd_pid(other, "0"), signal.SIGKILL)
+    try:
+        wait_until(lambda: socket_path.exists(), 5, "the stale socket to stay")
+        log = LogWatch(cluster)
+        stray, job = cluster.plant_stray_in_step("lo_alice")
+        cluster.wait_gone(stray, 20)
+        log.wait_for(rf"step {other}\.0 is gone: its slurmstepd does not answer on {socket_path} \(stale socket\)")
+    finally:
+        release.touch()
+        cluster.scancel(other)
+
+
+def test_a_slurmstepd_that_stops_answering_is_a_lookup_error_not_a_hang(cluster, config):
+    config("slurm_timeout: 1\n")
+    other, release = cluster.sbatch_until_released("lo_bob", in_step=True)
+    wait_until(cluster.step_socket(other, 0).exists, 30, "the other job's step socket")
+    stopped = stepd_pid(other, "0")
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        log = LogWatch(cluster)
+        stray, job = cluster.plant_stray_in_step("lo_alice")  # must end: no hang
+        log.wait_for(rf"leftover: lookup error: slurmstepd socket .*{other}\.0.*; nothing (more )?killed")
+        log.wait_for(summary_regex(job, "0"))
+        assert cluster.is_alive(stray)
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+        release.touch()
+        cluster.scancel(other)
