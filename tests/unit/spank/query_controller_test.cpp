@@ -1,0 +1,65 @@
+#include "bounded_child.hpp"
+#include "query_controller.hpp"
+#include "support/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace leftover;
+using namespace leftover::slurm;
+using namespace std::chrono_literals;
+
+TEST_CASE("controller answers: complete output is parsed") {
+    auto live = parse_query_output("job 7 uid 41001\njob 9 uid 41002\nend\n");
+    REQUIRE(live.ok());
+    CHECK(live->uids == std::set<uid_t>{41001, 41002});
+    CHECK(live->job_ids == std::set<std::uint64_t>{7, 9});
+    CHECK(parse_query_output("end\n").ok());
+}
+
+TEST_CASE("controller answers: truncated or garbled output is a lookup error") {
+    CHECK(parse_query_output("job 7 uid 41001\n").error().message.find("incomplete") != std::string::npos);
+    CHECK(parse_query_output("").error().kind == ErrorKind::lookup);
+    CHECK(parse_query_output("jobs 7 uid 1\nend\n").error().message.find("unexpected output line") !=
+          std::string::npos);
+}
+
+TEST_CASE("bounded child: output and exit code come back") {
+    auto out = run_bounded({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, {"PATH=/bin:/usr/bin"},
+                           std::chrono::steady_clock::now() + 10s);
+    REQUIRE(out.ok());
+    CHECK(out->out == "out\n");
+    CHECK(out->err == "err\n");
+    CHECK(out->exit_code == 3);
+}
+
+TEST_CASE("bounded child: a child that does not finish is killed at the deadline") {
+    const auto started = std::chrono::steady_clock::now();
+    auto out = run_bounded({"/bin/sleep", "30"}, {}, started + 300ms);
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.error().message.find("did not finish before the deadline") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - started < 10s);  // hang detector only
+}
+
+TEST_CASE("bounded child: a program that cannot run is a lookup error") {
+    auto out = run_bounded({"/nonexistent/leftover-query"}, {}, std::chrono::steady_clock::now() + 5s);
+    CHECK_FALSE(out.ok());
+}
+
+TEST_CASE("query controller: an untrusted helper is never run") {
+    leftover::test::TempDir dir;
+    const auto helper = dir.write("leftover-query", "#!/bin/sh\necho end\n", 0777);
+    QueryController controller(helper, "");
+    auto live = controller.jobs_on_node("n1", std::nullopt, std::chrono::steady_clock::now() + 5s);
+    REQUIRE_FALSE(live.ok());
+    CHECK(live.error().message.find("writable by group or others") != std::string::npos);
+}
+
+TEST_CASE("query controller: a trusted helper's answer is used, the ending job is passed on") {
+    leftover::test::TempDir dir;
+    const auto helper =
+        dir.write("leftover-query", "#!/bin/sh\n[ \"$4\" = 12 ] || exit 1\necho job 3 uid 41001\necho end\n", 0755);
+    QueryController controller(helper, "/etc/slurm/slurm.conf");
+    auto live = controller.jobs_on_node("n1", 12u, std::chrono::steady_clock::now() + 5s);
+    REQUIRE(live.ok());
+    CHECK(live->uids == std::set<uid_t>{41001});
+}
