@@ -82,6 +82,24 @@ private:
     std::set<std::string> logged_dead_;
 };
 
+// One deadline per evaluation; Slurm drains a node whose step does not end in time.
+Clock::time_point evaluation_deadline(const Config& config, const SweepRequest& request) {
+    return request.started + seconds(config.grace + config.slurm_timeout + 1.0);
+}
+
+// The one place the plugin's and the command's evaluations are put together.
+Evaluation make_evaluation(const Config& config, const Exemptions& exemptions, const SweepRequest& request,
+                           const AccountDatabase& accounts, JobStateSource& job_state) {
+    EvaluationContext context;
+    context.proc_root = request.proc_root;
+    context.self = request.self;
+    context.ending_stepds = request.ending_stepds;
+    // A node-wide sweep has no job user that scope job_user could narrow it to.
+    context.event = Event{request.trigger.uid ? config.scope : Scope::node, request.trigger.uid};
+    return Evaluation(exemptions, accounts, [&job_state] { return job_state.read(); }, job_state.allocation_check(),
+                      context);
+}
+
 }  // namespace
 
 std::string expand_spool_dir(std::string pattern, const std::string& node_name, const std::string& short_host) {
@@ -119,7 +137,7 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
     const Config& config = prepared.config.value();
     log.set_threshold(config.debuglevel);
     if (config.loaded_from.empty()) log.info("no config file, using defaults");
-    if (config.slew > 0 || config.slew_max)
+    if (request.trigger.uid && (config.slew > 0 || config.slew_max))
         log.debug("slew/slew_max ignored: they delay periodic sweeps, never the plugin");
     summary.dry_run = config.dry_run;
 
@@ -131,16 +149,9 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
         return report;
     }
 
-    // One deadline per evaluation; Slurm drains a node whose step does not end in time.
-    const auto deadline = request.started + seconds(config.grace + config.slurm_timeout + 1.0);
+    const auto deadline = evaluation_deadline(config, request);
     JobStateSource job_state(config, request, controller, deadline, log);
-    EvaluationContext context;
-    context.proc_root = request.proc_root;
-    context.self = request.self;
-    context.ending_stepds = request.ending_stepds;
-    context.event = Event{config.scope, request.trigger.uid};
-    Evaluation evaluation(prepared.exemptions->value(), accounts, [&] { return job_state.read(); },
-                          job_state.allocation_check(), context);
+    Evaluation evaluation = make_evaluation(config, prepared.exemptions->value(), request, accounts, job_state);
 
     SweepOptions options;
     options.proc_root = request.proc_root;
@@ -162,6 +173,21 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report));
     return report;
+}
+
+Result<NodeCheck> check_node(const Prepared& prepared, const SweepRequest& request, Controller* controller,
+                             const AccountDatabase& accounts, FrontEndLog& log) {
+    if (!prepared.config.ok()) return prepared.config.error();
+    const Config& config = prepared.config.value();
+    log.set_threshold(config.debuglevel);
+    if (!prepared.exemptions) return Error::lookup("exemptions not loaded");
+    if (!prepared.exemptions->ok()) return prepared.exemptions->error();
+
+    JobStateSource job_state(config, request, controller, evaluation_deadline(config, request), log);
+    Evaluation evaluation = make_evaluation(config, prepared.exemptions->value(), request, accounts, job_state);
+    auto plan = evaluation();
+    if (!plan.ok()) return plan.error();
+    return NodeCheck{std::move(plan).value(), evaluation.last_live_work()};
 }
 
 }  // namespace leftover::slurm

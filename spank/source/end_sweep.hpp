@@ -40,8 +40,10 @@ struct Prepared {
 Prepared prepare(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids);
 
 struct Trigger {
-    std::string label;                       // "job 12 step 0", "job 12 epilog"
-    std::optional<uid_t> uid;                // the job's user
+    std::string label;                       // "job 12 step 0", "job 12 epilog", "node sweep"
+    // The job's user. Unset for a node-wide sweep (the leftover command): no job ends,
+    // so the scope is always node and slew/slew_max are the caller's business.
+    std::optional<uid_t> uid;
     std::optional<std::uint32_t> job_id;
     std::optional<StepId> ending_step;       // set in slurm_spank_exit
     // Set in the job epilog: the whole job is ending, so slurmctld's view of it (still
@@ -62,5 +64,16 @@ struct SweepRequest {
 // report (its error set on any config or lookup error, in which case nothing was killed).
 SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request, Controller* controller,
                           const AccountDatabase& accounts, FrontEndLog& log);
+
+// What one evaluation saw and decided, with nothing signalled and no action logged.
+struct NodeCheck {
+    Plan plan;
+    LiveWork live;  // the users and jobs whose work the plan respected
+};
+
+// The evaluation run_end_sweep starts from (same job-state source, same context), for
+// `leftover check`. Errors are returned, not logged: the caller reports them.
+Result<NodeCheck> check_node(const Prepared& prepared, const SweepRequest& request, Controller* controller,
+                             const AccountDatabase& accounts, FrontEndLog& log);
 
 }  // namespace leftover::slurm

@@ -129,3 +129,15 @@ def kill_quietly(*pids: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, TypeError):
             pass
+
+
+def wait_all_jobs_done(cluster: SlurmCluster, timeout: float = 60.0) -> None:
+    """Waits until every job is in a final state. A job's sweeps happen before it gets
+    there, so after this no sweep of an earlier test can hit the next test's clients
+    (which run on the node itself, as the users under test)."""
+    from slurm_cluster import FINAL_STATES, _parse_fields
+
+    def all_final():
+        jobs = cluster.scontrol("-o", "show", "job", check=False).stdout.splitlines()
+        return all(_parse_fields(line).get("JobState") in FINAL_STATES for line in jobs if "JobId=" in line)
+    wait_until(all_final, timeout, "every job to finish")

@@ -1,0 +1,402 @@
+// leftover_bench: the measuring half of bench/run (bench/bench.py drives it).
+//
+//   leftover_bench spawn UID COUNT
+//       Forks COUNT idle children (as UID, dumpable, parent-death SIGKILL), prints
+//       "ready <pid> <pid> ...", reaps them as they die, and kills them all and exits
+//       when its standard input closes (or all of them are gone).
+//   leftover_bench scan UID USER REPS
+//       Per repetition, interleaved: leftover's scan + decide (a fresh Evaluation, as
+//       the plugin builds one per sweep), the two floors (getdents + one fstatat per
+//       pid; getdents + one read of status per pid) and `pgrep -U USER` (spawned).
+//       Prints one JSON object with every sample in milliseconds.
+//   leftover_bench sweep UID USER METHOD EXPECT
+//       METHOD: leftover (run_end_sweep, grace 0, scope job_user), pkill, killall.
+//       Pins every process of UID with a pidfd first (untimed), then times from the
+//       start until every one of them has exited. Prints JSON with the time and the
+//       process's peak RSS before and after.
+#include "end_sweep.hpp"
+#include "evaluation.hpp"
+#include "exemptions.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+[[noreturn]] void die(const std::string& what) {
+    std::fprintf(stderr, "leftover_bench: %s: %s\n", what.c_str(), std::strerror(errno));
+    std::exit(2);
+}
+
+long maxrss_kb() {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss;
+}
+
+std::string json_list(const std::vector<double>& values) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < values.size(); ++i) out += fmt::format("{}{:.4f}", i ? ", " : "", values[i]);
+    return out + "]";
+}
+
+// ---- spawn -----------------------------------------------------------------------
+
+int spawn(uid_t uid, long count) {
+    gid_t gid = 0;
+    if (uid != 0) {
+        const passwd* pw = ::getpwuid(uid);
+        if (!pw) die(fmt::format("no account with uid {}", uid));
+        gid = pw->pw_gid;
+    }
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &chld, nullptr) != 0) die("sigprocmask");
+    const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) die("signalfd");
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the driver died: so do we (and then our children)
+    const pid_t parent = ::getpid();
+    std::vector<pid_t> children;
+    children.reserve(static_cast<std::size_t>(count));
+    auto kill_all = [&] {
+        for (const pid_t pid : children) ::kill(pid, SIGKILL);
+        while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+        }
+    };
+    for (long i = 0; i < count; ++i) {
+        const pid_t pid = ::fork();
+        if (pid < 0) {
+            const int err = errno;
+            kill_all();
+            errno = err;
+            die(fmt::format("fork #{}", i));
+        }
+        if (pid == 0) {
+            ::close(0);
+            ::close(1);
+            ::prctl(PR_SET_NAME, uid ? "lo-bench-stray" : "lo-bench-root");
+            if (uid != 0) {
+                if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(3);
+                // A uid change makes a process non-dumpable, and /proc/<pid> of a
+                // non-dumpable process belongs to root. A real stray exec'd its program
+                // as the user and is dumpable: be like it.
+                ::prctl(PR_SET_DUMPABLE, 1);
+            }
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the uid change: set it after
+            if (::getppid() != parent) ::_exit(0);
+            sigset_t none;
+            sigemptyset(&none);
+            sigprocmask(SIG_SETMASK, &none, nullptr);
+            for (;;) ::pause();
+        }
+        children.push_back(pid);
+    }
+    std::string ready = "ready";
+    for (const pid_t pid : children) ready += fmt::format(" {}", pid);
+    ready += "\n";
+    if (::write(1, ready.data(), ready.size()) < 0) {
+        kill_all();
+        return 1;
+    }
+    long alive = count;
+    pollfd fds[2] = {{0, POLLIN, 0}, {sfd, POLLIN, 0}};
+    while (alive > 0) {
+        if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
+        if (fds[1].revents) {
+            signalfd_siginfo info{};
+            while (::read(sfd, &info, sizeof info) > 0) {
+            }
+            while (::waitpid(-1, nullptr, WNOHANG) > 0) --alive;
+        }
+        if (fds[0].revents) {
+            char buf[64];
+            const ssize_t n = ::read(0, buf, sizeof buf);
+            if (n <= 0) break;  // the driver is done (or gone): end everything
+        }
+    }
+    kill_all();
+    return 0;
+}
+
+// ---- floors and pgrep ------------------------------------------------------------
+
+// Calls fn(root_fd, name) for every numeric entry of /proc.
+template <class Fn>
+std::size_t for_each_pid(int root, Fn&& fn) {
+    alignas(8) char buf[32768];
+    std::size_t seen = 0;
+    ::lseek(root, 0, SEEK_SET);
+    for (;;) {
+        const long n = ::syscall(SYS_getdents64, root, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long offset = 0; offset < n;) {
+            unsigned short reclen = 0;
+            std::memcpy(&reclen, buf + offset + offsetof(struct dirent64, d_reclen), sizeof reclen);
+            const char* name = buf + offset + offsetof(struct dirent64, d_name);
+            offset += reclen;
+            if (name[0] < '1' || name[0] > '9') continue;
+            fn(root, name);
+            ++seen;
+        }
+    }
+    return seen;
+}
+
+// Busy floor: a bare pass over /proc, getdents and one fstatat per pid.
+std::size_t floor_stat() {
+    const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    std::size_t dirs = 0;
+    for_each_pid(root, [&](int dir, const char* name) {
+        struct stat st {};
+        if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) ++dirs;
+    });
+    ::close(root);
+    return dirs;
+}
+
+// Dirty floor: getdents and one read of /proc/<pid>/status per pid (the least that
+// tells all four uids).
+std::size_t floor_status() {
+    const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    std::size_t read_ok = 0;
+    char path[64];
+    char buf[4096];
+    for_each_pid(root, [&](int dir, const char* name) {
+        std::snprintf(path, sizeof path, "%s/status", name);
+        const int fd = ::openat(dir, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return;
+        if (::read(fd, buf, sizeof buf) > 0) ++read_ok;
+        ::close(fd);
+    });
+    ::close(root);
+    return read_ok;
+}
+
+int run_quiet(const std::vector<std::string>& argv) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    if (::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) die("posix_spawn " + argv[0]);
+    posix_spawn_file_actions_destroy(&actions);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) die("waitpid");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// ---- leftover --------------------------------------------------------------------
+
+leftover::Exemptions load_exemptions() {
+    auto exemptions = leftover::Exemptions::load(leftover::Config{}, {});
+    if (!exemptions.ok()) {
+        std::fprintf(stderr, "leftover_bench: exemptions: %s\n", exemptions.error().message.c_str());
+        std::exit(2);
+    }
+    return std::move(exemptions).value();
+}
+
+// One scan + decide as at a step end: a fresh Evaluation, empty job state.
+std::size_t leftover_scan_decide(const leftover::Exemptions& exemptions, uid_t uid) {
+    leftover::SystemAccounts accounts;
+    leftover::EvaluationContext context;
+    context.self = ::getpid();
+    context.event = leftover::Event{leftover::Scope::job_user, uid};
+    leftover::Evaluation evaluation(
+        exemptions, accounts, [] { return leftover::Result<leftover::LiveWork>(leftover::LiveWork{}); }, {},
+        context);
+    auto plan = evaluation();
+    if (!plan.ok()) {
+        std::fprintf(stderr, "leftover_bench: evaluation: %s\n", plan.error().message.c_str());
+        std::exit(2);
+    }
+    return plan->kills().size();
+}
+
+int scan(uid_t uid, const std::string& user, int reps) {
+    const auto exemptions = load_exemptions();
+    std::vector<double> leftover_ms, stat_ms, status_ms, pgrep_ms;
+    std::size_t kills = 0, dirs = 0;
+    // Warm-up: first touches of /proc dentries and of the account database.
+    kills = leftover_scan_decide(exemptions, uid);
+    floor_stat();
+    floor_status();
+    for (int i = 0; i < reps; ++i) {
+        auto t = Clock::now();
+        kills = leftover_scan_decide(exemptions, uid);
+        leftover_ms.push_back(ms_since(t));
+        t = Clock::now();
+        dirs = floor_stat();
+        stat_ms.push_back(ms_since(t));
+        t = Clock::now();
+        floor_status();
+        status_ms.push_back(ms_since(t));
+        t = Clock::now();
+        run_quiet({"/usr/bin/pgrep", "-U", user});
+        pgrep_ms.push_back(ms_since(t));
+    }
+    std::printf("{\"processes\": %zu, \"kills\": %zu, \"leftover\": %s, \"floor_stat\": %s, \"floor_status\": %s, "
+                "\"pgrep\": %s}\n",
+                dirs, kills, json_list(leftover_ms).c_str(), json_list(stat_ms).c_str(),
+                json_list(status_ms).c_str(), json_list(pgrep_ms).c_str());
+    return 0;
+}
+
+class NullSink final : public leftover::slurm::Log {
+public:
+    void write(leftover::LogLevel, const std::string& text) override { bytes += text.size(); }
+    std::size_t bytes = 0;
+};
+
+// Pins every live process whose real uid is uid.
+std::vector<int> pin_user(uid_t uid) {
+    std::vector<int> pidfds;
+    const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char path[64];
+    char buf[4096];
+    for_each_pid(root, [&](int dir, const char* name) {
+        std::snprintf(path, sizeof path, "%s/status", name);
+        const int fd = ::openat(dir, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return;
+        const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+        ::close(fd);
+        if (n <= 0) return;
+        buf[n] = '\0';
+        const char* state = std::strstr(buf, "\nState:");
+        const char* line = std::strstr(buf, "\nUid:");
+        if (!line || !state) return;
+        const char code = state[7 + std::strspn(state + 7, " \t")];
+        if (code == 'Z' || code == 'X') return;
+        if (std::strtoul(line + 5, nullptr, 10) != uid) return;
+        const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, std::atoi(name), 0));
+        if (pidfd >= 0) pidfds.push_back(pidfd);
+    });
+    ::close(root);
+    return pidfds;
+}
+
+// Waits until every pinned process has exited; false after 60 s.
+bool wait_exited(std::vector<int>& pidfds) {
+    std::vector<pollfd> fds;
+    for (const int fd : pidfds) fds.push_back({fd, POLLIN, 0});
+    const auto until = Clock::now() + std::chrono::seconds(60);
+    while (!fds.empty() && Clock::now() < until) {
+        if (::poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) die("poll");
+        std::erase_if(fds, [](const pollfd& f) { return f.revents != 0; });
+    }
+    for (const int fd : pidfds) ::close(fd);
+    return fds.empty();
+}
+
+int sweep(uid_t uid, const std::string& user, const std::string& method, std::size_t expect) {
+    namespace fs = std::filesystem;
+    // The plugin's inputs, prepared before the clock starts (the plugin reads them in
+    // task_exit): a root-owned config, an empty spool dir (no live steps).
+    const fs::path dir = fs::temp_directory_path() / fmt::format("leftover-bench-{}", ::getpid());
+    fs::create_directories(dir / "spool");
+    const fs::path conf = dir / "leftover.conf";
+    if (FILE* f = std::fopen(conf.c_str(), "w")) {
+        std::fputs("scope: job_user\ngrace: 0\nslurm_timeout: 30\n", f);
+        std::fclose(f);
+    }
+    ::chmod(conf.c_str(), 0644);
+    leftover::slurm::Prepared prepared;
+    if (method == "leftover") prepared = leftover::slurm::prepare(conf, true, {});
+
+    auto pidfds = pin_user(uid);
+    if (pidfds.size() != expect) {
+        std::fprintf(stderr, "leftover_bench: found %zu processes of uid %u, expected %zu\n", pidfds.size(), uid,
+                     expect);
+        for (const int fd : pidfds) ::close(fd);
+        fs::remove_all(dir);
+        return 2;
+    }
+    const long rss_before = maxrss_kb();
+    std::size_t killed = 0;
+    const auto start = Clock::now();
+    if (method == "leftover") {
+        leftover::slurm::SweepRequest request;
+        request.trigger.label = "bench sweep";
+        request.trigger.uid = uid;
+        request.trigger.job_id = 1;
+        request.trigger.job_ending = true;
+        request.node.spool_dir = dir / "spool";
+        request.node.node_name = "bench";
+        request.node.prolog_contain = true;
+        request.self = ::getpid();
+        request.started = start;
+        NullSink sink;
+        leftover::slurm::FrontEndLog log(sink);
+        const auto report =
+            leftover::slurm::run_end_sweep(prepared, request, nullptr, leftover::SystemAccounts{}, log);
+        if (report.error) std::fprintf(stderr, "leftover_bench: sweep error: %s\n", report.error->message.c_str());
+        for (const auto& action : report.actions) killed += action.outcome == leftover::Outcome::signalled;
+    } else if (method == "pkill") {
+        run_quiet({"/usr/bin/pkill", "-KILL", "-U", user});
+    } else if (method == "killall") {
+        run_quiet({"/usr/bin/killall", "-9", "-u", user});
+    } else {
+        std::fprintf(stderr, "leftover_bench: unknown method %s\n", method.c_str());
+        return 2;
+    }
+    const double signalled_ms = ms_since(start);
+    const bool all_gone = wait_exited(pidfds);
+    const double total_ms = ms_since(start);
+    fs::remove_all(dir);
+    std::printf("{\"method\": \"%s\", \"ms\": %.4f, \"returned_ms\": %.4f, \"all_gone\": %s, \"killed\": %zu, "
+                "\"maxrss_before_kb\": %ld, \"maxrss_kb\": %ld}\n",
+                method.c_str(), total_ms, signalled_ms, all_gone ? "true" : "false", killed, rss_before,
+                maxrss_kb());
+    return all_gone ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.size() == 3 && args[0] == "spawn")
+        return spawn(static_cast<uid_t>(std::stoul(args[1])), std::stol(args[2]));
+    if (args.size() == 4 && args[0] == "scan")
+        return scan(static_cast<uid_t>(std::stoul(args[1])), args[2], std::stoi(args[3]));
+    if (args.size() == 5 && args[0] == "sweep")
+        return sweep(static_cast<uid_t>(std::stoul(args[1])), args[2], args[3], std::stoul(args[4]));
+    std::fprintf(stderr,
+                 "usage: leftover_bench spawn UID COUNT | scan UID USER REPS | sweep UID USER METHOD EXPECT\n");
+    return 2;
+}
