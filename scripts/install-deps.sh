@@ -11,6 +11,8 @@ packages=(
   slurmctld slurmd slurm-client munge
   # end-to-end test runner and the tools the tests use
   python3 python3-pytest util-linux procps passwd
+  # packages: the .deb (CPack needs dpkg-shlibdeps and file) and the RPM
+  dpkg-dev file rpm
 )
 
 missing=()

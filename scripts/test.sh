@@ -17,7 +17,11 @@ echo "== unit tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 scripts/build.sh build/asan -DLEFTOVER_SANITIZE=ON
 (cd build/asan && ctest --output-on-failure -j "$(nproc)")
 
+echo "== packages (.deb and RPM)"
+scripts/package.sh
+
 echo "== end-to-end tests on a real Slurm"
 scripts/build.sh build/release -DLEFTOVER_TESTS=OFF
 LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
+LEFTOVER_PACKAGES="$top/build/packages" \
   /usr/bin/python3 -m pytest -p no:cacheprovider -q "$top/tests/e2e" "$@"

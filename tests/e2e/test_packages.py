@@ -1,0 +1,106 @@
+"""The packages scripts/package.sh builds: their contents, and the plugin from the
+unpacked .deb reaping a stray on the test cluster (nothing is installed into the
+machine's own /etc or /usr)."""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugin_support import TOP, LogWatch, summary_regex, still_alive_after, wait_all_jobs_done
+from slurm_cluster import ClusterConfig
+
+PACKAGES = Path(os.environ.get("LEFTOVER_PACKAGES", TOP / "build/packages"))
+PLUGIN_DIR = "usr/lib/x86_64-linux-gnu/slurm-wlm"
+
+
+def only(pattern: str) -> Path:
+    found = sorted(PACKAGES.glob(pattern))
+    if not found:
+        pytest.fail(f"no {pattern} in {PACKAGES}: run scripts/package.sh first")
+    assert len(found) == 1, found
+    return found[0]
+
+
+def run(*argv: str) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def deb():
+    return only("leftover_*.deb")
+
+
+@pytest.fixture(scope="module")
+def rpm():
+    return only("leftover-*.rpm")
+
+
+def test_deb_file_list(deb):
+    files = {line.split()[-1].lstrip(".") for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
+    for path in (f"/{PLUGIN_DIR}/leftover.so", "/usr/libexec/leftover/leftover-query",
+                 "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf",
+                 "/usr/share/doc/leftover/LICENSE"):
+        assert path in files, path
+    modes = {line.split()[-1].lstrip("."): line.split()[:2] for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
+    assert modes["/etc/leftover.conf"] == ["-rw-r--r--", "root/root"]
+
+
+def test_deb_control(deb, tmp_path):
+    run("dpkg-deb", "-e", str(deb), str(tmp_path / "control"))
+    assert (tmp_path / "control/conffiles").read_text().split() == [
+        "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf"]
+    fields = run("dpkg-deb", "-f", str(deb), "Package", "Version", "Depends")
+    assert "Package: leftover" in fields
+    assert re.search(r"Version: 0\.1\.0-1\+slurm22\.05", fields)
+    assert "slurmd (>= 22.05), slurmd (<< 22.06)" in fields
+
+
+def test_rpm_spec_parses_and_the_package_holds_the_plugin(rpm):
+    parsed = run("rpmspec", "-P", str(TOP / "rpm/leftover.spec"))
+    assert "Requires:       slurm < 22.06" in parsed
+    files = run("rpm", "-qlp", str(rpm)).split()
+    for path in ("/usr/lib64/slurm/leftover.so", "/usr/libexec/leftover/leftover-query",
+                 "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf"):
+        assert path in files, path
+    configs = run("rpm", "-qcp", str(rpm)).split()
+    assert configs == ["/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf"]
+    assert run("rpm", "-qp", "--queryformat", "%{RELEASE}", str(rpm)).startswith("1.slurm22.05")
+    requires = run("rpm", "-qp", "--requires", str(rpm))
+    assert "slurm >= 22.05" in requires and "slurm < 22.06" in requires
+
+
+@pytest.fixture(scope="module")
+def unpacked(deb, tmp_path_factory):
+    root = tmp_path_factory.mktemp("deb-root")
+    run("dpkg-deb", "-x", str(deb), str(root))
+    root.chmod(0o755)
+    return root
+
+
+@pytest.fixture(scope="module")
+def cluster(make_cluster, unpacked):
+    # With PrologFlags=contain local state suffices: the unpacked plugin never needs
+    # leftover-query at its installed path (/usr/libexec, not on this machine).
+    line = f"optional {unpacked / PLUGIN_DIR / 'leftover.so'} config={unpacked / 'etc/leftover.conf'}\n"
+    return make_cluster(ClusterConfig(plugstack=line, prolog_flags="contain"))
+
+
+def test_the_unpacked_plugin_ships_in_dry_run_then_reaps_when_switched_live(cluster, unpacked):
+    shipped = unpacked / "etc/leftover.conf"
+    assert "dry_run: true" in shipped.read_text()
+
+    log = LogWatch(cluster)
+    spared, job = cluster.plant_stray_in_step("lo_alice")
+    log.wait_for(rf"leftover: would kill pid={spared} user=lo_alice")
+    log.wait_for(summary_regex(job, "epilog"))
+    assert still_alive_after(cluster, spared, 0.5)
+
+    shipped.write_text(shipped.read_text().replace("dry_run: true", "dry_run: false"))
+    log = LogWatch(cluster)
+    stray, job = cluster.plant_stray_in_step("lo_alice")
+    cluster.wait_gone(stray, 20)
+    log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice")
+    wait_all_jobs_done(cluster)
