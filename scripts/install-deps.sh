@@ -10,7 +10,7 @@ packages=(
   # a real Slurm for the end-to-end tests and the demo
   slurmctld slurmd slurm-client munge
   # end-to-end test runner and the tools the tests use
-  python3 python3-pytest util-linux procps passwd
+  python3 python3-pytest util-linux procps passwd man-db
   # packages: the .deb (CPack needs dpkg-shlibdeps and file) and the RPM
   dpkg-dev file rpm
 )

@@ -23,5 +23,6 @@ scripts/package.sh
 echo "== end-to-end tests on a real Slurm"
 scripts/build.sh build/release -DLEFTOVER_TESTS=OFF
 LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
+LEFTOVER_CLI="$top/build/release/cli/leftover" \
 LEFTOVER_PACKAGES="$top/build/packages" \
   /usr/bin/python3 -m pytest -p no:cacheprovider -q "$top/tests/e2e" "$@"

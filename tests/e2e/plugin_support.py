@@ -141,3 +141,27 @@ def wait_all_jobs_done(cluster: SlurmCluster, timeout: float = 60.0) -> None:
         jobs = cluster.scontrol("-o", "show", "job", check=False).stdout.splitlines()
         return all(_parse_fields(line).get("JobState") in FINAL_STATES for line in jobs if "JobId=" in line)
     wait_until(all_final, timeout, "every job to finish")
+
+
+# Fixtures the plugin test modules share; a module imports them by name.
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def conf_dir(tmp_path_factory):
+    """Where the module's leftover.conf (and users files) live."""
+    return tmp_path_factory.mktemp("leftover-conf")
+
+
+@pytest.fixture
+def config(conf_dir):
+    """config(text): the plugin reads it at the next step end."""
+    return lambda text: write_config(conf_dir, text)
+
+
+@pytest.fixture(autouse=True)
+def jobs_done_after_each_test(request):
+    """Each test's jobs end (and sweep) before the next test starts its own."""
+    yield
+    if "cluster" in request.fixturenames:
+        wait_all_jobs_done(request.getfixturevalue("cluster"))

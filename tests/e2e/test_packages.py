@@ -42,7 +42,9 @@ def test_deb_file_list(deb):
     files = {line.split()[-1].lstrip(".") for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
     for path in (f"/{PLUGIN_DIR}/leftover.so", "/usr/libexec/leftover/leftover-query",
                  "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf",
-                 "/usr/share/doc/leftover/LICENSE"):
+                 "/usr/share/doc/leftover/LICENSE", "/usr/sbin/leftover",
+                 "/usr/share/man/man8/leftover.8.gz", "/usr/share/man/man5/leftover.conf.5.gz",
+                 "/lib/systemd/system/leftover-sweep.service", "/lib/systemd/system/leftover-sweep.timer"):
         assert path in files, path
     modes = {line.split()[-1].lstrip("."): line.split()[:2] for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
     assert modes["/etc/leftover.conf"] == ["-rw-r--r--", "root/root"]
@@ -63,7 +65,8 @@ def test_rpm_spec_parses_and_the_package_holds_the_plugin(rpm):
     assert "Requires:       slurm < 22.06" in parsed
     files = run("rpm", "-qlp", str(rpm)).split()
     for path in ("/usr/lib64/slurm/leftover.so", "/usr/libexec/leftover/leftover-query",
-                 "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf"):
+                 "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf", "/usr/sbin/leftover",
+                 "/usr/lib/systemd/system/leftover-sweep.timer"):
         assert path in files, path
     configs = run("rpm", "-qcp", str(rpm)).split()
     assert configs == ["/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf"]

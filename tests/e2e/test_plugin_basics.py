@@ -10,7 +10,8 @@ import uuid
 
 import pytest
 
-from plugin_support import (wait_all_jobs_done, SEED_JSON, LogWatch, daemon_fragment, kill_quietly,
+from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+    conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment, kill_quietly,
                             plugin_config, read_pid, start_background,
                             stepd_pid, still_alive_after, summary_regex,
                             write_config)
@@ -18,28 +19,9 @@ from slurm_cluster import wait_until
 
 
 @pytest.fixture(scope="module")
-def conf_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("leftover-conf")
-
-
-@pytest.fixture(autouse=True)
-def _jobs_done_after_each_test(request):
-    """Each test's jobs end (and sweep) before the next test starts its own."""
-    yield
-    if "cluster" in request.fixturenames:
-        wait_all_jobs_done(request.getfixturevalue("cluster"))
-
-
-@pytest.fixture(scope="module")
 def cluster(make_cluster, conf_dir):
     write_config(conf_dir, "{}\n")
     return make_cluster(plugin_config(conf_dir))
-
-
-@pytest.fixture
-def config(conf_dir):
-    """config(text): the plugin reads it at the next step end."""
-    return lambda text: write_config(conf_dir, text)
 
 
 def job_epilog_done(cluster, log, job):

@@ -7,22 +7,10 @@ import uuid
 
 import pytest
 
-from plugin_support import (wait_all_jobs_done, LogWatch, daemon_fragment, plugin_config, read_pid,
+from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+    conf_dir, config, jobs_done_after_each_test, LogWatch, daemon_fragment, plugin_config, read_pid,
                             still_alive_after, summary_regex, write_config)
 from slurm_cluster import wait_until
-
-
-@pytest.fixture(scope="module")
-def conf_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("leftover-conf")
-
-
-@pytest.fixture(autouse=True)
-def _jobs_done_after_each_test(request):
-    """Each test's jobs end (and sweep) before the next test starts its own."""
-    yield
-    if "cluster" in request.fixturenames:
-        wait_all_jobs_done(request.getfixturevalue("cluster"))
 
 
 @pytest.fixture(scope="module")

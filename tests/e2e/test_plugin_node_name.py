@@ -6,20 +6,8 @@ import socket
 
 import pytest
 
-from plugin_support import wait_all_jobs_done, LogWatch, plugin_config, write_config
-
-
-@pytest.fixture(scope="module")
-def conf_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("leftover-conf")
-
-
-@pytest.fixture(autouse=True)
-def _jobs_done_after_each_test(request):
-    """Each test's jobs end (and sweep) before the next test starts its own."""
-    yield
-    if "cluster" in request.fixturenames:
-        wait_all_jobs_done(request.getfixturevalue("cluster"))
+from plugin_support import (  # noqa: F401 (fixtures)
+    conf_dir, jobs_done_after_each_test, LogWatch, plugin_config, write_config)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,133 @@
+#include "commands.hpp"
+
+#include "check_report.hpp"
+#include "config_report.hpp"
+#include "end_sweep.hpp"
+#include "slew.hpp"
+#include "stream_log.hpp"
+
+#include <fmt/format.h>
+
+#include <slurm/slurm_version.h>
+
+namespace leftover::cli {
+namespace {
+
+NodeOverrides overrides_of(const Options& options) { return {options.node, options.spool_dir}; }
+
+slurm::SweepRequest node_wide_request(const std::string& label, const slurm::NodeInfo& node, const Environment& env) {
+    slurm::SweepRequest request;
+    request.trigger.label = label;  // no uid: a node-wide evaluation, scope node
+    request.node = node;
+    request.self = env.self;
+    request.proc_root = env.proc_root;
+    request.started = std::chrono::steady_clock::now();
+    return request;
+}
+
+// "config error: ..." or "lookup error: ..."; not being on a Slurm node is said plainly.
+std::string describe(const Error& error) {
+    if (error.message.starts_with("not a Slurm node")) return error.message;
+    return fmt::format("{}: {}", to_string(error.kind), error.message);
+}
+
+}  // namespace
+
+std::string version_line() {
+    return fmt::format("leftover {} built for Slurm {}.{:02}.{}", LEFTOVER_VERSION,
+                       SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+                       SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
+}
+
+int run(const Options& options, Environment& env) {
+    if (options.help) {
+        env.out << help_text(options.command);
+        return kExitClean;
+    }
+    if (options.version) {
+        env.out << version_line() << "\n";
+        return kExitClean;
+    }
+    switch (*options.command) {
+        case Command::check: return run_check(options, env);
+        case Command::sweep: return run_sweep(options, env);
+        case Command::config: return run_config(options, env);
+    }
+    return kExitError;
+}
+
+int run_check(const Options& options, Environment& env) {
+    CheckResult result;
+    result.all = options.all;
+    const auto emit = [&] {
+        if (options.json) env.out << format_check_json(result);
+        else env.out << format_check_table(result);
+        if (result.error) env.err << "leftover: " << describe(*result.error) << "\n";
+        return check_exit_status(result);
+    };
+
+    auto node = env.discover_node(overrides_of(options));
+    if (!node.ok()) {
+        result.error = node.error();
+        return emit();
+    }
+    result.node = node->node_name;
+    result.spool_dir = node->spool_dir;
+    const slurm::Prepared prepared = slurm::prepare(options.config_path, options.config_path_given, node->slurm_uids);
+    if (prepared.config.ok()) result.config = prepared.config->loaded_from;
+
+    StreamLog sink(env.err);
+    slurm::FrontEndLog log(sink);
+    auto controller = env.make_controller(node.value());
+    auto check = slurm::check_node(prepared, node_wide_request("node check", node.value(), env), controller.get(),
+                                   env.accounts, log);
+    if (check.ok()) result.check = std::move(check).value();
+    else result.error = check.error();
+    return emit();
+}
+
+int run_sweep(const Options& options, Environment& env) {
+    StreamLog sink(env.err);
+    slurm::FrontEndLog log(sink);
+    if (!options.dry_run && !env.is_root) {
+        log.error("sweep signals other users' processes and must run as root (--dry-run does not)");
+        return kExitError;
+    }
+    auto node = env.discover_node(overrides_of(options));
+    if (!node.ok()) {
+        log.error(describe(node.error()));
+        return kExitError;
+    }
+    slurm::Prepared prepared = slurm::prepare(options.config_path, options.config_path_given, node->slurm_uids);
+    if (prepared.config.ok()) {
+        Config& config = prepared.config.value();
+        if (options.dry_run) config.dry_run = true;
+        log.set_threshold(config.debuglevel);
+        const double wait = options.no_slew ? 0 : slew_seconds(config, env.random_unit());
+        if (wait > 0) {
+            // Say so: a sweep that seems to hang for a minute would surprise whoever runs it.
+            log.info(fmt::format("waiting {:.1f} s (slew) before the sweep; --no-slew starts at once", wait));
+            env.sleep(wait);
+        }
+    }
+    auto controller = env.make_controller(node.value());
+    // Started after the slew: the evaluation's deadline covers the sweep, not the wait.
+    const SweepReport report = slurm::run_end_sweep(prepared, node_wide_request("node sweep", node.value(), env),
+                                                    controller.get(), env.accounts, log);
+    if (report.error) return kExitError;
+    return report.survivors.empty() ? kExitClean : kExitStrays;
+}
+
+int run_config(const Options& options, Environment& env) {
+    const Result<Config> config = load_config(options.config_path, options.config_path_given);
+    if (!config.ok()) {
+        env.err << "leftover: config error: " << config.error().message
+                << "\nleftover: invalid: with this config the plugin and the command kill nothing\n";
+        return kExitError;
+    }
+    const ConfigReport report = report_config(config.value(), options.config_path);
+    env.out << report.text;
+    return report.valid ? kExitClean : kExitError;
+}
+
+}  // namespace leftover::cli

@@ -1,0 +1,58 @@
+// leftover: the command. Everything but wiring lives in commands.cpp and its helpers.
+#include "commands.hpp"
+#include "query_controller.hpp"
+
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+// Next to the command in a build tree (the build copies it there); installed, in libexec.
+std::string query_helper_path() {
+    std::error_code ignored;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ignored);
+    if (!self.empty()) {
+        const auto sibling = self.parent_path() / "leftover-query";
+        if (std::filesystem::exists(sibling, ignored)) return sibling.string();
+    }
+    return LEFTOVER_QUERY_PATH;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace leftover;
+    const auto options = cli::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    if (!options.ok()) {
+        std::cerr << "leftover: " << options.error().message << "\nleftover: 'leftover --help' lists the commands\n";
+        return cli::kExitError;
+    }
+    try {
+        const SystemAccounts accounts;
+        std::random_device seed;
+        std::mt19937_64 random(seed());
+        cli::Environment env{
+            .discover_node = cli::discover_slurm_node,
+            .make_controller = [](const slurm::NodeInfo& node) -> std::unique_ptr<slurm::Controller> {
+                return std::make_unique<slurm::QueryController>(query_helper_path(), node.slurm_conf);
+            },
+            .accounts = accounts,
+            .out = std::cout,
+            .err = std::cerr,
+            .proc_root = "/proc",
+            .self = ::getpid(),
+            .is_root = ::geteuid() == 0,
+            .sleep = [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); },
+            .random_unit = [&random] { return std::uniform_real_distribution<double>(0.0, 1.0)(random); },
+        };
+        const int status = cli::run(options.value(), env);
+        std::cout.flush();
+        return std::cout.good() ? status : cli::kExitError;
+    } catch (const std::exception& e) {
+        std::cerr << "leftover: internal error: " << e.what() << "; nothing more done\n";
+        return cli::kExitError;
+    }
+}

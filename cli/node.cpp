@@ -1,0 +1,22 @@
+#include "node.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace leftover::cli {
+
+Status check_spool_dir(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        return Error::lookup(fmt::format("not a Slurm node: slurmd's spool directory {} cannot be used: {}; slurmd has "
+                                         "not run here, or --node / --spool-dir is wrong",
+                                         path, std::strerror(errno)));
+    if (!S_ISDIR(st.st_mode))
+        return Error::lookup(fmt::format("not a Slurm node: slurmd's spool directory {} is not a directory", path));
+    return Ok{};
+}
+
+}  // namespace leftover::cli

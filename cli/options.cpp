@@ -1,0 +1,168 @@
+#include "options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace leftover::cli {
+namespace {
+
+// Which command each flag belongs to; --help and --config belong to all.
+struct Flag {
+    bool takes_value;
+    std::vector<Command> commands;
+};
+
+const std::map<std::string, Flag>& flags() {
+    static const std::map<std::string, Flag> table = {
+        {"--config", {true, {Command::check, Command::sweep, Command::config}}},
+        {"--json", {false, {Command::check}}},
+        {"--all", {false, {Command::check}}},
+        {"--dry-run", {false, {Command::sweep}}},
+        {"--no-slew", {false, {Command::sweep}}},
+        {"--node", {true, {Command::check, Command::sweep}}},
+        {"--spool-dir", {true, {Command::check, Command::sweep}}},
+    };
+    return table;
+}
+
+std::optional<Command> command_named(const std::string& word) {
+    if (word == "check") return Command::check;
+    if (word == "sweep") return Command::sweep;
+    if (word == "config") return Command::config;
+    return std::nullopt;
+}
+
+void apply(Options& options, const std::string& flag, const std::string& value) {
+    if (flag == "--config") {
+        options.config_path = value;
+        options.config_path_given = true;
+    } else if (flag == "--json") {
+        options.json = true;
+    } else if (flag == "--all") {
+        options.all = true;
+    } else if (flag == "--dry-run") {
+        options.dry_run = true;
+    } else if (flag == "--no-slew") {
+        options.no_slew = true;
+    } else if (flag == "--node") {
+        options.node = value;
+    } else if (flag == "--spool-dir") {
+        options.spool_dir = value;
+    }
+}
+
+}  // namespace
+
+const char* to_string(Command command) {
+    switch (command) {
+        case Command::check: return "check";
+        case Command::sweep: return "sweep";
+        case Command::config: return "config";
+    }
+    return "?";
+}
+
+Result<Options, UsageError> parse_options(const std::vector<std::string>& args) {
+    Options options;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg == "--help" || arg == "-h") {
+            options.help = true;
+            continue;
+        }
+        if (arg == "--version") {
+            options.version = true;
+            continue;
+        }
+        if (!options.command) {
+            options.command = command_named(arg);
+            if (!options.command)
+                return UsageError{arg.starts_with("-") ? fmt::format("'{}' before the command", arg)
+                                                       : fmt::format("unknown command '{}'", arg)};
+            continue;
+        }
+        const auto equals = arg.find('=');
+        const std::string name = arg.substr(0, equals);
+        const auto flag = flags().find(name);
+        if (flag == flags().end())
+            return UsageError{fmt::format("{}: unknown argument '{}'", to_string(*options.command), arg)};
+        const auto& commands = flag->second.commands;
+        if (std::find(commands.begin(), commands.end(), *options.command) == commands.end())
+            return UsageError{fmt::format("{}: {} is not an option of this command", to_string(*options.command), name)};
+        std::string value;
+        if (flag->second.takes_value) {
+            if (equals != std::string::npos) value = arg.substr(equals + 1);
+            else if (i + 1 < args.size()) value = args[++i];
+            else return UsageError{fmt::format("{}: {} needs a value", to_string(*options.command), name)};
+            if (value.empty()) return UsageError{fmt::format("{}: {} needs a value", to_string(*options.command), name)};
+        } else if (equals != std::string::npos) {
+            return UsageError{fmt::format("{}: {} takes no value", to_string(*options.command), name)};
+        }
+        apply(options, name, value);
+    }
+    if (!options.command && !options.help && !options.version) return UsageError{"no command given"};
+    return options;
+}
+
+std::string help_text(std::optional<Command> command) {
+    constexpr const char* node_flags =
+        "  --node NAME       the node's NodeName (default: what slurmd would pick from the host name)\n"
+        "  --spool-dir DIR   slurmd's spool directory (default: SlurmdSpoolDir from slurm.conf, expanded)\n";
+    constexpr const char* config_flag =
+        "  --config PATH     the leftover config (default /etc/leftover.conf; missing there: all defaults)\n";
+    if (!command)
+        return "usage: leftover COMMAND [OPTIONS]\n"
+               "\n"
+               "Finds and kills stray processes of users with no live Slurm work on this node,\n"
+               "with the same configuration, job sources and rules as the leftover.so SPANK plugin.\n"
+               "\n"
+               "commands:\n"
+               "  check    what a node-wide sweep would kill now, and why; signals nothing\n"
+               "  sweep    one node-wide sweep (for a timer, cron or an Epilog script)\n"
+               "  config   validate the config and show the effective settings\n"
+               "\n"
+               "  --help     this text; COMMAND --help for the command's options\n"
+               "  --version  the version and the Slurm release it was built for\n"
+               "\n"
+               "exit status: 0 clean, 1 strays found (check) or left (sweep), 2 config or lookup error\n"
+               "See leftover(8) and leftover.conf(5).\n";
+    switch (*command) {
+        case Command::check:
+            return std::string("usage: leftover check [--config PATH] [--json] [--all] [--node NAME] [--spool-dir DIR]\n"
+                               "\n"
+                               "One node-wide evaluation, as the plugin makes with scope: node; nothing is signalled.\n"
+                               "Prints every process of an unprotected user with its decision and reason, then one\n"
+                               "line per user.\n"
+                               "\n") +
+                   config_flag +
+                   "  --json            the same as a JSON document (see leftover(8))\n"
+                   "  --all             also list processes of protected owners, kernel threads and this command\n" +
+                   node_flags +
+                   "\nexit status: 0 no strays, 1 strays found, 2 config or lookup error, or not a Slurm node\n";
+        case Command::sweep:
+            return std::string("usage: leftover sweep [--config PATH] [--dry-run] [--no-slew] [--node NAME] [--spool-dir DIR]\n"
+                               "\n"
+                               "One node-wide evaluation and sweep: SIGTERM, grace, SIGKILL on a fresh evaluation.\n"
+                               "Waits a random time between slew and slew_max first. Logs to standard error and\n"
+                               "copies kills, dry-run decisions and errors to syslog (ident leftover).\n"
+                               "\n") +
+                   config_flag +
+                   "  --dry-run         decide and log 'would kill', signal nothing (as dry_run: true)\n"
+                   "  --no-slew         start at once, ignoring slew and slew_max\n" +
+                   node_flags +
+                   "\nexit status: 0 nothing left to kill, 1 strays left (or would be killed, with --dry-run),\n"
+                   "2 config or lookup error, or not a Slurm node\n";
+        case Command::config:
+            return std::string("usage: leftover config [--config PATH]\n"
+                               "\n"
+                               "Validates the config and every protected users file it names, and prints the\n"
+                               "effective settings next to their defaults. Needs no Slurm.\n"
+                               "\n") +
+                   config_flag + "\nexit status: 0 valid, 2 invalid (nothing would be killed with it)\n";
+    }
+    return {};
+}
+
+}  // namespace leftover::cli

@@ -1,0 +1,120 @@
+// The node as slurmd sees it, from libslurm (the only file of the command that uses it).
+// slurmd (src/slurmd/slurmd/slurmd.c, _read_config in 22.05) takes its NodeName from -N,
+// else the NodeName whose NodeHostname is the short host name, else one matching the
+// host's aliases, else the node "localhost"; and it expands the first %h of
+// SlurmdSpoolDir to the short host name and the first %n to the node name.
+#include "node.hpp"
+
+extern "C" {
+#include <slurm/slurm.h>
+// Exported by libslurm but declared only in Slurm's private read_config.h / xmalloc.h
+// (slurm-22-05-8-1); the strings they return are xmalloc'ed and freed with slurm_xfree.
+extern slurm_conf_t slurm_conf;
+char* slurm_conf_get_nodename(const char* node_hostname);
+char* slurm_conf_get_aliased_nodename(void);
+void slurm_xfree(void** pointer);
+}
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <optional>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace leftover::cli {
+namespace {
+
+// libslurm's default (Debian's build) and slurmd's configless cache, in the order
+// libslurm itself tries them after SLURM_CONF.
+constexpr const char* kDefaultSlurmConf = "/etc/slurm/slurm.conf";
+constexpr const char* kConfiglessSlurmConf = "/run/slurm/conf/slurm.conf";
+
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+// Found here rather than left to libslurm: given a missing file it waits a minute and
+// then exits, and without any it would ask DNS for a configless controller.
+Result<std::string> slurm_conf_path() {
+    if (const char* env = std::getenv("SLURM_CONF"); env != nullptr && *env != '\0') {
+        if (!exists(env)) return Error::lookup(fmt::format("not a Slurm node: SLURM_CONF names {}, which does not exist", env));
+        return std::string(env);
+    }
+    for (const char* path : {kDefaultSlurmConf, kConfiglessSlurmConf})
+        if (exists(path)) return std::string(path);
+    return Error::lookup(fmt::format("not a Slurm node: no slurm.conf (SLURM_CONF is not set, and neither {} nor {} "
+                                     "exists)",
+                                     kDefaultSlurmConf, kConfiglessSlurmConf));
+}
+
+// libslurm calls exit(1) on a slurm.conf it cannot parse, after printing why. Our exit
+// status for that is 2 (a lookup error), like every other reason not to sweep.
+bool reading_slurm_conf = false;
+void exit_status_for_bad_slurm_conf() {
+    if (!reading_slurm_conf) return;
+    constexpr char message[] = "leftover: slurm.conf could not be read (see above); nothing done\n";
+    (void)!::write(STDERR_FILENO, message, sizeof message - 1);
+    ::_exit(2);
+}
+
+std::optional<std::string> take(char* xmalloced) {
+    if (xmalloced == nullptr) return std::nullopt;
+    std::string value = xmalloced;
+    slurm_xfree(reinterpret_cast<void**>(&xmalloced));
+    if (value.empty()) return std::nullopt;
+    return value;
+}
+
+std::string short_hostname() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return {};
+    std::string host = name;
+    return host.substr(0, host.find('.'));
+}
+
+std::optional<std::string> slurmd_node_name(const std::string& short_host) {
+    if (auto name = take(slurm_conf_get_nodename(short_host.c_str()))) return name;
+    if (auto name = take(slurm_conf_get_aliased_nodename())) return name;
+    return take(slurm_conf_get_nodename("localhost"));
+}
+
+}  // namespace
+
+Result<slurm::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
+    auto conf_path = slurm_conf_path();
+    if (!conf_path.ok()) return conf_path.error();
+
+    static const bool registered = std::atexit(exit_status_for_bad_slurm_conf) == 0;
+    (void)registered;
+    reading_slurm_conf = true;
+    slurm_init(conf_path->c_str());
+    reading_slurm_conf = false;
+
+    slurm::NodeInfo node;
+    const std::string short_host = short_hostname();
+    std::optional<std::string> name = overrides.node_name ? overrides.node_name : slurmd_node_name(short_host);
+    if (!name) {
+        slurm_fini();
+        return Error::lookup(fmt::format("not a Slurm node: no NodeName in {} has NodeHostname {} (this host); give "
+                                         "--node NAME if slurmd runs here with -N",
+                                         *conf_path, short_host));
+    }
+    node.node_name = *name;
+    if (overrides.spool_dir) {
+        node.spool_dir = *overrides.spool_dir;
+    } else if (slurm_conf.slurmd_spooldir != nullptr && *slurm_conf.slurmd_spooldir != '\0') {
+        node.spool_dir = slurm::expand_spool_dir(slurm_conf.slurmd_spooldir, node.node_name, short_host);
+    }
+    node.slurm_uids = {static_cast<uid_t>(slurm_conf.slurm_user_id), static_cast<uid_t>(slurm_conf.slurmd_user_id)};
+    node.prolog_contain = (slurm_conf.prolog_flags & PROLOG_FLAG_CONTAIN) != 0;
+    node.slurm_conf = slurm_conf.slurm_conf != nullptr ? slurm_conf.slurm_conf : *conf_path;
+    slurm_fini();
+
+    if (node.spool_dir.empty()) return Error::lookup(fmt::format("not a Slurm node: {} sets no SlurmdSpoolDir", *conf_path));
+    if (auto spool = check_spool_dir(node.spool_dir); !spool.ok()) return spool.error();
+    return node;
+}
+
+}  // namespace leftover::cli

@@ -1,0 +1,21 @@
+// The command's log sink: standard error, as slurmd's log is the plugin's. FrontEndLog
+// still copies kills, dry-run decisions, warnings and errors to syslog.
+#pragma once
+
+#include "log.hpp"
+
+#include <ostream>
+
+namespace leftover::cli {
+
+class StreamLog final : public slurm::Log {
+public:
+    explicit StreamLog(std::ostream& out) : out_(out) {}
+    // "leftover: text", "leftover: warning: text", "leftover: error: text".
+    void write(LogLevel level, const std::string& text) override;
+
+private:
+    std::ostream& out_;
+};
+
+}  // namespace leftover::cli

@@ -1,0 +1,293 @@
+"""The leftover command on a real one-node cluster (no PrologFlags=contain) whose
+plugin runs in dry-run mode: check's table and JSON, exit statuses, node discovery
+from slurm.conf, a real sweep, the config command, and that the command decides
+what the plugin decides for the same node state.
+
+The command is LEFTOVER_CLI, by default build/release/cli/leftover next to the
+plugin's build directory (LEFTOVER_PLUGIN)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugin_support import (PLUGIN, LogWatch, plugin_config, summary_regex,
+                            write_config)
+from slurm_cluster import Account, ensure_test_users
+
+CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
+TOP = Path(__file__).resolve().parents[2]
+
+# The plugin decides but never kills here, so what a test plants stays for the command.
+PLUGIN_CONF = "dry_run: true\nprotected_users: [alice]\n"
+
+# A sweeping test kills only this account's processes (uid_min = uid_max = its uid):
+# other engineers' clusters on the same machine plant processes of the shared test users.
+SWEEP_USER = Account("lo_cli", 41090)
+ONLY_SWEEP_USER = f"uid_min: {SWEEP_USER.uid}\nuid_max: {SWEEP_USER.uid}\ngrace: 1\n"
+
+
+@pytest.fixture(scope="module")
+def conf_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("leftover-cli-conf")
+
+
+@pytest.fixture(scope="module")
+def cluster(make_cluster, conf_dir):
+    if not CLI.exists():
+        raise AssertionError(f"{CLI} not built (set LEFTOVER_CLI)")
+    write_config(conf_dir, PLUGIN_CONF)
+    return make_cluster(plugin_config(conf_dir))
+
+
+def cli(cluster, *args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    """Runs the command as root with the cluster's SLURM_CONF."""
+    env = dict(cluster.root_env(), **(env_extra or {})) if cluster else {"PATH": "/usr/bin:/bin"}
+    return subprocess.run([str(CLI), *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def on_node(cluster, *args: str) -> list[str]:
+    """The arguments that name the test node (its name is not the host name)."""
+    return [*args, "--node", cluster.node]
+
+
+def table_rows(stdout: str) -> dict[int, list[str]]:
+    """pid -> [user, uid, pid, comm, decision, reason, detail...] of check's first table."""
+    rows = {}
+    for line in stdout.split("\n\n")[0].splitlines()[1:]:
+        cells = re.split(r"\s{2,}", line.strip())
+        rows[int(cells[2])] = cells
+    return rows
+
+
+def planted_state(cluster):
+    """A stray of a finished job (lo_alice), a protected user's process (alice), and a
+    user with a running job (lo_bob) who also runs something outside it.
+    Returns (stray, protected, busy, job that ended, running job, its release file)."""
+    log = LogWatch(cluster)
+    running, release = cluster.sbatch_until_released("lo_bob")
+    cluster.wait_job_state(running, ["RUNNING"])
+    busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+    protected = cluster.spawn_outside_slurm("alice", ["sleep", "600"])
+    stray, ended = cluster.plant_stray_in_step("lo_alice")
+    cluster.wait_job_done(ended)
+    log.wait_for(summary_regex(ended, "epilog"))
+    return stray, protected, busy, ended, running, release, log
+
+
+def test_version_names_the_slurm_release():
+    result = cli(None, "--version")
+    assert result.returncode == 0
+    assert re.fullmatch(r"leftover 0\.1\.0 built for Slurm 22\.05\.\d+\n", result.stdout)
+
+
+def test_outside_a_slurm_node_it_says_so_and_exits_2(cluster, tmp_path):
+    missing = tmp_path / "slurm.conf"
+    result = cli(cluster, "check", env_extra={"SLURM_CONF": str(missing)})
+    assert result.returncode == 2
+    assert result.stderr == f"leftover: not a Slurm node: SLURM_CONF names {missing}, which does not exist\n"
+
+    # This host's name is no NodeHostname in the test cluster's slurm.conf.
+    result = cli(cluster, "sweep", "--dry-run")
+    assert result.returncode == 2
+    assert "leftover: error: not a Slurm node: no NodeName in" in result.stderr
+    assert "give --node NAME" in result.stderr
+
+    result = cli(cluster, "check", "--json", *on_node(cluster, "--spool-dir", str(tmp_path / "spool")))
+    assert result.returncode == 2
+    doc = json.loads(result.stdout)
+    assert doc["status"] == "error" and doc["exit_status"] == 2
+    assert doc["error"]["kind"] == "lookup"
+    assert doc["error"]["message"].startswith("not a Slurm node: slurmd's spool directory")
+
+
+def test_check_table_for_a_stray_a_protected_user_and_a_user_with_a_running_job(cluster, conf_dir):
+    stray, protected, busy, _, running, release, _ = planted_state(cluster)
+    try:
+        result = cli(cluster, *on_node(cluster, "check", "--config", str(conf_dir / "leftover.conf")))
+        assert result.returncode == 1, result.stderr
+        rows = table_rows(result.stdout)
+        assert rows[stray][:6] == ["lo_alice", "41001", str(stray), "sleep", "kill", "stray"]
+        assert rows[stray][6] == "no live work on this node"
+        assert rows[protected][:6] == ["alice", "41005", str(protected), "sleep", "keep", "protected"]
+        assert rows[protected][6] == "protected: listed in protected_users"
+        assert rows[busy][:6] == ["lo_bob", "41002", str(busy), "sleep", "keep", "has_live_job"]
+        assert re.search(r"^USER\s+UID\s+PROCESSES\s+KILL\s+KEEP\s+REASONS$", result.stdout, re.MULTILINE)
+        assert re.search(rf"^live work on this node: users lo_bob \(41002\); jobs .*\b{running}\b",
+                         result.stdout, re.MULTILINE)
+        assert re.search(r"^\d+ stray process(es)? of \d+ users? \(.*lo_alice.*\): a sweep now would kill",
+                         result.stdout, re.MULTILINE)
+        assert cluster.is_alive(stray), "check must signal nothing"
+    finally:
+        release.touch()
+
+
+def test_check_json_for_the_same_node(cluster, conf_dir):
+    stray, protected, busy, _, running, release, _ = planted_state(cluster)
+    try:
+        result = cli(cluster, *on_node(cluster, "check", "--json", "--config", str(conf_dir / "leftover.conf")))
+        assert result.returncode == 1, result.stderr
+        doc = json.loads(result.stdout)
+        assert set(doc) == {"format", "command", "node", "spool_dir", "config", "status", "exit_status",
+                            "error", "live_work", "processes", "users", "totals"}
+        assert doc["format"] == 1 and doc["command"] == "check"
+        assert doc["node"] == cluster.node
+        assert doc["spool_dir"] == str(cluster.spool_dir())
+        assert doc["config"] == str(conf_dir / "leftover.conf")
+        assert doc["status"] == "strays" and doc["exit_status"] == 1 and doc["error"] is None
+        assert doc["live_work"]["uids"] == [41002] and running in doc["live_work"]["jobs"]
+        by_pid = {p["pid"]: p for p in doc["processes"]}
+        assert by_pid[stray] == {"pid": stray, "uid": 41001, "user": "lo_alice", "comm": "sleep",
+                                 "decision": "kill", "reason": "stray", "detail": "no live work on this node"}
+        assert by_pid[protected]["reason"] == "protected"
+        assert by_pid[busy] == {"pid": busy, "uid": 41002, "user": "lo_bob", "comm": "sleep",
+                                "decision": "keep", "reason": "has_live_job", "detail": None}
+        users = {u["user"]: u for u in doc["users"]}
+        assert users["lo_alice"]["kill"] >= 1 and users["lo_alice"]["reasons"]["stray"] >= 1
+        assert users["lo_bob"]["kill"] == 0 and users["lo_bob"]["reasons"]["has_live_job"] >= 2
+        totals = doc["totals"]
+        assert totals["processes"] == totals["kill"] + totals["keep"]
+        assert totals["not_listed"] == totals["processes"] - len(doc["processes"])
+    finally:
+        release.touch()
+
+
+def test_check_exits_0_when_nothing_would_be_killed(cluster, conf_dir):
+    # Only lo_bob's uid is in range, and lo_bob has a running job here.
+    conf = write_config(conf_dir, "uid_min: 41002\nuid_max: 41002\n", "bob-only.conf")
+    running, release = cluster.sbatch_until_released("lo_bob")
+    try:
+        cluster.wait_job_state(running, ["RUNNING"])
+        busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+        result = cli(cluster, *on_node(cluster, "check", "--config", str(conf)))
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert table_rows(result.stdout)[busy][4:6] == ["keep", "has_live_job"]
+        assert "no strays: a sweep now would kill nothing" in result.stdout
+    finally:
+        release.touch()
+
+
+def test_check_and_sweep_dry_run_decide_what_the_plugin_decided(cluster, conf_dir):
+    stray, protected, busy, ended, _, release, log = planted_state(cluster)
+    try:
+        planted = {stray, protected, busy}
+        plugin_kills = {int(pid) for pid in re.findall(r"leftover: would kill pid=(\d+) ", log.text())} & planted
+        assert plugin_kills == {stray}
+
+        conf = str(conf_dir / "leftover.conf")
+        checked = json.loads(cli(cluster, *on_node(cluster, "check", "--json", "--config", conf)).stdout)
+        check_kills = {p["pid"] for p in checked["processes"] if p["decision"] == "kill"} & planted
+
+        swept = cli(cluster, *on_node(cluster, "sweep", "--dry-run", "--no-slew", "--config", conf))
+        assert swept.returncode == 1, swept.stderr  # strays would be killed
+        sweep_kills = {int(pid) for pid in re.findall(r"leftover: would kill pid=(\d+) ", swept.stderr)} & planted
+        assert re.search(r"^leftover: node sweep: dry run: swept \[.*lo_alice.*\]; would kill \d+;", swept.stderr,
+                         re.MULTILINE)
+
+        assert check_kills == sweep_kills == plugin_kills
+        assert cluster.is_alive(stray), "a dry run signals nothing"
+    finally:
+        release.touch()
+
+
+def test_sweep_kills_a_stray_and_exits_0(cluster, conf_dir):
+    ensure_test_users([SWEEP_USER])
+    conf = write_config(conf_dir, ONLY_SWEEP_USER, "sweep.conf")
+    stray = cluster.spawn_outside_slurm(SWEEP_USER.name, ["sleep", "600"])
+    result = cli(cluster, *on_node(cluster, "sweep", "--no-slew", "--config", str(conf)))
+    assert result.returncode == 0, result.stderr
+    cluster.wait_gone(stray, 10)
+    assert (f"leftover: SIGTERM pid={stray} user={SWEEP_USER.name} uid={SWEEP_USER.uid} comm='sleep' "
+            "reason=stray (no live work on this node)") in result.stderr
+    assert "leftover: waiting up to 1.0 s for 1 process(es) to end after SIGTERM" in result.stderr
+    assert re.search(rf"^leftover: node sweep: swept \[{SWEEP_USER.name}\]; killed 1;", result.stderr, re.MULTILINE)
+
+    # Nothing left: a second sweep has nothing to do.
+    again = cli(cluster, *on_node(cluster, "sweep", "--no-slew", "--config", str(conf)))
+    assert again.returncode == 0, again.stderr
+    assert re.search(r"^leftover: node sweep: swept \[\]; killed 0;", again.stderr, re.MULTILINE)
+
+
+def test_sweep_waits_out_slew_and_says_so(cluster, conf_dir):
+    conf = write_config(conf_dir, ONLY_SWEEP_USER + "slew: 0.2\nslew_max: 0.2\n", "slew.conf")
+    result = cli(cluster, *on_node(cluster, "sweep", "--dry-run", "--config", str(conf)))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("leftover: waiting 0.2 s (slew) before the sweep; --no-slew starts at once\n")
+
+
+def test_a_config_error_exits_2_and_kills_nothing(cluster, conf_dir):
+    ensure_test_users([SWEEP_USER])
+    conf = write_config(conf_dir, ONLY_SWEEP_USER + "protected_user: [x]\n", "typo.conf")
+    stray = cluster.spawn_outside_slurm(SWEEP_USER.name, ["sleep", "600"])
+    for command in ("check", "sweep"):
+        result = cli(cluster, *on_node(cluster, command, "--config", str(conf), *(["--no-slew"] if command == "sweep" else [])))
+        assert result.returncode == 2
+        assert f"config error: {conf}:4: unknown key 'protected_user'" in result.stderr
+    assert cluster.is_alive(stray)
+
+
+def test_node_name_and_spool_dir_come_from_slurm_conf_as_slurmd_finds_them(cluster, tmp_path, conf_dir):
+    # A slurm.conf in which this host is a node, with %n in SlurmdSpoolDir: no flags needed.
+    host = socket.gethostname().split(".")[0]
+    text = re.sub(r"^SlurmdSpoolDir=.*$", f"SlurmdSpoolDir={tmp_path}/spool-%n", cluster.conf_path.read_text(),
+                  flags=re.MULTILINE)
+    text += f"NodeName=lo-self NodeHostname={host} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
+    slurm_conf = tmp_path / "slurm.conf"
+    slurm_conf.write_text(text)
+    (tmp_path / "spool-lo-self").mkdir()
+    nobody_in_range = write_config(conf_dir, "uid_min: 59999\nuid_max: 59999\n", "nobody.conf")
+    result = cli(cluster, "check", "--json", "--config", str(nobody_in_range),
+                 env_extra={"SLURM_CONF": str(slurm_conf)})
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["node"] == "lo-self"
+    assert doc["spool_dir"] == f"{tmp_path}/spool-lo-self"
+
+
+def test_config_command_on_valid_invalid_and_untrusted_files(conf_dir):
+    users = write_config(conf_dir, "# operators\nje.kim\ns.shin\n", "localusers.backup")
+    valid = write_config(conf_dir, f'{{"protected_users": ["alice"], "protected_users_files": ["{users}"], '
+                                   f'"slew": 10, "slew_max": 40}}\n', "valid.conf")
+    result = cli(None, "config", "--config", str(valid))
+    assert result.returncode == 0, result.stderr
+    assert f"{valid}: read, trusted, valid" in result.stdout
+    assert re.search(r"^slew_max\s+40\s+unset \(= slew\)$", result.stdout, re.MULTILINE)
+    assert re.search(r"^grace\s+5\s+5$", result.stdout, re.MULTILINE)
+    assert f"{users}: read, trusted, 2 names" in result.stdout
+
+    invalid = write_config(conf_dir, '{"grace": 31}\n', "invalid.conf")
+    result = cli(None, "config", "--config", str(invalid))
+    assert result.returncode == 2
+    assert f"leftover: config error: {invalid}:1: key 'grace': expected a number of seconds from 0 to 30" in result.stderr
+
+    untrusted = write_config(conf_dir, "{}\n", "untrusted.conf")
+    untrusted.chmod(0o666)
+    result = cli(None, "config", "--config", str(untrusted))
+    assert result.returncode == 2
+    assert "must not be writable by group or others" in result.stderr
+
+    writable_users = write_config(conf_dir, "alice\n", "writable.list")
+    writable_users.chmod(0o664)
+    with_bad_list = write_config(conf_dir, f"protected_users_files: [{writable_users}]\n", "badlist.conf")
+    result = cli(None, "config", "--config", str(with_bad_list))
+    assert result.returncode == 2
+    assert f"{writable_users}: not trusted: {writable_users}: has mode 0664" in result.stdout
+
+
+@pytest.mark.parametrize("page", ["leftover.8", "leftover.conf.5"])
+def test_man_pages_render_without_warnings(page):
+    if shutil.which("man") is None:
+        pytest.skip("man is not installed (apt-get install man-db)")
+    result = subprocess.run(["man", "--warnings", "-l", str(TOP / "man" / page)], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "MANWIDTH": "80", "LC_ALL": "C.UTF-8", "MANPAGER": "cat"},
+                            timeout=60)
+    assert result.returncode == 0
+    assert result.stderr == ""
+    assert "NAME" in result.stdout and "SEE ALSO" in result.stdout

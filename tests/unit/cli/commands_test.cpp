@@ -1,0 +1,366 @@
+// The commands on a fake /proc (and, for one real sweep, on real processes): exit
+// statuses, what they print, and that they decide what the plugin decides.
+#include "commands.hpp"
+#include "end_sweep.hpp"
+#include "support/fake_accounts.hpp"
+#include "support/fake_proc.hpp"
+#include "support/processes.hpp"
+#include "support/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <set>
+#include <sstream>
+
+using namespace leftover;
+using namespace leftover::cli;
+using namespace leftover::test;
+
+namespace {
+
+constexpr uid_t kAlice = 41001;      // lo_alice: no live work, her process is a stray
+constexpr uid_t kBob = 41002;        // lo_bob: slurmctld says he has a job here
+constexpr uid_t kProtected = 41005;  // alice: listed in protected_users
+constexpr uid_t kSystem = 900;       // below uid_min: never even inspected
+
+class FakeController final : public slurm::Controller {
+public:
+    LiveWork live;
+    std::optional<Error> error;
+    int calls = 0;
+    Result<LiveWork> jobs_on_node(const std::string&, std::optional<std::uint32_t>,
+                                  std::chrono::steady_clock::time_point) override {
+        ++calls;
+        if (error) return *error;
+        return live;
+    }
+};
+
+// Hands the command a controller that forwards to the node's, so tests can count calls.
+class Forward final : public slurm::Controller {
+public:
+    explicit Forward(slurm::Controller& target) : target_(target) {}
+    Result<LiveWork> jobs_on_node(const std::string& node, std::optional<std::uint32_t> job,
+                                  std::chrono::steady_clock::time_point deadline) override {
+        return target_.jobs_on_node(node, job, deadline);
+    }
+
+private:
+    slurm::Controller& target_;
+};
+
+FakeProcess user_process(pid_t pid, uid_t uid, std::string comm = "sleep") {
+    return {.pid = pid, .uids = {uid, uid, uid, uid}, .comm = std::move(comm), .start_time = 1000u + pid,
+            .gids = {uid, uid, uid, uid}};
+}
+
+// One node: a fake /proc with a stray, a protected user's process, a process of a user
+// with a job, and a system account's; an empty spool directory (no local steps, no
+// PrologFlags=contain, so slurmctld is asked before anyone is killed).
+struct Node {
+    FakeProc proc;
+    TempDir dir;
+    FakeAccounts accounts;
+    FakeController controller;
+    std::ostringstream out;
+    std::ostringstream err;
+    std::vector<double> slept;
+    std::optional<Error> discovery_error;
+    bool is_root = true;
+
+    Node() {
+        ::mkdir((dir / "spool").c_str(), 0755);
+        accounts.names = {{kAlice, "lo_alice"}, {kBob, "lo_bob"}, {kProtected, "alice"}, {kSystem, "daemonish"}};
+        proc.add_process(user_process(200, kAlice));
+        proc.add_process(user_process(201, kProtected));
+        proc.add_process(user_process(202, kBob));
+        proc.add_process(user_process(203, kSystem));
+        controller.live.uids = {kBob};
+        controller.live.job_ids = {7};
+        config("protected_users: [alice]\ngrace: 0\n");
+    }
+
+    std::string config(const std::string& text) { return dir.write("leftover.conf", text); }
+
+    slurm::NodeInfo info() const {
+        slurm::NodeInfo node;
+        node.node_name = "n1";
+        node.spool_dir = dir / "spool";
+        node.slurm_uids = {64030};
+        return node;
+    }
+
+    int run(std::vector<std::string> args, bool with_config = true) {
+        if (with_config && args.size() > 0 && !args[0].starts_with("-")) {
+            args.emplace_back("--config");
+            args.push_back(dir / "leftover.conf");
+        }
+        auto options = parse_options(args);
+        REQUIRE(options.ok());
+        out.str({});
+        err.str({});
+        Environment env{
+            .discover_node = [this](const NodeOverrides&) -> Result<slurm::NodeInfo> {
+                if (discovery_error) return *discovery_error;
+                return info();
+            },
+            .make_controller = [this](const slurm::NodeInfo&) -> std::unique_ptr<slurm::Controller> {
+                return std::make_unique<Forward>(controller);
+            },
+            .accounts = accounts,
+            .out = out,
+            .err = err,
+            .proc_root = proc.root(),
+            .self = FakeProc::caller_pid,
+            .is_root = is_root,
+            .sleep = [this](double seconds) { slept.push_back(seconds); },
+            .random_unit = [] { return 0.5; },
+        };
+        return cli::run(options.value(), env);
+    }
+
+    // pid -> "kill stray" / "keep protected" ... from `check --json`.
+    std::map<pid_t, std::string> check_decisions() {
+        REQUIRE(run({"check", "--json", "--all"}) != kExitError);
+        std::map<pid_t, std::string> out_decisions;
+        for (const auto& p : YAML::Load(out.str())["processes"])
+            out_decisions[p["pid"].as<pid_t>()] = p["decision"].as<std::string>() + " " + p["reason"].as<std::string>();
+        return out_decisions;
+    }
+};
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The pids of every "would kill pid=N ..." line.
+std::set<pid_t> would_kill_pids(const std::string& log) {
+    std::set<pid_t> pids;
+    const std::string marker = "would kill pid=";
+    for (auto at = log.find(marker); at != std::string::npos; at = log.find(marker, at + 1))
+        pids.insert(std::stoi(log.substr(at + marker.size())));
+    return pids;
+}
+
+}  // namespace
+
+TEST_CASE("check: a stray, a protected user and a user with a job; exit 1") {
+    Node node;
+    CHECK(node.run({"check"}) == kExitStrays);
+    const std::string table = node.out.str();
+    CHECK(has(table, "alice     41005  201  sleep  keep      protected     protected: listed in protected_users\n"));
+    CHECK(has(table, "lo_alice  41001  200  sleep  kill      stray         no live work on this node\n"));
+    CHECK(has(table, "lo_bob    41002  202  sleep  keep      has_live_job\n"));
+    CHECK_FALSE(has(table, "daemonish"));  // below uid_min: not listed without --all
+    CHECK(has(table, "1 stray process of 1 user (lo_alice): a sweep now would kill it"));
+    CHECK(node.controller.calls == 1);  // once, for the users it would have killed
+    CHECK(node.err.str().empty());
+}
+
+TEST_CASE("check --json: the same decisions as a document") {
+    Node node;
+    CHECK(node.run({"check", "--json"}) == kExitStrays);
+    const YAML::Node doc = YAML::Load(node.out.str());
+    CHECK(doc["status"].as<std::string>() == "strays");
+    CHECK(doc["node"].as<std::string>() == "n1");
+    CHECK(doc["config"].as<std::string>() == node.dir / "leftover.conf");
+    REQUIRE(doc["processes"].size() == 3);
+    CHECK(doc["processes"][1]["pid"].as<pid_t>() == 200);
+    CHECK(doc["processes"][1]["decision"].as<std::string>() == "kill");
+    CHECK(doc["live_work"]["uids"][0].as<uid_t>() == kBob);
+}
+
+TEST_CASE("check: exit 0 when nothing would be killed") {
+    Node node;
+    node.config("protected_users: [alice, lo_alice]\n");
+    CHECK(node.run({"check"}) == kExitClean);
+    CHECK(has(node.out.str(), "lo_alice  41001  200  sleep  keep      protected"));
+    CHECK(has(node.out.str(), "no strays: a sweep now would kill nothing"));
+}
+
+TEST_CASE("check is node-wide even with scope: job_user (there is no job user)") {
+    Node node;
+    node.config("protected_users: [alice]\nscope: job_user\n");
+    CHECK(node.run({"check"}) == kExitStrays);
+    CHECK(has(node.out.str(), "lo_alice  41001  200  sleep  kill      stray"));
+}
+
+TEST_CASE("check: config and lookup errors exit 2 and kill nothing") {
+    Node node;
+    SUBCASE("an unknown key") {
+        node.config("protected_user: [alice]\n");
+        CHECK(node.run({"check"}) == kExitError);
+        CHECK(has(node.err.str(), "leftover: config error: " + node.dir / "leftover.conf" + ":1: unknown key 'protected_user'"));
+        CHECK(node.out.str().empty());
+    }
+    SUBCASE("an untrusted config file") {
+        ::chmod((node.dir / "leftover.conf").c_str(), 0666);
+        CHECK(node.run({"check", "--json"}) == kExitError);
+        const YAML::Node doc = YAML::Load(node.out.str());
+        CHECK(doc["error"]["kind"].as<std::string>() == "config");
+        CHECK(has(doc["error"]["message"].as<std::string>(), "must not be writable by group or others"));
+    }
+    SUBCASE("a missing protected users file") {
+        node.config("protected_users_files: [" + node.dir / "absent.list" + "]\n");
+        CHECK(node.run({"check"}) == kExitError);
+        CHECK(has(node.err.str(), "leftover: lookup error: protected users file " + node.dir / "absent.list" +
+                                      ": does not exist"));
+    }
+    SUBCASE("slurmctld does not answer") {
+        node.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
+        CHECK(node.run({"check", "--json"}) == kExitError);
+        CHECK(YAML::Load(node.out.str())["error"]["message"].as<std::string>() ==
+              "asking slurmctld: did not finish before the deadline");
+    }
+    SUBCASE("not a Slurm node: said plainly") {
+        node.discovery_error = Error::lookup("not a Slurm node: no slurm.conf");
+        CHECK(node.run({"check"}) == kExitError);
+        CHECK(node.err.str() == "leftover: not a Slurm node: no slurm.conf\n");
+        CHECK(node.run({"sweep", "--no-slew"}) == kExitError);
+        CHECK(node.err.str() == "leftover: error: not a Slurm node: no slurm.conf\n");
+    }
+}
+
+TEST_CASE("check, sweep --dry-run and the plugin's epilog sweep decide the same") {
+    Node node;
+    node.proc.add_process(user_process(204, kAlice, "helper"));
+    node.proc.add_process(user_process(205, kBob, "daemon"));
+    const auto checked = node.check_decisions();
+
+    CHECK(node.run({"sweep", "--dry-run", "--no-slew"}) == kExitStrays);
+    const std::set<pid_t> swept = would_kill_pids(node.err.str());
+
+    // The plugin, as on_job_epilog runs it for a job of lo_bob's, with dry_run.
+    node.config("protected_users: [alice]\ngrace: 0\ndry_run: true\n");
+    slurm::SweepRequest request;
+    request.trigger.label = "job 7 epilog";
+    request.trigger.uid = kBob;
+    request.trigger.job_id = 7;
+    request.trigger.job_ending = true;
+    request.node = node.info();
+    request.self = FakeProc::caller_pid;
+    request.proc_root = node.proc.root();
+    const auto prepared = slurm::prepare(node.dir / "leftover.conf", true, request.node.slurm_uids);
+    std::ostringstream plugin_lines;
+    struct Sink final : slurm::Log {
+        std::ostringstream& out;
+        explicit Sink(std::ostringstream& o) : out(o) {}
+        void write(LogLevel, const std::string& text) override { out << text << "\n"; }
+    } sink(plugin_lines);
+    slurm::FrontEndLog log(sink);
+    const SweepReport plugin = slurm::run_end_sweep(prepared, request, &node.controller, node.accounts, log);
+    REQUIRE_FALSE(plugin.error);
+
+    std::map<pid_t, std::string> plugin_decisions;
+    for (const Decision& d : plugin.first_plan.decisions)
+        plugin_decisions[d.pid] = std::string(to_string(d.verdict)) + " " + to_string(d.reason);
+    CHECK(checked == plugin_decisions);
+    CHECK(checked.at(200) == "kill stray");
+    CHECK(checked.at(204) == "kill stray");
+    CHECK(checked.at(205) == "keep has_live_job");
+    CHECK(checked.at(201) == "keep protected");
+    CHECK(swept == std::set<pid_t>{200, 204});
+    CHECK(would_kill_pids(plugin_lines.str()) == swept);
+}
+
+TEST_CASE("sweep: slew waits a random time between slew and slew_max, and says so") {
+    Node node;
+    node.config("protected_users: [alice]\nslew: 10\nslew_max: 40\n");
+    node.is_root = false;  // --dry-run needs no root
+    CHECK(node.run({"sweep", "--dry-run"}) == kExitStrays);
+    CHECK(node.slept == std::vector<double>{25.0});
+    CHECK(has(node.err.str(), "leftover: waiting 25.0 s (slew) before the sweep; --no-slew starts at once\n"));
+    CHECK(has(node.err.str(), "leftover: node sweep: dry run: swept [lo_alice]; would kill 1;"));
+    CHECK_FALSE(has(node.err.str(), "slew/slew_max ignored"));
+
+    node.slept.clear();
+    CHECK(node.run({"sweep", "--dry-run", "--no-slew"}) == kExitStrays);
+    CHECK(node.slept.empty());
+}
+
+TEST_CASE("sweep: refuses to run unprivileged, and exits 2 on a config error") {
+    Node node;
+    node.is_root = false;
+    CHECK(node.run({"sweep", "--no-slew"}) == kExitError);
+    CHECK(has(node.err.str(), "must run as root"));
+    node.is_root = true;
+    node.config("grace: 31\n");
+    CHECK(node.run({"sweep", "--no-slew"}) == kExitError);
+    CHECK(has(node.err.str(), "leftover: error: config error: " + node.dir / "leftover.conf" + ":1: key 'grace'"));
+    CHECK(has(node.err.str(), "leftover: node sweep: swept []; killed 0;"));
+}
+
+TEST_CASE("sweep: a real stray is killed and the sweep exits 0") {
+    // A uid of this test's own and an account database that knows only it: every other
+    // process on the machine is an unknown uid, so protected.
+    constexpr uid_t kStray = 41201;
+    become_subreaper();
+    kill_all_of(kStray);
+    Node node;
+    node.accounts.names = {{kStray, "cli.stray"}};
+    node.controller.live = {};
+    node.config("grace: 2\n");
+    const pid_t stray = spawn_as(kStray, {"sleep", "600"});
+    REQUIRE(is_running(stray));
+
+    auto options = parse_options({"sweep", "--no-slew", "--config", node.dir / "leftover.conf"});
+    REQUIRE(options.ok());
+    Environment env{
+        .discover_node = [&](const NodeOverrides&) -> Result<slurm::NodeInfo> { return node.info(); },
+        .make_controller = [&](const slurm::NodeInfo&) -> std::unique_ptr<slurm::Controller> {
+            return std::make_unique<Forward>(node.controller);
+        },
+        .accounts = node.accounts,
+        .out = node.out,
+        .err = node.err,
+        .proc_root = "/proc",
+        .self = ::getpid(),
+        .is_root = true,
+        .sleep = [](double) {},
+        .random_unit = [] { return 0.0; },
+    };
+    const int status = cli::run(options.value(), env);
+    CHECK(wait_gone(stray));
+    kill_all_of(kStray);
+    CHECK(status == kExitClean);
+    CHECK(has(node.err.str(), fmt::format("leftover: SIGTERM pid={} user=cli.stray uid={} comm='sleep' reason=stray", stray, kStray)));
+    CHECK(has(node.err.str(), "leftover: node sweep: swept [cli.stray]; killed 1;"));
+}
+
+TEST_CASE("config command: valid, invalid and untrusted files") {
+    Node node;
+    CHECK(node.run({"config"}) == kExitClean);
+    CHECK(has(node.out.str(), "protected_users        [alice]"));
+    CHECK(has(node.out.str(), "config valid"));
+
+    node.config("{\"grace\": \"five\"}\n");
+    CHECK(node.run({"config"}) == kExitError);
+    CHECK(has(node.err.str(), "leftover: config error: " + node.dir / "leftover.conf" + ":1: key 'grace': expected"));
+
+    node.config("{}\n");
+    ::chmod((node.dir / "leftover.conf").c_str(), 0620);
+    CHECK(node.run({"config"}) == kExitError);
+    CHECK(has(node.err.str(), "has mode 0620; it must not be writable by group or others"));
+
+    CHECK(node.run({"config", "--config", node.dir / "absent.conf"}, false) == kExitError);  // named: must exist
+    CHECK(has(node.err.str(), "absent.conf: does not exist"));
+}
+
+TEST_CASE("--help and --version exit 0 without looking at the node") {
+    Node node;
+    node.discovery_error = Error::lookup("not a Slurm node: must not be asked");
+    CHECK(node.run({"--version"}, false) == kExitClean);
+    CHECK(node.out.str().starts_with("leftover 0.1.0 built for Slurm 22.05."));
+    CHECK(node.run({"check", "--help"}, false) == kExitClean);
+    CHECK(node.out.str().starts_with("usage: leftover check"));
+}
+
+TEST_CASE("spool dir: must be an existing directory") {
+    TempDir dir;
+    CHECK(check_spool_dir(dir.path()).ok());
+    CHECK(has(check_spool_dir(dir / "none").error().message, "not a Slurm node: slurmd's spool directory"));
+    CHECK(has(check_spool_dir(dir.write("file", "")).error().message, "is not a directory"));
+}
