@@ -4,11 +4,14 @@
 //       Forks COUNT idle children (as UID, dumpable, parent-death SIGKILL), prints
 //       "ready <pid> <pid> ...", reaps them as they die, and kills them all and exits
 //       when its standard input closes (or all of them are gone).
-//   leftover_bench scan UID USER REPS
+//   leftover_bench scan UID USER REPS [leftover-only]
 //       Per repetition, interleaved: leftover's scan + decide (a fresh Evaluation, as
 //       the plugin builds one per sweep), the two floors (getdents + one fstatat per
 //       pid; getdents + one read of status per pid) and `pgrep -U USER` (spawned).
 //       Prints one JSON object with every sample in milliseconds.
+//   leftover_bench costs UID REPS
+//       Where scan + decide spends its time: each /proc pass alone (over the pids
+//       whose /proc/<pid> belongs to UID), scan_processes alone, the whole evaluation.
 //   leftover_bench sweep UID USER METHOD EXPECT
 //       METHOD: leftover (run_end_sweep, grace 0, scope job_user), pkill, killall.
 //       Pins every process of UID with a pidfd first (untimed), then times from the
@@ -17,6 +20,8 @@
 #include "end_sweep.hpp"
 #include "evaluation.hpp"
 #include "exemptions.hpp"
+#include "proc_read.hpp"
+#include "proc_table.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,7 +31,6 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -42,6 +46,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,10 +65,17 @@ double ms_since(Clock::time_point start) {
     std::exit(2);
 }
 
+// Peak RSS of this process image (VmHWM). Not getrusage's ru_maxrss: that one keeps
+// the peak of the image exec replaced (the driver's python, forked).
 long maxrss_kb() {
-    rusage usage{};
-    ::getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss;
+    FILE* f = std::fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long kb = -1;
+    while (std::fgets(line, sizeof line, f))
+        if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::strtol(line + 6, nullptr, 10);
+    std::fclose(f);
+    return kb;
 }
 
 std::string json_list(const std::vector<double>& values) {
@@ -223,8 +235,16 @@ int run_quiet(const std::vector<std::string>& argv) {
 
 // ---- leftover --------------------------------------------------------------------
 
-leftover::Exemptions load_exemptions() {
-    auto exemptions = leftover::Exemptions::load(leftover::Config{}, {});
+// The default config, except that uid_max reaches the test user when its uid is above
+// the default (bench.py --stray-uid, to stay out of other test clusters' reach).
+leftover::Config bench_config(uid_t uid) {
+    leftover::Config config;
+    config.uid_max = std::max(config.uid_max, uid);
+    return config;
+}
+
+leftover::Exemptions load_exemptions(uid_t uid) {
+    auto exemptions = leftover::Exemptions::load(bench_config(uid), {});
     if (!exemptions.ok()) {
         std::fprintf(stderr, "leftover_bench: exemptions: %s\n", exemptions.error().message.c_str());
         std::exit(2);
@@ -249,32 +269,134 @@ std::size_t leftover_scan_decide(const leftover::Exemptions& exemptions, uid_t u
     return plan->kills().size();
 }
 
-int scan(uid_t uid, const std::string& user, int reps) {
-    const auto exemptions = load_exemptions();
+int scan(uid_t uid, const std::string& user, int reps, bool leftover_only) {
+    const auto exemptions = load_exemptions(uid);
     std::vector<double> leftover_ms, stat_ms, status_ms, pgrep_ms;
     std::size_t kills = 0, dirs = 0;
+    const long hwm_before = maxrss_kb();
     // Warm-up: first touches of /proc dentries and of the account database.
     kills = leftover_scan_decide(exemptions, uid);
     floor_stat();
     floor_status();
+    // The order turns every repetition, so that no method always runs right after pgrep
+    // (which leaves many /proc dentries behind) or always first.
+    const auto timed = [](std::vector<double>& into, auto&& body) {
+        const auto t = Clock::now();
+        body();
+        into.push_back(ms_since(t));
+    };
     for (int i = 0; i < reps; ++i) {
-        auto t = Clock::now();
-        kills = leftover_scan_decide(exemptions, uid);
-        leftover_ms.push_back(ms_since(t));
-        t = Clock::now();
-        dirs = floor_stat();
-        stat_ms.push_back(ms_since(t));
-        t = Clock::now();
-        floor_status();
-        status_ms.push_back(ms_since(t));
-        t = Clock::now();
-        run_quiet({"/usr/bin/pgrep", "-U", user});
-        pgrep_ms.push_back(ms_since(t));
+        for (int k = 0; k < 4; ++k) {
+            if (leftover_only && (i + k) % 4 != 0) continue;
+            switch ((i + k) % 4) {
+                case 0: timed(leftover_ms, [&] { kills = leftover_scan_decide(exemptions, uid); }); break;
+                case 1: timed(stat_ms, [&] { dirs = floor_stat(); }); break;
+                case 2: timed(status_ms, [&] { floor_status(); }); break;
+                default: timed(pgrep_ms, [&] { run_quiet({"/usr/bin/pgrep", "-U", user}); }); break;
+            }
+        }
     }
     std::printf("{\"processes\": %zu, \"kills\": %zu, \"leftover\": %s, \"floor_stat\": %s, \"floor_status\": %s, "
-                "\"pgrep\": %s}\n",
+                "\"pgrep\": %s, \"hwm_before_kb\": %ld, \"hwm_after_kb\": %ld}\n",
                 dirs, kills, json_list(leftover_ms).c_str(), json_list(stat_ms).c_str(),
-                json_list(status_ms).c_str(), json_list(pgrep_ms).c_str());
+                json_list(status_ms).c_str(), json_list(pgrep_ms).c_str(), hwm_before, maxrss_kb());
+    return 0;
+}
+
+// Where the time of one evaluation goes: each /proc pass on its own, then the scan
+// alone and scan + decide, every figure the median of REPS.
+int costs(uid_t uid, int reps) {
+    const auto exemptions = load_exemptions(uid);
+    std::vector<std::string> user_pids;  // pids of processes whose /proc/<pid> uid is uid
+    {
+        const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        for_each_pid(root, [&](int dir, const char* name) {
+            struct stat st {};
+            if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == uid) user_pids.emplace_back(name);
+        });
+        ::close(root);
+    }
+    auto median_of = [&](auto&& body) {
+        std::vector<double> v;
+        for (int i = 0; i < reps; ++i) {
+            const auto t = Clock::now();
+            body();
+            v.push_back(ms_since(t));
+        }
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    // Reads `file` of every user pid, through a pid directory fd when file is not empty.
+    auto pass = [&](const char* file, bool via_dir) {
+        const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char path[64];
+        char buf[8192];
+        for (const auto& pid : user_pids) {
+            if (via_dir) {
+                const int dir = ::openat(root, pid.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (dir < 0) continue;
+                if (*file) {
+                    const int fd = ::openat(dir, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                    if (fd >= 0) {
+                        while (::read(fd, buf, sizeof buf) > 0) {
+                        }
+                        ::close(fd);
+                    }
+                }
+                ::close(dir);
+            } else {
+                std::snprintf(path, sizeof path, "%s/%s", pid.c_str(), file);
+                const int fd = ::openat(root, path, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                    while (::read(fd, buf, sizeof buf) > 0) {
+                    }
+                    ::close(fd);
+                }
+            }
+        }
+        ::close(root);
+    };
+    leftover::ScanOptions scan_options;
+    scan_options.caller_pid = ::getpid();
+    scan_options.wants_detail = [&](uid_t owner) { return !exemptions.by_uid(owner).is_protected(); };
+    std::printf("{\"user_processes\": %zu", user_pids.size());
+    std::printf(", \"list getdents+fstatat\": %.3f", median_of([] { floor_stat(); }));
+    std::printf(", \"open+close pid dir\": %.3f", median_of([&] { pass("", true); }));
+    std::printf(", \"status via path\": %.3f", median_of([&] { pass("status", false); }));
+    std::printf(", \"dir+stat\": %.3f", median_of([&] { pass("stat", true); }));
+    std::printf(", \"dir+status\": %.3f", median_of([&] { pass("status", true); }));
+    std::printf(", \"dir+cgroup\": %.3f", median_of([&] { pass("cgroup", true); }));
+    std::printf(", \"scan_processes\": %.3f", median_of([&] { (void)leftover::scan_processes(scan_options); }));
+    leftover::ScanOptions list_only = scan_options;
+    list_only.wants_detail = [](uid_t) { return false; };
+    std::printf(", \"scan_processes, no detail\": %.3f",
+                median_of([&] { (void)leftover::scan_processes(list_only); }));
+    std::printf(", \"check_view\": %.3f", median_of([&] {
+                    const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                    (void)leftover::procfs::check_view(root, scan_options);
+                    ::close(root);
+                }));
+    std::printf(", \"read_ancestry(self)\": %.3f",
+                median_of([&] { (void)leftover::read_ancestry("/proc", ::getpid()); }));
+    std::printf(", \"account lookup\": %.3f",
+                median_of([&] { (void)leftover::SystemAccounts{}.name_of(uid); }));
+    {
+        auto table = leftover::scan_processes(scan_options);
+        leftover::SystemAccounts accounts;
+        leftover::ExemptionCache cache(exemptions, accounts);
+        std::map<uid_t, leftover::Exemption> by_uid;
+        for (const auto& p : table->processes) {
+            if (!p.detailed) by_uid.emplace(p.owner, exemptions.by_uid(p.owner));
+            else if (p.uids.all_equal()) by_uid.emplace(p.uids.real, cache.get(p.uids.real));
+        }
+        const leftover::LiveWork live;
+        std::printf(", \"decide\": %.3f", median_of([&] {
+                        (void)leftover::decide(leftover::DecisionInput{
+                            *table, by_uid, live, leftover::Event{leftover::Scope::job_user, uid}, ::getpid(), {}, {}, {}});
+                    }));
+    }
+    std::printf(", \"scan + decide (Evaluation)\": %.3f}\n",
+                median_of([&] { leftover_scan_decide(exemptions, uid); }));
     return 0;
 }
 
@@ -332,7 +454,9 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     fs::create_directories(dir / "spool");
     const fs::path conf = dir / "leftover.conf";
     if (FILE* f = std::fopen(conf.c_str(), "w")) {
-        std::fputs("scope: job_user\ngrace: 0\nslurm_timeout: 30\n", f);
+        std::fputs(fmt::format("scope: job_user\ngrace: 0\nslurm_timeout: 30\nuid_max: {}\n", bench_config(uid).uid_max)
+                       .c_str(),
+                   f);
         std::fclose(f);
     }
     ::chmod(conf.c_str(), 0644);
@@ -349,6 +473,8 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     }
     const long rss_before = maxrss_kb();
     std::size_t killed = 0;
+    int rounds = 0;
+    std::size_t evaluations = 0;
     const auto start = Clock::now();
     if (method == "leftover") {
         leftover::slurm::SweepRequest request;
@@ -366,7 +492,13 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
         const auto report =
             leftover::slurm::run_end_sweep(prepared, request, nullptr, leftover::SystemAccounts{}, log);
         if (report.error) std::fprintf(stderr, "leftover_bench: sweep error: %s\n", report.error->message.c_str());
-        for (const auto& action : report.actions) killed += action.outcome == leftover::Outcome::signalled;
+        std::vector<pid_t> signalled;  // distinct pids: a slow exit can be signalled again next round
+        for (const auto& action : report.actions)
+            if (action.outcome == leftover::Outcome::signalled) signalled.push_back(action.pid);
+        std::sort(signalled.begin(), signalled.end());
+        killed = static_cast<std::size_t>(std::unique(signalled.begin(), signalled.end()) - signalled.begin());
+        rounds = report.rounds;
+        evaluations = report.evaluations;
     } else if (method == "pkill") {
         run_quiet({"/usr/bin/pkill", "-KILL", "-U", user});
     } else if (method == "killall") {
@@ -380,8 +512,9 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     const double total_ms = ms_since(start);
     fs::remove_all(dir);
     std::printf("{\"method\": \"%s\", \"ms\": %.4f, \"returned_ms\": %.4f, \"all_gone\": %s, \"killed\": %zu, "
-                "\"maxrss_before_kb\": %ld, \"maxrss_kb\": %ld}\n",
-                method.c_str(), total_ms, signalled_ms, all_gone ? "true" : "false", killed, rss_before,
+                "\"rounds\": %d, \"evaluations\": %zu, \"maxrss_before_kb\": %ld, \"maxrss_kb\": %ld}\n",
+                method.c_str(), total_ms, signalled_ms, all_gone ? "true" : "false", killed, rounds, evaluations,
+                rss_before,
                 maxrss_kb());
     return all_gone ? 0 : 1;
 }
@@ -392,11 +525,14 @@ int main(int argc, char** argv) {
     const std::vector<std::string> args(argv + 1, argv + argc);
     if (args.size() == 3 && args[0] == "spawn")
         return spawn(static_cast<uid_t>(std::stoul(args[1])), std::stol(args[2]));
-    if (args.size() == 4 && args[0] == "scan")
-        return scan(static_cast<uid_t>(std::stoul(args[1])), args[2], std::stoi(args[3]));
+    if ((args.size() == 4 || (args.size() == 5 && args[4] == "leftover-only")) && args[0] == "scan")
+        return scan(static_cast<uid_t>(std::stoul(args[1])), args[2], std::stoi(args[3]), args.size() == 5);
+    if (args.size() == 3 && args[0] == "costs")
+        return costs(static_cast<uid_t>(std::stoul(args[1])), std::stoi(args[2]));
     if (args.size() == 5 && args[0] == "sweep")
         return sweep(static_cast<uid_t>(std::stoul(args[1])), args[2], args[3], std::stoul(args[4]));
     std::fprintf(stderr,
-                 "usage: leftover_bench spawn UID COUNT | scan UID USER REPS | sweep UID USER METHOD EXPECT\n");
+                 "usage: leftover_bench spawn UID COUNT | scan UID USER REPS [leftover-only] | costs UID REPS | "
+                 "sweep UID USER METHOD EXPECT\n");
     return 2;
 }

@@ -1,7 +1,8 @@
 """Fixtures for the real-Slurm end-to-end tests.
 
 `make_cluster(config)` starts a cluster that lives until the end of the
-test module; `cluster` is the default one (no SPANK plugin).  Clusters are
+test module (one node, or with ClusterConfig(nodes=..., node_namespaces=True)
+several nodes, each in its own namespaces); `cluster` is the default one (no SPANK plugin).  Clusters are
 stopped by fixture finalizers even when tests fail, processes planted by a
 test are killed after that test, and a failing test gets the tails of the
 daemon logs attached to its report.
@@ -99,3 +100,9 @@ def pytest_runtest_makereport(item, call):
         for node in cluster.nodes:
             report.sections.append((f"slurmd log {node.name} ({cluster.dir})",
                                     _tail(cluster.slurmd_log_text(node.name))))
+            # A namespaced node's init, munged and slurmd say why they died here.
+            for name in (f"init-{node.name}", f"munged-{node.name}", f"slurmd-{node.name}"):
+                out = cluster.log_dir / f"{name}.out"
+                if out.exists() and out.stat().st_size:
+                    report.sections.append((f"{name}.out ({cluster.dir})",
+                                            _tail(out.read_text(errors="replace"), 20)))

@@ -21,11 +21,35 @@ environment entry ``LEFTOVER_E2E_CLUSTER=<dir>``; slurmstepd inherits it from
 slurmd and job tasks inherit it from srun/sbatch, so `stop()` can find and
 kill all of them without touching anything else on the machine.
 
-Debian's Slurm is built without --enable-multiple-slurmd, so each node gets a
-unique NodeHostname (its own name) while sharing NodeAddr 127.0.0.1 with a
-per-node Port.  A multi-node cluster sharing one munged would likely also hit
-munge's replay check when one message is forwarded to several slurmds: give
-each node its own munged/slurm.conf before relying on more than one node.
+Each node gets a unique NodeHostname (its own name).  By default nodes share
+NodeAddr 127.0.0.1 with a per-node Port and everything runs in the machine's
+namespaces: fine for one node, but every slurmd and every job would then see
+all nodes' processes in one /proc.  (Debian's Slurm is built with
+--enable-multiple-slurmd, `scontrol show config` says MULTIPLE_SLURMD = Yes,
+so a munge credential decoded by several slurmds through one munged is
+accepted; in a test, three slurmds sharing one munged ran multi-node steps
+without a replay error.)
+
+`ClusterConfig(node_namespaces=True)` builds real separate nodes instead (see
+node_namespace.py).  Each node has its own pid, mount and UTS namespaces
+(`unshare --fork --pid --mount-proc --uts`) with a small reaping init
+(node_init.py) as pid 1, so it has its own /proc and host name; its own
+address 127.0.0.<2+i> (NodeAddr, also what the node's name resolves to in its
+own /etc/hosts, bind-mounted in its mount namespace) and its own port; its own
+SlurmdSpoolDir (%n); and, like a real node, its own munged (same key; not
+needed for replays, see above), whose socket directory is bind-mounted over
+the cluster's munge directory inside the node, so slurm.conf's one
+AuthInfo=socket= path reaches the node's own munged there and the
+controller's munged elsewhere.  slurmd and munged are started into the
+node with nsenter.  Client commands (srun, sbatch, scontrol) run on the host,
+like on a login node.
+
+Namespaced nodes drop NoInAddrAny (slurmctld keeps NoCtldInAddrAny): with it,
+slurmd and srun listen only on the address their host name resolves to, but a
+connection to 127.0.0.<n> leaves from 127.0.0.1 (the loopback route's source),
+and slurmd tells slurmstepd to reach srun at the address the launch request
+came from, so an srun inside a job on a node would never get its I/O.  Each
+slurmd listens on its own port on every address instead.
 """
 
 from __future__ import annotations
@@ -42,7 +66,9 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple, Optional, Sequence
+from typing import Callable, Iterable, NamedTuple, Optional, Sequence, Union
+
+from node_namespace import NodeNamespace, NodePid, NsProcess
 
 SBIN = Path("/usr/sbin")
 BIN = Path("/usr/bin")
@@ -165,10 +191,10 @@ def _has_env_entry(pid: int, entry: bytes) -> bool:
 
 
 def process_env(pid: int) -> dict:
-    """The environment a process started with ({} if it is gone)."""
+    """The environment a process started with ({} if it is gone or unreadable)."""
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except (FileNotFoundError, ProcessLookupError):
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
         return {}
     return dict(e.decode(errors="replace").split("=", 1)
                 for e in raw.split(b"\0") if b"=" in e)
@@ -181,8 +207,8 @@ def _kill(pid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
-def _free_ports(count: int) -> list[int]:
-    """Distinct free TCP ports on 127.0.0.1.
+def _free_ports(count: int, addr: str = "127.0.0.1") -> list[int]:
+    """Distinct free TCP ports on addr.
 
     All sockets stay bound until every port is picked so no port repeats;
     another program could still grab one before Slurm binds it, which is
@@ -192,7 +218,7 @@ def _free_ports(count: int) -> list[int]:
     try:
         for _ in range(count):
             s = socket.socket()
-            s.bind(("127.0.0.1", 0))
+            s.bind((addr, 0))
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:
@@ -201,17 +227,22 @@ def _free_ports(count: int) -> list[int]:
 
 
 def _run(argv: Sequence[str], env: dict, timeout: float, cwd=None,
-         input_text: Optional[str] = None) -> subprocess.CompletedProcess:
+         input_text: Optional[str] = None,
+         while_running: Optional[Callable[[], object]] = None
+         ) -> subprocess.CompletedProcess:
     """subprocess.run that kills the whole process group on timeout.
 
     srun/sbatch run under runuser, so killing only the direct child would
-    leave them behind.
+    leave them behind.  while_running (if given) is called once after the
+    start; if it raises, the process group is killed too.
     """
     proc = subprocess.Popen(
         list(argv), env=env, cwd=cwd, text=True, start_new_session=True,
         stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+        if while_running is not None:
+            while_running()
         out, err = proc.communicate(input_text, timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -219,6 +250,12 @@ def _run(argv: Sequence[str], env: dict, timeout: float, cwd=None,
         raise HarnessError(
             f"{' '.join(argv)} did not finish in {timeout:.0f}s\n"
             f"stdout: {out}\nstderr: {err}") from None
+    except BaseException as failure:  # from while_running
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        if isinstance(failure, Exception):
+            raise HarnessError(f"{' '.join(argv)}: {failure}\nstderr: {err}") from failure
+        raise
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
@@ -315,13 +352,19 @@ class ClusterConfig:
     cpus: int = 4
     slurmd_debug: str = "debug"
     slurmctld_debug: str = "info"
+    # Each node in its own pid+mount+UTS namespaces with its own address,
+    # munged and spool dir (implies spool_per_node); see the module doc.
+    node_namespaces: bool = False
 
 
 @dataclasses.dataclass
 class _Node:
     name: str
     port: int
-    process: Optional[subprocess.Popen] = None
+    addr: str = "127.0.0.1"
+    process: Optional[Union[subprocess.Popen, NsProcess]] = None
+    namespace: Optional[NodeNamespace] = None
+    munged: Optional[NsProcess] = None
 
 
 # --------------------------------------------------------------------------
@@ -332,6 +375,8 @@ class SlurmCluster:
     def __init__(self, config: Optional[ClusterConfig] = None,
                  parent_dir: str = "/tmp"):
         self.config = config or ClusterConfig()
+        if self.config.node_namespaces:
+            self.config = dataclasses.replace(self.config, spool_per_node=True)
         self.dir = Path(tempfile.mkdtemp(prefix="leftover-e2e-", dir=parent_dir))
         # Job users must reach slurm.conf and the munge socket.
         self.dir.chmod(0o755)
@@ -339,12 +384,19 @@ class SlurmCluster:
         self.munge_socket = self.dir / "munge" / "munge.socket"
         self.work_dir = self.dir / "work"   # job cwd and output, like /tmp
         self.log_dir = self.dir / "log"
-        ctld_port, *node_ports = _free_ports(1 + len(self.config.nodes))
+        # Namespaced nodes' slurmds listen on every address (see above).
+        ctld_port, *node_ports = _free_ports(
+            1 + len(self.config.nodes),
+            "0.0.0.0" if self.config.node_namespaces else "127.0.0.1")
         self.slurmctld_port = ctld_port
         self.nodes = [_Node(n, p) for n, p in zip(self.config.nodes, node_ports)]
+        if self.config.node_namespaces:
+            for i, node in enumerate(self.nodes):
+                node.addr = f"127.0.0.{2 + i}"
         self._munged: Optional[subprocess.Popen] = None
         self._slurmctld: Optional[subprocess.Popen] = None
         self._planted: set[int] = set()
+        self.scontrol_calls = 0  # each is slurmctld RPCs (sdiag counts them)
         self.startup_seconds: Optional[float] = None  # set by start()
 
     # ---- paths -----------------------------------------------------------
@@ -365,6 +417,10 @@ class SlurmCluster:
 
     def slurmctld_log_path(self) -> Path:
         return self.log_dir / "slurmctld.log"
+
+    def node_dir(self, node: str) -> Path:
+        """A namespaced node's own files: hosts, munge dir, init's ready file."""
+        return self.dir / "nodes" / node
 
     def step_socket(self, jobid: int, step: int, node: Optional[str] = None) -> Path:
         """Where slurmstepd of <jobid>.<step> listens (exists while it runs)."""
@@ -393,6 +449,8 @@ class SlurmCluster:
         self.work_dir.chmod(0o1777)
         (self.dir / "munge").chmod(0o755)  # users connect to the socket
         self._write_munge_key()
+        if self.config.node_namespaces:
+            self._write_node_files()
         # Lets a later run clean up after a test process that was killed.
         (self.dir / OWNER_FILE).write_text(str(os.getpid()))
         etc = self.conf_path.parent
@@ -411,6 +469,22 @@ class SlurmCluster:
                         "count=1", "status=none"], check=True)
         key.chmod(0o400)  # munged refuses a key others can read
 
+    def _write_node_files(self) -> None:
+        hosts = "".join(f"{n.addr}\t{n.name}\n" for n in self.nodes)
+        machine_hosts = Path("/etc/hosts").read_text()
+        for node in self.nodes:
+            d = self.node_dir(node.name)
+            (d / "munge").mkdir(parents=True, exist_ok=True)
+            d.chmod(0o755)
+            (d / "munge").chmod(0o755)
+            key = d / "munge" / "munge.key"
+            if not key.exists():
+                shutil.copyfile(self.dir / "munge" / "munge.key", key)
+                key.chmod(0o400)
+            # The node's own name first: it resolves to the node's address.
+            (d / "hosts").write_text(f"{node.addr}\t{node.name}\n" + machine_hosts + hosts)
+            (d / "hosts").chmod(0o644)
+
     def slurm_conf_text(self) -> str:
         d, cfg = self.dir, self.config
         spool = d / "spool" / ("%n" if cfg.spool_per_node else "slurmd")
@@ -423,7 +497,9 @@ class SlurmCluster:
             "AuthType=auth/munge",
             "CredType=cred/munge",
             # Bind to 127.0.0.1 only rather than every interface.
-            "CommunicationParameters=NoInAddrAny,NoCtldInAddrAny",
+            # Namespaced nodes: see the module doc.
+            "CommunicationParameters=" + ("NoCtldInAddrAny" if cfg.node_namespaces
+                                          else "NoInAddrAny,NoCtldInAddrAny"),
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={d / 'state'}",
@@ -462,7 +538,7 @@ class SlurmCluster:
         for node in self.nodes:
             lines.append(
                 f"NodeName={node.name} NodeHostname={node.name} "
-                f"NodeAddr=127.0.0.1 Port={node.port} CPUs={cfg.cpus} "
+                f"NodeAddr={node.addr} Port={node.port} CPUs={cfg.cpus} "
                 "State=UNKNOWN")
         names = ",".join(n.name for n in self.nodes)
         lines.append(f"PartitionName=test Nodes={names} Default=YES "
@@ -543,9 +619,76 @@ class SlurmCluster:
         self._wait_node_ready(n, timeout, not_start_time=before)
 
     def _spawn_slurmd(self, node: _Node) -> None:
-        node.process = self._spawn_daemon(f"slurmd-{node.name}", [
-            str(SBIN / "slurmd"), "-D", "-f", str(self.conf_path),
-            "-N", node.name])
+        argv = [str(SBIN / "slurmd"), "-D", "-f", str(self.conf_path), "-N", node.name]
+        if node.namespace is None:
+            node.process = self._spawn_daemon(f"slurmd-{node.name}", argv)
+        else:
+            node.process = node.namespace.spawn_daemon(
+                argv, self.root_env(), self.dir, self.log_dir / f"slurmd-{node.name}.out")
+
+    # ---- namespaced nodes --------------------------------------------------
+
+    def _start_node_namespaces(self) -> None:
+        """Starts every node's init, then its munged (all nodes at once)."""
+        for node in self.nodes:
+            d = self.node_dir(node.name)
+            node.namespace = NodeNamespace(node.name, d, [
+                (d / "hosts", Path("/etc/hosts")),
+                (d / "munge", self.dir / "munge"),
+            ])
+            node.namespace.spawn(self.root_env(), self.log_dir / f"init-{node.name}.out")
+        for node in self.nodes:
+            wait_until(node.namespace.ready, 10, f"node {node.name}'s namespace")
+        for node in self.nodes:
+            # Inside the node, <dir>/munge is the node's own munge directory.
+            m = self.dir / "munge"
+            node.munged = node.namespace.spawn_daemon([
+                str(SBIN / "munged"), "--foreground",
+                f"--socket={self.munge_socket}", f"--key-file={m / 'munge.key'}",
+                f"--pid-file={m / 'munged.pid'}", f"--seed-file={m / 'munged.seed'}",
+                f"--log-file={self.log_dir / f'munged-{node.name}.log'}",
+                "--num-threads=4"], self.root_env(), self.dir,
+                self.log_dir / f"munged-{node.name}.out")
+        for node in self.nodes:
+            socket_path = self.node_dir(node.name) / "munge" / self.munge_socket.name
+
+            def ready(node=node, socket_path=socket_path):
+                self._check_running(node.munged, f"munged-{node.name}")
+                return socket_path.exists()
+            wait_until(ready, 10, f"munged of node {node.name}")
+
+    def node_namespace(self, node: Optional[str] = None) -> NodeNamespace:
+        ns = self._node(node).namespace
+        if ns is None:
+            raise HarnessError("the cluster was built without node_namespaces")
+        return ns
+
+    def node_pid(self, node: str, ns_pid: int) -> NodePid:
+        """The process with ns_pid on a namespaced node, with its host pid."""
+        host = wait_until(lambda: self.node_namespace(node).host_pid_of(ns_pid),
+                          5, f"pid {ns_pid} on node {node} (gone already?)")
+        return NodePid(node, ns_pid, host)
+
+    def run_on_node(self, node: str, argv: Sequence[str], user: str = "root",
+                    timeout: float = 20.0) -> subprocess.CompletedProcess:
+        """Runs argv inside a namespaced node (as user), outside Slurm."""
+        pw = pwd.getpwnam(user)
+        env = self.root_env() if user == "root" else self.user_env(user)
+        cmd = self.node_namespace(node).enter_argv([
+            "/usr/bin/setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}",
+            "--clear-groups", "--", *argv])
+        return _run(cmd, env, timeout, cwd=self.work_dir)
+
+    def spawn_on_node(self, node: str, user: str, argv: Sequence[str]) -> NodePid:
+        """Like spawn_outside_slurm, but inside a namespaced node."""
+        res = self.run_on_node(node, [
+            str(BIN / "setsid"), "/bin/sh", "-c",
+            '"$@" </dev/null >/dev/null 2>&1 & echo $!', "sh", *argv], user=user)
+        if res.returncode != 0:
+            raise HarnessError(f"spawning {argv} on {node} failed: {res.stderr}")
+        proc = self.node_pid(node, int(res.stdout.strip()))
+        self._planted.add(proc.host_pid)
+        return proc
 
     def stop_slurmd(self, node: Optional[str] = None, timeout: float = 15.0) -> None:
         n = self._node(node)
@@ -585,6 +728,8 @@ class SlurmCluster:
         try:
             self._write_files()
             self._start_munged()
+            if self.config.node_namespaces:
+                self._start_node_namespaces()
             self._spawn_slurmctld(clear_state=True)
             # slurmd retries registering until slurmctld listens, so both
             # start in parallel.
@@ -617,6 +762,12 @@ class SlurmCluster:
                 node.process = None
             self._stop_process(self._slurmctld, 10)
             self._slurmctld = None
+            # Ending a node's pid 1 ends everything in its namespace: its
+            # munged, slurmstepds, job tasks and strays.
+            for node in self.nodes:
+                if node.namespace is not None:
+                    node.namespace.kill()
+                node.munged = None
             # munged goes last so the daemons above could shut down cleanly.
             munged = [self._munged.pid] if self._munged else []
             _kill_cluster_processes(self.dir, spare=munged)
@@ -653,15 +804,18 @@ class SlurmCluster:
 
     def run_as(self, user: str, argv: Sequence[str],
                timeout: float = JOB_TIMEOUT,
-               input_text: Optional[str] = None) -> subprocess.CompletedProcess:
+               input_text: Optional[str] = None,
+               while_running: Optional[Callable[[], object]] = None
+               ) -> subprocess.CompletedProcess:
         """Runs argv as user (via runuser) with this cluster's SLURM_CONF."""
         env_args = [f"{k}={v}" for k, v in self.user_env(user).items()]
         cmd = [str(SBIN / "runuser"), "-u", user, "--",
                str(BIN / "env"), "-i", *env_args, *argv]
         return _run(cmd, self.root_env(), timeout, cwd=self.work_dir,
-                    input_text=input_text)
+                    input_text=input_text, while_running=while_running)
 
     def scontrol(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        self.scontrol_calls += 1
         res = _run([str(BIN / "scontrol"), *args], self.root_env(), 20)
         if check and res.returncode != 0:
             raise HarnessError(f"scontrol {' '.join(args)} failed: {res.stderr}")
@@ -777,7 +931,13 @@ done
 
     def plant_stray_in_step(self, user: str, srun_args: Sequence[str] = ()
                             ) -> tuple[int, int]:
-        """Runs an srun job that leaves a stray behind; returns (pid, jobid)."""
+        """Runs an srun job that leaves a stray behind; returns (pid, jobid).
+
+        The pid is a host pid; on namespaced nodes see plant_strays_on_nodes.
+        """
+        if self.config.node_namespaces:
+            raise HarnessError("plant_stray_in_step would return a namespace pid: "
+                               "use plant_strays_on_nodes on namespaced nodes")
         pidfile = self.work_dir / f"stray-{uuid.uuid4().hex[:8]}.pid"
         res, jobid = self.srun(user, ["/bin/sh", "-c", self._STRAY_SCRIPT,
                                       "sh", str(pidfile)], args=srun_args)
@@ -787,6 +947,61 @@ done
             raise HarnessError(f"stray-planting srun failed ({res.returncode}): "
                                f"{res.stderr}")
         return int(pidfile.read_text()), jobid
+
+    def plant_strays_on_nodes(self, user: str, nodes: Sequence[str],
+                              srun_args: Sequence[str] = ()
+                              ) -> tuple[dict[str, NodePid], int]:
+        """An srun job over `nodes` (namespaced) that leaves a stray on each.
+
+        Returns ({node: stray}, jobid).  Each task writes its node's stray
+        pid (a pid in that node's namespace) to its own file and waits for the
+        harness to find the stray's host pid: the step's end may reap it.
+        """
+        pidfile = self.work_dir / f"stray-{uuid.uuid4().hex[:8]}.pid"
+        ack = Path(f"{pidfile}.ack")
+        # The task names its job itself: no `scontrol show job` (an RPC of the
+        # type the plugin's controller query uses) while sdiag counts.
+        script = ('echo "$SLURM_JOB_ID" > "$1.job.$SLURMD_NODENAME"\n' +
+                  self._STRAY_SCRIPT.replace('pidfile="$1"', 'pidfile="$1.$SLURMD_NODENAME"') +
+                  'i=0; while [ ! -e "$1.ack" ]; do\n'
+                  '  i=$((i+1)); [ $i -gt 400 ] && exit 4; sleep 0.05\n'
+                  'done\n')
+        strays = {}
+
+        def find_strays():
+            for node in nodes:
+                path = Path(f"{pidfile}.{node}")
+                wait_until(lambda: path.exists() and path.read_text().strip(), 20,
+                           f"the stray's pid file on {node}")
+                strays[node] = self.node_pid(node, int(path.read_text()))
+                self._planted.add(strays[node].host_pid)
+            ack.touch()
+
+        res = self.run_as(user, [
+            str(BIN / "srun"), f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
+            "--ntasks-per-node=1", *srun_args, "/bin/sh", "-c", script, "sh", str(pidfile)],
+            while_running=find_strays)
+        job_file = Path(f"{pidfile}.job.{nodes[0]}")
+        jobid = int(job_file.read_text()) if job_file.exists() else None
+        if res.returncode != 0 or len(strays) != len(nodes) or jobid is None:
+            raise HarnessError(f"stray-planting srun failed ({res.returncode}, strays on "
+                               f"{sorted(strays)}): {res.stderr}")
+        return strays, jobid
+
+    def sdiag_reset(self) -> None:
+        res = _run([str(BIN / "sdiag"), "--reset"], self.root_env(), 20)
+        if res.returncode != 0:
+            raise HarnessError(f"sdiag --reset failed: {res.stderr}")
+
+    def sdiag_rpc_counts(self) -> dict[str, int]:
+        """slurmctld's RPC counts by message type since the last reset."""
+        res = _run([str(BIN / "sdiag")], self.root_env(), 20)
+        if res.returncode != 0:
+            raise HarnessError(f"sdiag failed: {res.stderr}")
+        section = res.stdout.split("Remote Procedure Call statistics by message type", 1)[1]
+        section = section.split("Remote Procedure Call statistics by user", 1)[0]
+        return {m[1]: int(m[2]) for m in
+                re.finditer(r"^\s*(\w+)\s*\(\s*\d+\)\s*count:(\d+)", section, re.MULTILINE)}
 
     def plant_stray_via_srun(self, user: str, srun_args: Sequence[str] = ()) -> int:
         """Pid of a double-forked `setsid sleep` an srun step left behind."""

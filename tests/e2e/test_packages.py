@@ -43,7 +43,7 @@ def test_deb_file_list(deb):
     for path in (f"/{PLUGIN_DIR}/leftover.so", "/usr/libexec/leftover/leftover-query",
                  "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf",
                  "/usr/share/doc/leftover/LICENSE", "/usr/sbin/leftover",
-                 "/usr/share/man/man8/leftover.8.gz", "/usr/share/man/man5/leftover.conf.5.gz",
+                 "/usr/share/man/man8/leftover.8", "/usr/share/man/man5/leftover.conf.5",
                  "/lib/systemd/system/leftover-sweep.service", "/lib/systemd/system/leftover-sweep.timer"):
         assert path in files, path
     modes = {line.split()[-1].lstrip("."): line.split()[:2] for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
