@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What `leftover check` prints: the plan as an aligned table with a per-user summary,
 // or the same as a JSON document (its shape is documented in leftover(8)).
 #pragma once

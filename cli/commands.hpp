@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The three commands, each a function from options and an environment to an exit
 // status. main() builds the real environment; the tests build one on a fake /proc.
 #pragma once

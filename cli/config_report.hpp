@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What `leftover config` prints: every setting next to its default, and for each
 // protected users file whether it was read, trusted and how many names it holds.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The command's exit statuses, the same for every command (see leftover(8)).
 #pragma once
 

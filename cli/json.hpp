@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A small JSON writer for `leftover check --json`: objects, arrays, strings, numbers,
 // booleans and null, pretty-printed with two-space indentation.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // leftover: the command. Everything but wiring lives in commands.cpp and its helpers.
 #include "commands.hpp"
 #include "query_controller.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Which node the command speaks for: slurmd's node name and spool directory, learned
 // from slurm.conf the way slurmd learns them (slurm_node.cpp, which links libslurm),
 // or given with --node / --spool-dir.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The command line of `leftover`: a plain struct, parsed without side effects so the
 // tests can check every flag and every refusal.
 #pragma once

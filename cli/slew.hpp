@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The predecessor's slew: a periodic sweep waits a random time first, so the nodes
 // of a cluster started by the same timer do not all sweep (and ask slurmctld) at once.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The node as slurmd sees it, from libslurm (the only file of the command that uses it).
 // slurmd (src/slurmd/slurmd/slurmd.c, _read_config in 22.05) takes its NodeName from -N,
 // else the NodeName whose NodeHostname is the short host name, else one matching the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The command's log sink: standard error, as slurmd's log is the plugin's. FrontEndLog
 // still copies kills, dry-run decisions, warnings and errors to syslog.
 #pragma once

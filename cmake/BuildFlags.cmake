@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Warnings and sanitizers as small INTERFACE targets that every target links.
 add_library(leftover_warnings INTERFACE)
 target_compile_options(leftover_warnings INTERFACE

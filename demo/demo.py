@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The leftover demo: a throwaway one-node Slurm cluster on this machine with
 leftover.so loaded. An ordinary user's batch job and a protected user's batch job
 each leave a daemon behind; when the jobs end, the ordinary user's stray is reaped

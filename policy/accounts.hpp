@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The system's account database (passwd via NSS, so LDAP/sssd accounts count),
 // behind a narrow interface so tests can make lookups fail.
 #pragma once

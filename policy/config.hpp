@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The configuration: /etc/leftover.conf (JSON as the predecessor wrote it, or YAML).
 #pragma once
 

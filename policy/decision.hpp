@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The decision: a pure function from one snapshot of the node to a plan that gives
 // every process `kill` or `keep` and exactly one reason.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Process names are chosen by users: escape them before they reach a log line.
 #pragma once
 

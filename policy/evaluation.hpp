@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One evaluation: snapshot (processes, live work, exemptions) -> pure decision -> plan.
 // The kill executor calls it once per round, so every round decides on fresh state.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The kill executor: pins each target with a pidfd, checks it is still the process that
 // was decided on, signals it, and repeats on fresh evaluations until nothing is left.
 #pragma once

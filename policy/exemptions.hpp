@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Who is never touched, and why. Matching goes from the process to the name: a uid is
 // turned into its account name and that name is compared exactly with the protected names.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The parsers of proc_read.hpp: pure functions over file text, nothing trusted.
 #include "proc_read.hpp"
 

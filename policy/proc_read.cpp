@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The I/O half of proc_read.hpp: dirfd-relative opens and whole-file reads.
 #include "proc_read.hpp"
 

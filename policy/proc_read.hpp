@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Private helpers of proc_table.cpp: dirfd-relative reads of /proc files
 // (proc_read.cpp), the parsers for the few formats the scan needs (proc_parse.cpp)
 // and the view checks (proc_view.cpp). Parsers take the raw file text and never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Reads the process table from a /proc root: the view checks first (proc_view.cpp),
 // then one fstatat per process, stat/status/cgroup only for the processes the
 // caller wants, and the ancestry of those resolved lazily.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Reading the process table from a /proc root (the real one or a fake tree in tests).
 #pragma once
 

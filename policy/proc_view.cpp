@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Before trusting a /proc root, make sure it shows every process of the caller's
 // pid namespace. A /proc of another namespace, or one mounted with hidepid=, would
 // give a plausible but partial table; the sweep must then decide nothing at all.

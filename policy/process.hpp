@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One process as the sweep engine sees it, and the table of all of them.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The words a front end logs: one line per action, one summary per evaluation.
 // Pure formatting; the plugin and the command decide where the lines go.
 #pragma once

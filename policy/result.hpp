@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Expected-style results: the library reports what went wrong as a value,
 // and only the edges (plugin, command) turn it into log lines or exit codes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The one seam between the kill executor and the kernel, so tests can inject faults.
 #pragma once
 

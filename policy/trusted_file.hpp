@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Reading a file that decides who is protected: only a root-owned regular file that
 // nobody else can write is believed, and the checks apply to the opened file itself.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Configures and builds one flavour of the project: build.sh <dir> [cmake options...]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

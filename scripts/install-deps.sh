@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs every Debian 12 package the build, the tests and the demo need.
 # Safe to run again: it asks apt only for what is missing.
 set -euo pipefail

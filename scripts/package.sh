@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds both packages into build/packages/: the .deb (CPack) and the RPM (rpmbuild
 # from the source tarball). On Debian there is no rpm database to satisfy the spec's
 # BuildRequires, so rpmbuild runs with --nodeps there.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The whole test suite, as root on a fresh Debian 12 machine:
 # installs what is missing, runs the unit tests under ASan+UBSan, then the
 # end-to-end tests against a real, throwaway Slurm cluster.

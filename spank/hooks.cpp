@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "hooks.hpp"
 
 #include "end_sweep.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What each hook does, with every exception caught before it can reach Slurm.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What this node's slurmd really uses, asked of the Slurm process we are loaded into.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // leftover.so: the SPANK entry points. Each hook works out its context and forwards;
 // nothing here decides anything, and nothing here lets an exception reach Slurm.
 extern "C" {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Lines into Slurm's own log (slurmd's log file, with the step's prefix).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // leftover-query: asks slurmctld which jobs are running or suspended on one node.
 // The plugin runs it as a child process so that a controller that does not answer
 // costs a bounded time: libslurm's calls have no deadline of their own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Runs a helper program with a hard deadline: spawned with posix_spawn (safe from a
 // multithreaded slurmstepd), killed and reaped when the deadline comes. Nothing outlives
 // the call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Questions for slurmctld, each bounded by a deadline. Used only for job_source:
 // controller, and to confirm an allocation that local state cannot show.
 #pragma once

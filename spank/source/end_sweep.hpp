@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One sweep when work ends on the node: the part of the plugin that is not SPANK glue,
 // kept free of Slurm headers so the command and the tests can drive it too.
 #pragma once

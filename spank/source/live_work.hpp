@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Turns what the node's slurmstepd daemons said into the live work the decision uses,
 // refusing an answer that cannot be complete.
 #pragma once

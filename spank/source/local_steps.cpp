@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Speaks the slurmstepd socket protocol of Slurm 22.05 with non-blocking I/O.
 //
 // Protocol, as checked in slurm-22-05-8-1 (our own implementation, not Slurm's code):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The local job-state source: which job steps are alive on this node, learned
 // the way pam_slurm_adopt learns it, from the slurmstepd unix sockets in
 // slurmd's spool directory, but without libslurm's blocking calls: every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Where a front end's lines go. The plugin writes into Slurm's log, the command to
 // stderr; both copy kills, dry-run decisions and errors to syslog.
 #pragma once

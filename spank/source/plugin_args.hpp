@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The plugstack.conf arguments, as a plain struct with every default explicit.
 #pragma once
 

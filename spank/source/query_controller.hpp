@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The controller, asked through the leftover-query helper program (which links libslurm),
 // so every question is bounded by the deadline however slurmctld behaves.
 #pragma once

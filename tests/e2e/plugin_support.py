@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """What the plugin tests share: the plugin's path, its config file, and reading
 the slurmd log from a mark onwards so each test sees only its own lines."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The leftover command on a real one-node cluster (no PrologFlags=contain) whose
 plugin runs in dry-run mode: check's table and JSON, exit statuses, node discovery
 from slurm.conf, a real sweep, the config command, and that the command decides

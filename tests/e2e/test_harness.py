@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Self-tests of the e2e harness: a real Slurm runs jobs the way later
 plugin tests rely on, and without any plugin stray processes survive."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The packages scripts/package.sh builds: their contents, and the plugin from the
 unpacked .deb reaping a stray on the test cluster (nothing is installed into the
 machine's own /etc or /usr)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """leftover.so on a real one-node cluster without PrologFlags=contain: what it
 reaps, what it spares, what it logs, and how it fails safe.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """leftover.so with PrologFlags=contain: every allocation has an extern step on
 the node, so local state alone tells who has work here and slurmctld is never
 asked (the summary lines show no controller step, and the extern step's own end

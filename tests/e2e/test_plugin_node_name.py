@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A node whose name is not the host name and whose SlurmdSpoolDir holds %n: the
 plugin must ask the sockets slurmd really uses (it refuses to decide when the ending
 step's own socket is not where it looked)."""

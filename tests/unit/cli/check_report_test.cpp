@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "check_report.hpp"
 
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The commands on a fake /proc (and, for one real sweep, on real processes): exit
 // statuses, what they print, and that they decide what the plugin decides.
 #include "commands.hpp"

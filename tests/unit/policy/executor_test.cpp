@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The kill executor against real processes. Every test uses a uid of its own, scope
 // job_user and an account database that knows only that uid, so tests running in
 // parallel (and anything else on the machine) can never be touched.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The process scan's ancestry over fake /proc trees: parent chains and which
 // ancestors are slurmstepd.
 #include "proc_table.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The process scan over fake /proc trees: what it reads from each process.
 // Ancestry, view checks and the real /proc are in proc_ancestry_test.cpp and
 // proc_view_test.cpp.

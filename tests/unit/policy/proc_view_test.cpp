@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The view checks of the process scan (a /proc that would show only part of the
 // processes is a lookup error), and one scan of the real /proc.
 #include "proc_read.hpp"

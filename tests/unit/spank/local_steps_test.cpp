@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // read_local_steps against fake slurmstepd servers in a temporary spool directory.
 //
 // The fake speaks the protocol the way slurm-22-05-8-1's src/slurmd/slurmstepd/req.c

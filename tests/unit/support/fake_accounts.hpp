@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // An account database for tests: fixed names, and uids whose lookup fails.
 #pragma once
 

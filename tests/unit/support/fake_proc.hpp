@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A fake /proc tree in a temporary directory, for testing the process scan
 // without depending on what runs on the build machine. Removed on destruction.
 // Directory owners are set with chown, so tests using other owners need root.

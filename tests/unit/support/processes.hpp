@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Real processes for tests: started as a given uid, observed through /proc.
 #pragma once
 
