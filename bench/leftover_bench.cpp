@@ -108,6 +108,10 @@ int spawn(uid_t uid, long count) {
         while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
         }
     };
+    // Each child writes one byte here once it is set up (uid, dumpable, death signal):
+    // "ready" must not be printed while a child still runs as root.
+    int setup[2];
+    if (::pipe2(setup, O_CLOEXEC) != 0) die("pipe2");
     for (long i = 0; i < count; ++i) {
         const pid_t pid = ::fork();
         if (pid < 0) {
@@ -129,6 +133,10 @@ int spawn(uid_t uid, long count) {
             }
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the uid change: set it after
             if (::getppid() != parent) ::_exit(0);
+            const char byte = 1;
+            if (::write(setup[1], &byte, 1) != 1) ::_exit(4);
+            ::close(setup[1]);
+            ::close(setup[0]);
             sigset_t none;
             sigemptyset(&none);
             sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -136,6 +144,19 @@ int spawn(uid_t uid, long count) {
         }
         children.push_back(pid);
     }
+    ::close(setup[1]);
+    for (long done = 0; done < count;) {
+        char buf[4096];
+        const ssize_t n = ::read(setup[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {  // every child is gone or failed before writing
+            kill_all();
+            std::fprintf(stderr, "leftover_bench: only %ld of %ld children were set up\n", done, count);
+            return 1;
+        }
+        done += n;
+    }
+    ::close(setup[0]);
     std::string ready = "ready";
     for (const pid_t pid : children) ready += fmt::format(" {}", pid);
     ready += "\n";

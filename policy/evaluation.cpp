@@ -21,6 +21,8 @@ Result<Plan> Evaluation::operator()() {
     scan.caller_pid = context_.self;
     scan.slurm_daemon_pid = context_.slurm_daemon_pid;
     scan.wants_detail = [this](uid_t owner) { return !exemptions_.by_uid(owner).is_protected(); };
+    table_ = ProcessTable{};  // not two tables at once
+    scan.read_cgroup = false;  // read below, and only if some job could protect by cgroup
     auto table = scan_processes(scan);
     if (!table.ok()) return table.error();
     table_ = std::move(table).value();
@@ -29,6 +31,8 @@ Result<Plan> Evaluation::operator()() {
     if (!live.ok()) return live.error();
     live_ = std::move(live).value();
     live_.uids.insert(confirmed_allocations_.begin(), confirmed_allocations_.end());
+    if (!live_.job_ids.empty())
+        if (auto cgroups = read_job_cgroups(context_.proc_root, table_); !cgroups) return cgroups.error();
 
     auto ancestry = read_ancestry(context_.proc_root, context_.self);
     std::set<pid_t> caller_ancestors(ancestry.begin(), ancestry.end());

@@ -13,7 +13,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Pinned {
-    Decision target;
+    pid_t pid = 0;  // the pin is all that waiting needs: no copy of the decision
     int pidfd = -1;
 };
 
@@ -53,7 +53,7 @@ public:
                 set_outcome(record, -rc);
                 if (record.outcome == Outcome::signalled) {
                     note(record);
-                    signalled.push_back({target, pidfd});
+                    signalled.push_back({target.pid, pidfd});
                     continue;
                 }
             }
@@ -126,9 +126,24 @@ SweepReport sweep(const Evaluate& evaluate, const SweepOptions& options, SystemC
         return std::move(plan).value();
     };
 
-    auto plan = next_plan();
-    if (!plan) return report;  // a lookup or config error: nothing is killed
-    report.first_plan = *plan;
+    // The plan acted on: the first one lives in the report (moved there, not copied);
+    // each fresh evaluation replaces `fresh`, and the previous plan is freed before it.
+    std::optional<Plan> fresh = next_plan();
+    if (!fresh) return report;  // a lookup or config error: nothing is killed
+    report.first_plan = std::move(*fresh);
+    fresh.reset();
+    const Plan* plan = &report.first_plan;
+    const auto has_kills = [](const Plan& p) {
+        return std::any_of(p.decisions.begin(), p.decisions.end(),
+                           [](const Decision& d) { return d.verdict == Verdict::kill; });
+    };
+    const auto replan = [&]() -> bool {
+        fresh.reset();
+        fresh = next_plan();
+        if (!fresh) return false;
+        plan = &*fresh;
+        return true;
+    };
     if (options.dry_run) {
         for (const Decision& d : plan->kills()) {
             KillRecord record;
@@ -146,29 +161,36 @@ SweepReport sweep(const Evaluate& evaluate, const SweepOptions& options, SystemC
         return report;
     }
 
-    if (plan->kills().empty()) return report;
+    if (!has_kills(*plan)) return report;
+
+    // One list of targets per round, freed as soon as every one is signalled.
+    const auto signal_round = [&](int signal) {
+        auto targets = plan->kills();
+        report.actions.reserve(report.actions.size() + targets.size());
+        auto pinned = executor.signal_all(targets, signal);
+        targets = {};
+        return pinned;
+    };
 
     if (options.grace.count() > 0) {
-        auto pinned = executor.signal_all(plan->kills(), SIGTERM);
+        auto pinned = signal_round(SIGTERM);
         if (!pinned.empty() && options.observer.on_grace_wait) options.observer.on_grace_wait(pinned.size(), options.grace);
         executor.wait_and_release(pinned, Clock::now() + options.grace);
         // Job state and processes are read again right before SIGKILL: a job that
         // started during grace protects its user's processes.
-        plan = next_plan();
-        if (!plan) return report;
+        if (!replan()) return report;
     }
 
-    while (!plan->kills().empty()) {
+    while (has_kills(*plan)) {
         if (report.rounds >= options.max_rounds || past(options.deadline)) {
             report.deadline_reached = past(options.deadline);
             break;
         }
         ++report.rounds;
-        auto pinned = executor.signal_all(plan->kills(), SIGKILL);
+        auto pinned = signal_round(SIGKILL);
         executor.wait_and_release(pinned, Clock::now() + options.settle);
         // A stray that forks keeps making new ones: decide again on a fresh scan.
-        plan = next_plan();
-        if (!plan) return report;
+        if (!replan()) return report;
     }
     report.survivors = plan->kills();
     return report;

@@ -134,7 +134,7 @@ Result<bool> Scanner::load_detail(Process& p) {
         if (!err && !uids) err = EBADMSG;
         if (uids) p.uids = *uids;
     }
-    if (!err) {
+    if (!err && options_.read_cgroup) {
         file = "cgroup";
         err = read_file(dir.get(), file, buf_);
         if (!err) p.job_cgroup = slurm_job_cgroup(buf_);
@@ -274,6 +274,29 @@ Result<ProcessTable> scan_processes(const ScanOptions& options) {
     for (auto step : {&Scanner::list, &Scanner::load_details, &Scanner::resolve_ancestry})
         if (auto status = (scanner.*step)(); !status) return status.error();
     return scanner.take();
+}
+
+Status read_job_cgroups(const std::string& proc_root, ProcessTable& table) {
+    Fd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (root.get() < 0)
+        return Error::lookup(fmt::format("cannot open {}: {}", proc_root,
+                                         std::error_code(errno, std::generic_category()).message()));
+    std::string buf;
+    for (Process& p : table.processes) {
+        if (!p.detailed || p.kernel_thread || p.zombie()) continue;
+        Fd dir;
+        StatFields stat;
+        int err = open_pid_dir(root.get(), p.pid, dir);
+        if (!err) err = read_stat(dir.get(), p.pid, stat, buf);
+        if (!err && stat.start_time != p.start_time) continue;  // replaced: not the scanned process
+        if (!err) err = read_file(dir.get(), "cgroup", buf);
+        if (vanished(err)) continue;
+        if (err)
+            return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, p.pid,
+                                             std::error_code(err, std::generic_category()).message()));
+        p.job_cgroup = slurm_job_cgroup(buf);
+    }
+    return Ok{};
 }
 
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) {

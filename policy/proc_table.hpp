@@ -17,6 +17,9 @@ struct ScanOptions {
     // get their stat/status/cgroup read (and their ancestry resolved). Keeps a node
     // full of root daemons at about one fstatat per process.
     std::function<bool(uid_t owner)> wants_detail = [](uid_t) { return true; };
+    // Read /proc/<pid>/cgroup in the detail pass. Off: read_job_cgroups() later, only
+    // when a live job exists whose cgroup could protect a process.
+    bool read_cgroup = true;
     // The pid the caller has in the pid namespace it runs in: <proc_root>/self must name it.
     pid_t caller_pid = 0;
     // A Slurm daemon (slurmd, or the calling slurmstepd) whose pid namespace the caller
@@ -27,6 +30,11 @@ struct ScanOptions {
 // Checks the view (hidepid, pid namespace) and reads every process.
 // A view that is incomplete or foreign is a lookup error, never an empty table.
 Result<ProcessTable> scan_processes(const ScanOptions& options);
+
+// Fills job_cgroup of every detailed process (a scan made with read_cgroup off): opens
+// /proc/<pid>, checks the start time is still the scanned one, reads cgroup. A process
+// gone or replaced meanwhile keeps no job_cgroup (the executor's identity check skips it).
+Status read_job_cgroups(const std::string& proc_root, ProcessTable& table);
 
 // Re-reads one process's identity (start time and uids) for the kill executor's
 // pid-reuse check. nullopt when the process is gone or cannot be read.

@@ -76,7 +76,9 @@ pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vecto
 bool is_running(pid_t pid) {
     reap_children();
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::ostringstream content;
+    content << stat.rdbuf();
+    const std::string text = content.str();
     const auto close = text.rfind(')');
     if (close == std::string::npos || close + 2 >= text.size()) return false;
     const char state = text[close + 2];
