@@ -3,7 +3,7 @@
 add_library(leftover_warnings INTERFACE)
 target_compile_options(leftover_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
-  -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Wnull-dereference
+  -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
   -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough)
 if(LEFTOVER_WERROR)
   target_compile_options(leftover_warnings INTERFACE -Werror)
