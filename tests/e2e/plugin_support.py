@@ -144,6 +144,25 @@ def wait_all_jobs_done(cluster: SlurmCluster, timeout: float = 60.0) -> None:
     wait_until(all_final, timeout, "every job to finish")
 
 
+def batch_daemon_survives_steps_and_is_reaped_at_job_end(cluster: SlurmCluster, log: LogWatch) -> None:
+    """A batch script starts a daemon, runs two srun steps, then waits to be released:
+    the daemon must live through both steps' sweeps and be reaped when the job ends."""
+    import uuid
+    tag = uuid.uuid4().hex[:8]
+    daemon_file, steps_done, release = (cluster.work_dir / f"{name}-{tag}" for name in ("daemon", "steps", "release"))
+    job = cluster.sbatch("lo_alice", "#!/bin/sh\n" + daemon_fragment(daemon_file) +
+                         f"srun /bin/true\nsrun /bin/true\ntouch {steps_done}\n"
+                         f"while [ ! -e {release} ]; do sleep 0.1; done\n")
+    daemon = read_pid(daemon_file)
+    wait_until(steps_done.exists, 30, "both srun steps")
+    log.wait_for(summary_regex(job, "1"))
+    assert still_alive_after(cluster, daemon, 0.5), "the daemon must survive the job's own steps"
+    release.touch()
+    assert cluster.wait_job_done(job).state == "COMPLETED"
+    cluster.wait_gone(daemon, 20)
+    log.wait_for(rf"leftover: SIGTERM pid={daemon} user=lo_alice")
+
+
 # Fixtures the plugin test modules share; a module imports them by name.
 import pytest  # noqa: E402
 

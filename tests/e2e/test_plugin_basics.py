@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
-    conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment, kill_quietly,
+    batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment, kill_quietly,
                             plugin_config, read_pid, start_background,
                             stepd_pid, still_alive_after, summary_regex,
                             write_config)
@@ -78,20 +78,7 @@ def test_a_user_with_another_running_job_keeps_strays_until_the_last_job_ends(cl
 
 def test_batch_daemon_survives_its_jobs_srun_steps_and_is_reaped_when_the_job_ends(cluster, config):
     config("{}\n")
-    log = LogWatch(cluster)
-    tag = uuid.uuid4().hex[:8]
-    daemon_file, steps_done, release = (cluster.work_dir / f"{name}-{tag}" for name in ("daemon", "steps", "release"))
-    job = cluster.sbatch("lo_alice", "#!/bin/sh\n" + daemon_fragment(daemon_file) +
-                         f"srun /bin/true\nsrun /bin/true\ntouch {steps_done}\n"
-                         f"while [ ! -e {release} ]; do sleep 0.1; done\n")
-    daemon = read_pid(daemon_file)
-    wait_until(steps_done.exists, 30, "both srun steps")
-    log.wait_for(summary_regex(job, "1"))
-    assert still_alive_after(cluster, daemon, 0.5), "the daemon must survive the job's own steps"
-    release.touch()
-    assert cluster.wait_job_done(job).state == "COMPLETED"
-    cluster.wait_gone(daemon, 20)
-    log.wait_for(rf"leftover: SIGTERM pid={daemon} user=lo_alice")
+    batch_daemon_survives_steps_and_is_reaped_at_job_end(cluster, LogWatch(cluster))
 
 
 def test_the_predecessors_config_verbatim_spares_its_protected_user(cluster, config):

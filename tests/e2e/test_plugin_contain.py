@@ -4,14 +4,11 @@ the node, so local state alone tells who has work here and slurmctld is never
 asked (the summary lines show no controller step, and the extern step's own end
 is where a job's strays go)."""
 
-import uuid
-
 import pytest
 
 from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
-    conf_dir, config, jobs_done_after_each_test, LogWatch, daemon_fragment, plugin_config, read_pid,
-                            still_alive_after, summary_regex, write_config)
-from slurm_cluster import wait_until
+    LogWatch, batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config,
+    jobs_done_after_each_test, plugin_config, summary_regex, write_config)
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +36,5 @@ def test_stray_of_an_srun_job_is_reaped_without_asking_slurmctld(cluster):
 
 def test_batch_daemon_survives_both_steps_and_is_reaped_when_the_job_ends(cluster):
     log = LogWatch(cluster)
-    tag = uuid.uuid4().hex[:8]
-    daemon_file, steps_done, release = (cluster.work_dir / f"{name}-{tag}" for name in ("daemon", "steps", "release"))
-    job = cluster.sbatch("lo_alice", "#!/bin/sh\n" + daemon_fragment(daemon_file) +
-                         f"srun /bin/true\nsrun /bin/true\ntouch {steps_done}\n"
-                         f"while [ ! -e {release} ]; do sleep 0.1; done\n")
-    daemon = read_pid(daemon_file)
-    wait_until(steps_done.exists, 30, "both srun steps")
-    log.wait_for(summary_regex(job, "1"))
-    assert still_alive_after(cluster, daemon, 0.5), "the daemon must survive the job's own steps"
-    release.touch()
-    assert cluster.wait_job_done(job).state == "COMPLETED"
-    cluster.wait_gone(daemon, 20)
-    log.wait_for(rf"leftover: SIGTERM pid={daemon} user=lo_alice")
+    batch_daemon_survives_steps_and_is_reaped_at_job_end(cluster, log)
     log.assert_absent(r"asking slurmctld")
