@@ -11,7 +11,8 @@
 //       Prints one JSON object with every sample in milliseconds.
 //   leftover_bench costs UID REPS
 //       Where scan + decide spends its time: each /proc pass alone (over the pids
-//       whose /proc/<pid> belongs to UID), scan_processes alone, the whole evaluation.
+//       whose /proc/<pid> belongs to UID), scan_processes alone (without cgroups, as
+//       Evaluation scans; and with read_job_cgroups, as with a live job), the whole evaluation.
 //   leftover_bench sweep UID USER METHOD EXPECT
 //       METHOD: leftover (run_end_sweep, grace 0, scope job_user), pkill, killall.
 //       Pins every process of UID with a pidfd first (untimed), then times from the
@@ -47,6 +48,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -380,6 +382,7 @@ int costs(uid_t uid, int reps) {
     leftover::ScanOptions scan_options;
     scan_options.caller_pid = ::getpid();
     scan_options.wants_detail = [&](uid_t owner) { return !exemptions.by_uid(owner).is_protected(); };
+    scan_options.read_cgroup = false;  // as Evaluation scans (cgroups: read_job_cgroups, below)
     std::printf("{\"user_processes\": %zu", user_pids.size());
     std::printf(", \"list getdents+fstatat\": %.3f", median_of([] { floor_stat(); }));
     std::printf(", \"open+close pid dir\": %.3f", median_of([&] { pass("", true); }));
@@ -388,6 +391,14 @@ int costs(uid_t uid, int reps) {
     std::printf(", \"dir+status\": %.3f", median_of([&] { pass("status", true); }));
     std::printf(", \"dir+cgroup\": %.3f", median_of([&] { pass("cgroup", true); }));
     std::printf(", \"scan_processes\": %.3f", median_of([&] { (void)leftover::scan_processes(scan_options); }));
+    // The scan as Evaluation makes it when the job state shows a live job on the node.
+    std::printf(", \"scan_processes + read_job_cgroups\": %.3f", median_of([&] {
+                    if (auto table = leftover::scan_processes(scan_options); table.ok()) {
+                        std::set<pid_t> all;  // the worst case: every process a kill candidate
+                        for (const auto& p : table->processes) all.insert(p.pid);
+                        (void)leftover::read_job_cgroups("/proc", *table, all);
+                    }
+                }));
     leftover::ScanOptions list_only = scan_options;
     list_only.wants_detail = [](uid_t) { return false; };
     std::printf(", \"scan_processes, no detail\": %.3f",

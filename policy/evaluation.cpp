@@ -31,8 +31,6 @@ Result<Plan> Evaluation::operator()() {
     if (!live.ok()) return live.error();
     live_ = std::move(live).value();
     live_.uids.insert(confirmed_allocations_.begin(), confirmed_allocations_.end());
-    if (!live_.job_ids.empty())
-        if (auto cgroups = read_job_cgroups(context_.proc_root, table_); !cgroups) return cgroups.error();
 
     auto ancestry = read_ancestry(context_.proc_root, context_.self);
     std::set<pid_t> caller_ancestors(ancestry.begin(), ancestry.end());
@@ -48,6 +46,18 @@ Result<Plan> Evaluation::operator()() {
                                     context_.never_touch, context_.ending_stepds});
     };
     Plan plan = decide_now();
+
+    // A job cgroup protects only processes of a job with a live step, and matters only
+    // for processes that would otherwise be killed: read those cgroup files, decide again.
+    if (!live_.job_ids.empty()) {
+        std::set<pid_t> candidates;
+        for (const Decision& d : plan.decisions)
+            if (d.verdict == Verdict::kill) candidates.insert(d.pid);
+        if (!candidates.empty()) {
+            if (auto read = read_job_cgroups(context_.proc_root, table_, candidates); !read.ok()) return read.error();
+            plan = decide_now();
+        }
+    }
 
     if (allocation_check_) {
         std::set<uid_t> unasked;

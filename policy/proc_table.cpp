@@ -276,25 +276,23 @@ Result<ProcessTable> scan_processes(const ScanOptions& options) {
     return scanner.take();
 }
 
-Status read_job_cgroups(const std::string& proc_root, ProcessTable& table) {
+Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids) {
     Fd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0)
         return Error::lookup(fmt::format("cannot open {}: {}", proc_root,
                                          std::error_code(errno, std::generic_category()).message()));
     std::string buf;
-    for (Process& p : table.processes) {
-        if (!p.detailed || p.kernel_thread || p.zombie()) continue;
-        Fd dir;
-        StatFields stat;
-        int err = open_pid_dir(root.get(), p.pid, dir);
-        if (!err) err = read_stat(dir.get(), p.pid, stat, buf);
-        if (!err && stat.start_time != p.start_time) continue;  // replaced: not the scanned process
-        if (!err) err = read_file(dir.get(), "cgroup", buf);
+    for (const pid_t pid : pids) {
+        Process* p = find_mutable(table, pid);
+        if (p == nullptr || !p->detailed) continue;
+        // No start-time check: if the pid now names another process, the scanned one is
+        // gone and the executor's identity check refuses to signal it whatever its cgroup.
+        const int err = read_file(root.get(), fmt::format("{}/cgroup", pid).c_str(), buf);
         if (vanished(err)) continue;
         if (err)
-            return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, p.pid,
+            return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid,
                                              std::error_code(err, std::generic_category()).message()));
-        p.job_cgroup = slurm_job_cgroup(buf);
+        p->job_cgroup = slurm_job_cgroup(buf);
     }
     return Ok{};
 }

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace leftover {
@@ -31,10 +32,9 @@ struct ScanOptions {
 // A view that is incomplete or foreign is a lookup error, never an empty table.
 Result<ProcessTable> scan_processes(const ScanOptions& options);
 
-// Fills job_cgroup of every detailed process (a scan made with read_cgroup off): opens
-// /proc/<pid>, checks the start time is still the scanned one, reads cgroup. A process
-// gone or replaced meanwhile keeps no job_cgroup (the executor's identity check skips it).
-Status read_job_cgroups(const std::string& proc_root, ProcessTable& table);
+// Fills job_cgroup of the detailed processes among `pids` (after a scan made with
+// read_cgroup off). A process gone meanwhile keeps none.
+Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids);
 
 // Re-reads one process's identity (start time and uids) for the kill executor's
 // pid-reuse check. nullopt when the process is gone or cannot be read.

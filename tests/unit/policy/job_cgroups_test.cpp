@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The evaluation reads cgroup files only when a job with a live step could protect by
-// cgroup: read_job_cgroups fills in what a scan without cgroups left out.
+// Job cgroups are read only for the processes a plan would kill, and only when a job
+// with a live step could protect them: read_job_cgroups and the evaluation around it.
+#include "evaluation.hpp"
 #include "proc_table.hpp"
+#include "support/fake_accounts.hpp"
 #include "support/fake_proc.hpp"
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 using namespace leftover;
+using leftover::test::FakeAccounts;
 using leftover::test::FakeProc;
 
 namespace {
@@ -17,48 +22,68 @@ const Process& get(const ProcessTable& table, pid_t pid) {
     return *p;
 }
 
+ProcessTable scan_without_cgroups(const FakeProc& fake) {
+    ScanOptions options = fake.options();
+    options.read_cgroup = false;
+    auto table = scan_processes(options);
+    REQUIRE(table.ok());
+    return std::move(table).value();
+}
+
 }  // namespace
 
-TEST_CASE("job cgroups: a scan without cgroups, then read_job_cgroups, gives what a full scan gives") {
+TEST_CASE("job cgroups: only the listed processes are read, and only Slurm's own job cgroups count") {
     FakeProc fake;
     fake.add_process({.pid = 700, .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n"});
+    fake.add_process({.pid = 701, .cgroup = "0::/system.slice/slurmstepd.scope/job_43/step_0\n"});
     fake.add_process({.pid = 702, .cgroup = "0::/user.slice/user-1000.slice/user@1000.service/"
                                             "system.slice/slurmstepd.scope/job_7\n"});
-    ScanOptions options = fake.options();
-    options.read_cgroup = false;
-    auto table = scan_processes(options);
-    REQUIRE(table.ok());
-    CHECK_FALSE(get(table.value(), 700).job_cgroup.has_value());
+    ProcessTable table = scan_without_cgroups(fake);
+    CHECK_FALSE(get(table, 700).job_cgroup.has_value());
 
-    REQUIRE(read_job_cgroups(fake.root(), table.value()).ok());
-    CHECK(get(table.value(), 700).job_cgroup == std::optional<std::uint64_t>{42});
-    CHECK_FALSE(get(table.value(), 702).job_cgroup.has_value());  // a user's delegated subtree
+    REQUIRE(read_job_cgroups(fake.root(), table, {700, 702}).ok());
+    CHECK(get(table, 700).job_cgroup == std::optional<std::uint64_t>{42});
+    CHECK_FALSE(get(table, 701).job_cgroup.has_value());  // not listed
+    CHECK_FALSE(get(table, 702).job_cgroup.has_value());  // a user's delegated subtree
 }
 
-TEST_CASE("job cgroups: a process replaced since the scan is left alone; one gone is skipped") {
-    FakeProc fake;
-    fake.add_process({.pid = 700, .start_time = 5000, .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0\n"});
-    fake.add_process({.pid = 701, .cgroup = "0::/system.slice/slurmstepd.scope/job_43/step_0\n"});
-    ScanOptions options = fake.options();
-    options.read_cgroup = false;
-    auto table = scan_processes(options);
-    REQUIRE(table.ok());
-    fake.add_process({.pid = 700, .start_time = 6000, .cgroup = "0::/system.slice/slurmstepd.scope/job_99/step_0\n"});
-    fake.remove("701/cgroup");
-    REQUIRE(read_job_cgroups(fake.root(), table.value()).ok());
-    CHECK_FALSE(get(table.value(), 700).job_cgroup.has_value());
-    CHECK_FALSE(get(table.value(), 701).job_cgroup.has_value());
-}
-
-TEST_CASE("job cgroups: an unparsable stat is a lookup error, not a skipped protection") {
+TEST_CASE("job cgroups: a process gone since the scan is skipped; an unreadable cgroup is a lookup error") {
     FakeProc fake;
     fake.add_process({.pid = 700, .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0\n"});
-    ScanOptions options = fake.options();
-    options.read_cgroup = false;
-    auto table = scan_processes(options);
-    REQUIRE(table.ok());
-    fake.write_file("700/stat", "garbage");
-    auto status = read_job_cgroups(fake.root(), table.value());
+    fake.add_process({.pid = 701, .cgroup = "0::/system.slice/slurmstepd.scope/job_43/step_0\n"});
+    ProcessTable table = scan_without_cgroups(fake);
+    fake.remove("700/cgroup");
+    REQUIRE(read_job_cgroups(fake.root(), table, {700}).ok());
+    CHECK_FALSE(get(table, 700).job_cgroup.has_value());
+
+    fake.remove("701/cgroup");
+    REQUIRE(::mkdir(fake.path("701/cgroup").c_str(), 0755) == 0);  // a directory where the file should be
+    auto status = read_job_cgroups(fake.root(), table, {701});
     REQUIRE_FALSE(status.ok());
     CHECK(status.error().kind == ErrorKind::lookup);
+}
+
+TEST_CASE("evaluation: a process in the cgroup of a job with a live step is kept, others of that user are not") {
+    FakeProc fake;
+    fake.add_process({.pid = 700, .uids = {41201, 41201, 41201, 41201},
+                      .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0\n"});
+    fake.add_process({.pid = 701, .uids = {41201, 41201, 41201, 41201},
+                      .cgroup = "0::/system.slice/slurmstepd.scope/job_43/step_0\n"});
+    Config config;
+    auto exemptions = Exemptions::load(config, {});
+    REQUIRE(exemptions.ok());
+    FakeAccounts accounts;
+    accounts.names[41201] = "cg.user";
+    EvaluationContext context;
+    context.proc_root = fake.root();
+    context.self = FakeProc::caller_pid;
+    LiveWork live;
+    live.job_ids = {42};  // job 42 has a live step (owned by someone else); job 43 has none
+    Evaluation evaluation(exemptions.value(), accounts, [&] { return Result<LiveWork>(live); }, {}, context);
+    auto plan = evaluation();
+    REQUIRE(plan.ok());
+    for (const Decision& d : plan->decisions) {
+        if (d.pid == 700) CHECK(d.reason == Reason::live_job_cgroup);
+        if (d.pid == 701) CHECK(d.reason == Reason::stray);
+    }
 }
