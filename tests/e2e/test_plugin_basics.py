@@ -109,17 +109,6 @@ def test_a_protected_users_file_matches_dotted_names_exactly(cluster, config, co
     log.assert_absent(rf"SIGTERM pid={spared}\b")
 
 
-def test_a_missing_users_file_kills_nothing_and_the_log_names_it(cluster, config, conf_dir):
-    missing = conf_dir / "absent.list"
-    config(f"protected_users_files: [{missing}]\n")
-    log = LogWatch(cluster)
-    stray, job = cluster.plant_stray_in_step("lo_alice")
-    assert cluster.wait_job_done(job) == ("COMPLETED", 0, 0)
-    log.wait_for(rf"leftover: lookup error: protected users file {missing}: does not exist; nothing killed")
-    log.wait_for(summary_regex(job, "epilog"))
-    assert still_alive_after(cluster, stray, 1.0)
-
-
 def test_uids_outside_the_range_are_spared_and_scope_decides_about_jobless_users(cluster, config):
     config("{}\n")
     log = LogWatch(cluster)
@@ -143,13 +132,15 @@ def test_uids_outside_the_range_are_spared_and_scope_decides_about_jobless_users
 @pytest.mark.parametrize("text, error", [
     ("{ this is not json", r"config error: .*leftover.conf:\d+: syntax error"),
     ('{"protected_user": ["lo_alice"]}\n', r"config error: .*leftover.conf:1: unknown key 'protected_user'"),
-])
-def test_a_bad_config_fails_no_job_and_kills_nothing(cluster, config, text, error):
-    config(text)
+    ("protected_users_files: [{conf_dir}/absent.list]\n",
+     r"lookup error: protected users file {conf_dir}/absent.list: does not exist"),
+], ids=["malformed config", "unknown key", "missing users file"])
+def test_a_config_or_lookup_error_fails_no_job_and_kills_nothing(cluster, config, conf_dir, text, error):
+    config(text.replace("{conf_dir}", str(conf_dir)))
     log = LogWatch(cluster)
     stray, job = cluster.plant_stray_in_step("lo_alice")
     assert cluster.wait_job_done(job) == ("COMPLETED", 0, 0)
-    log.wait_for(f"leftover: {error}.*; nothing killed")
+    log.wait_for("leftover: " + error.replace("{conf_dir}", str(conf_dir)) + ".*; nothing killed")
     log.wait_for(summary_regex(job, "epilog"))
     assert still_alive_after(cluster, stray, 1.0)
 
