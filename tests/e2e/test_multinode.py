@@ -28,8 +28,8 @@ import uuid
 
 import pytest
 
-from plugin_support import (LogWatch, daemon_fragment, plugin_config, read_pid,
-                            summary_regex, write_config)
+from plugin_support import (  # noqa: F401 (conf_dir: a shared fixture)
+    LogWatch, conf_dir, daemon_fragment, plugin_config, read_pid, summary_regex, write_config)
 from slurm_cluster import MARKER_VAR, ClusterConfig, wait_until
 
 NODES = ("lo-n1", "lo-n2", "lo-n3")
@@ -54,11 +54,6 @@ def namespaced(**overrides) -> dict:
 @pytest.fixture(scope="module")
 def bare(make_cluster):
     return make_cluster(ClusterConfig(**namespaced(prolog_flags="contain")))
-
-
-@pytest.fixture(scope="module")
-def conf_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("leftover-conf")
 
 
 @pytest.fixture(scope="module")
