@@ -123,14 +123,23 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
         return std::chrono::duration<double, std::milli>(Clock::now() - request.started).count();
     };
     SummaryInput summary{request.trigger.label, request.trigger.uid, {}, false, 0};
-    if (request.trigger.uid) {
+    // The job user's name for the summary: from the plan when the evaluation already
+    // resolved it, so a step end costs one account lookup per user, not two.
+    const auto name_trigger_user = [&](const Plan& plan) {
+        if (!request.trigger.uid) return;
+        for (const Decision& d : plan.decisions)
+            if (d.uid == *request.trigger.uid && !d.user.empty()) {
+                summary.trigger_user = d.user;
+                return;
+            }
         const auto lookup = accounts.name_of(*request.trigger.uid);
         if (lookup.status == AccountLookup::Status::found) summary.trigger_user = lookup.name;
-    }
+    };
 
     if (!prepared.config.ok()) {
         report.error = prepared.config.error();
         log.error(fmt::format("{}: {}; nothing killed", to_string(report.error->kind), report.error->message));
+        name_trigger_user(report.first_plan);
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
         return report;
@@ -145,6 +154,7 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
     if (!prepared.exemptions || !prepared.exemptions->ok()) {
         report.error = prepared.exemptions ? prepared.exemptions->error() : Error::lookup("exemptions not loaded");
         log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
+        name_trigger_user(report.first_plan);
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
         return report;
@@ -171,6 +181,7 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
         if (!config.dry_run)
             log.warn(fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user, survivor.uid));
     if (report.deadline_reached) log.warn("the evaluation reached its deadline and stopped where it was");
+    name_trigger_user(report.first_plan);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report));
     return report;
