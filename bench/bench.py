@@ -576,7 +576,7 @@ def write_report(path: Path, facts, scans, sweeps, cluster, reps, sweep_reps, lo
         misses.append("peak RSS of a sweep at N=10,000")
     L.append("| figure | value | target | |")
     L.append("|---|---:|---|---|")
-    L.append(f"| peak RSS (VmHWM) of a process running one sweep of 10,000 strays (run_end_sweep, as the plugin), "
+    L.append(f"| peak RSS (VmHWM) of a process running one sweep of 10,000 strays (run_sweep, as the plugin), "
              f"max of {len(rss10)} | {max(rss10) / 1024:.1f} MiB (before the sweep: {med(base10) / 1024:.1f} MiB) | "
              f"< 16 MiB | {verdict(ok)} |")
     for n in SIZES[:-1]:

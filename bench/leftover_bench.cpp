@@ -14,11 +14,11 @@
 //       whose /proc/<pid> belongs to UID), scan_processes alone (without cgroups, as
 //       Evaluation scans; and with read_job_cgroups, as with a live job), the whole evaluation.
 //   leftover_bench sweep UID USER METHOD EXPECT
-//       METHOD: leftover (run_end_sweep, grace 0, scope job_user), pkill, killall.
+//       METHOD: leftover (run_sweep, grace 0, scope job_user), pkill, killall.
 //       Pins every process of UID with a pidfd first (untimed), then times from the
 //       start until every one of them has exited. Prints JSON with the time and the
 //       process's peak RSS before and after.
-#include "end_sweep.hpp"
+#include "run_sweep.hpp"
 #include "evaluation.hpp"
 #include "exemptions.hpp"
 #include "proc_read.hpp"
@@ -432,7 +432,7 @@ int costs(uid_t uid, int reps) {
     return 0;
 }
 
-class NullSink final : public leftover::slurm::Log {
+class NullSink final : public leftover::sweep::LogSink {
 public:
     void write(leftover::LogLevel, const std::string& text) override { bytes += text.size(); }
     std::size_t bytes = 0;
@@ -492,8 +492,8 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
         std::fclose(f);
     }
     ::chmod(conf.c_str(), 0644);
-    leftover::slurm::Prepared prepared;
-    if (method == "leftover") prepared = leftover::slurm::prepare(conf, true, {});
+    leftover::sweep::ConfigAndExemptions prepared;
+    if (method == "leftover") prepared = leftover::sweep::load_config_and_exemptions(conf, true, {});
 
     auto pidfds = pin_user(uid);
     if (pidfds.size() != expect) {
@@ -509,7 +509,7 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     std::size_t evaluations = 0;
     const auto start = Clock::now();
     if (method == "leftover") {
-        leftover::slurm::SweepRequest request;
+        leftover::sweep::SweepRequest request;
         request.trigger.label = "bench sweep";
         request.trigger.uid = uid;
         request.trigger.job_id = 1;
@@ -520,9 +520,9 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
         request.self = ::getpid();
         request.started = start;
         NullSink sink;
-        leftover::slurm::FrontEndLog log(sink);
+        leftover::sweep::Logger log(sink);
         const auto report =
-            leftover::slurm::run_end_sweep(prepared, request, nullptr, leftover::SystemAccounts{}, log);
+            leftover::sweep::run_sweep(prepared, request, nullptr, leftover::SystemAccounts{}, log);
         if (report.error) std::fprintf(stderr, "leftover_bench: sweep error: %s\n", report.error->message.c_str());
         std::vector<pid_t> signalled;  // distinct pids: a slow exit can be signalled again next round
         for (const auto& action : report.actions)

@@ -54,7 +54,7 @@ std::string aligned(const std::vector<std::vector<std::string>>& table) {
 }
 
 // "users lo_bob (41002); jobs 12, 13" from live work, naming users the plan knows.
-std::string live_work_text(const slurm::NodeCheck& check) {
+std::string live_work_text(const sweep::NodeCheck& check) {
     std::map<uid_t, std::string> names;
     for (const Decision& d : check.plan.decisions)
         if (!d.user.empty()) names.emplace(d.uid, d.user);
@@ -76,7 +76,7 @@ void write_error(JsonWriter& json, const std::optional<Error>& error) {
         return;
     }
     json.begin_object();
-    json.key("kind").value(error->kind == ErrorKind::config ? "config" : "lookup");
+    json.key("kind").value(error->kind == ErrorKind::config ? "config" : "lookup");  // not a Slurm node: lookup
     json.key("message").value(error->message);
     json.end_object();
 }
@@ -101,7 +101,7 @@ bool is_listed(const Decision& decision, bool all) {
         case Reason::self:
         case Reason::caller_ancestor:
         case Reason::kernel_thread:
-        case Reason::not_inspected: return false;
+        case Reason::protected_owner: return false;
         default: return true;
     }
 }
@@ -126,7 +126,7 @@ std::vector<UserSummary> summarize_users(const std::vector<Decision>& decisions)
 
 std::string format_check_table(const CheckResult& result) {
     if (!result.check) return {};
-    const slurm::NodeCheck& check = *result.check;
+    const sweep::NodeCheck& check = *result.check;
     const auto rows = listed_rows(result);
     std::string out;
     if (rows.empty()) {
@@ -173,7 +173,7 @@ std::string format_check_json(const CheckResult& result) {
     json.key("exit_status").value(status);
     write_error(json, result.error);
     if (result.check) {
-        const slurm::NodeCheck& check = *result.check;
+        const sweep::NodeCheck& check = *result.check;
         const auto rows = listed_rows(result);
         json.key("live_work").begin_object();
         json.key("uids").begin_array();

@@ -3,7 +3,7 @@
 // or the same as a JSON document (its shape is documented in leftover(8)).
 #pragma once
 
-#include "end_sweep.hpp"
+#include "run_sweep.hpp"
 #include "exit_status.hpp"
 
 #include <optional>
@@ -20,7 +20,7 @@ struct CheckResult {
     std::string spool_dir;
     std::string config;     // the config file read; empty: all defaults (or not read)
     bool all = false;       // --all: every process, not only those of unprotected users
-    std::optional<slurm::NodeCheck> check;  // set unless error is
+    std::optional<sweep::NodeCheck> check;  // set unless error is
     std::optional<Error> error;
 };
 

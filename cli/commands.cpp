@@ -1,23 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "commands.hpp"
 
+#include "build_info.hpp"
 #include "check_report.hpp"
 #include "config_report.hpp"
-#include "end_sweep.hpp"
+#include "run_sweep.hpp"
 #include "slew.hpp"
 #include "stream_log.hpp"
 
 #include <fmt/format.h>
-
-#include <slurm/slurm_version.h>
 
 namespace leftover::cli {
 namespace {
 
 NodeOverrides overrides_of(const Options& options) { return {options.node, options.spool_dir}; }
 
-slurm::SweepRequest node_wide_request(const std::string& label, const slurm::NodeInfo& node, const Environment& env) {
-    slurm::SweepRequest request;
+sweep::SweepRequest node_wide_request(const std::string& label, const node::NodeInfo& node, const Environment& env) {
+    sweep::SweepRequest request;
     request.trigger.label = label;  // no uid: a node-wide evaluation, scope node
     request.node = node;
     request.self = env.self;
@@ -26,19 +25,10 @@ slurm::SweepRequest node_wide_request(const std::string& label, const slurm::Nod
     return request;
 }
 
-// "config error: ..." or "lookup error: ..."; not being on a Slurm node is said plainly.
-std::string describe(const Error& error) {
-    if (error.message.starts_with("not a Slurm node")) return error.message;
-    return fmt::format("{}: {}", to_string(error.kind), error.message);
-}
+// "config error: ...", "lookup error: ..." or "not a Slurm node: ...".
+std::string describe(const Error& error) { return fmt::format("{}: {}", to_string(error.kind), error.message); }
 
 }  // namespace
-
-std::string version_line() {
-    return fmt::format("leftover {} built for Slurm {}.{:02}.{}", LEFTOVER_VERSION,
-                       SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
-                       SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
-}
 
 int run(const Options& options, Environment& env) {
     if (options.help) {
@@ -46,18 +36,18 @@ int run(const Options& options, Environment& env) {
         return kExitClean;
     }
     if (options.version) {
-        env.out << version_line() << "\n";
+        env.out << node::build_banner() << "\n";
         return kExitClean;
     }
     switch (*options.command) {
-        case Command::check: return run_check(options, env);
-        case Command::sweep: return run_sweep(options, env);
-        case Command::config: return run_config(options, env);
+        case Command::check: return check_command(options, env);
+        case Command::sweep: return sweep_command(options, env);
+        case Command::config: return config_command(options, env);
     }
     return kExitError;
 }
 
-int run_check(const Options& options, Environment& env) {
+int check_command(const Options& options, Environment& env) {
     CheckResult result;
     result.all = options.all;
     const auto emit = [&] {
@@ -74,22 +64,22 @@ int run_check(const Options& options, Environment& env) {
     }
     result.node = node->node_name;
     result.spool_dir = node->spool_dir;
-    const slurm::Prepared prepared = slurm::prepare(options.config_path, options.config_path_given, node->slurm_uids);
-    if (prepared.config.ok()) result.config = prepared.config->loaded_from;
+    const sweep::ConfigAndExemptions loaded = sweep::load_config_and_exemptions(options.config_path, options.config_path_given, node->slurm_uids);
+    if (loaded.config.ok()) result.config = loaded.config->loaded_from;
 
-    StreamLog sink(env.err);
-    slurm::FrontEndLog log(sink);
+    StreamLogSink sink(env.err);
+    sweep::Logger log(sink);
     auto controller = env.make_controller(node.value());
-    auto check = slurm::check_node(prepared, node_wide_request("node check", node.value(), env), controller.get(),
+    auto check = sweep::check_node(loaded, node_wide_request("node check", node.value(), env), controller.get(),
                                    env.accounts, log);
     if (check.ok()) result.check = std::move(check).value();
     else result.error = check.error();
     return emit();
 }
 
-int run_sweep(const Options& options, Environment& env) {
-    StreamLog sink(env.err);
-    slurm::FrontEndLog log(sink);
+int sweep_command(const Options& options, Environment& env) {
+    StreamLogSink sink(env.err);
+    sweep::Logger log(sink);
     if (!options.dry_run && !env.is_root) {
         log.error("sweep signals other users' processes and must run as root (--dry-run does not)");
         return kExitError;
@@ -99,9 +89,9 @@ int run_sweep(const Options& options, Environment& env) {
         log.error(describe(node.error()));
         return kExitError;
     }
-    slurm::Prepared prepared = slurm::prepare(options.config_path, options.config_path_given, node->slurm_uids);
-    if (prepared.config.ok()) {
-        Config& config = prepared.config.value();
+    sweep::ConfigAndExemptions loaded = sweep::load_config_and_exemptions(options.config_path, options.config_path_given, node->slurm_uids);
+    if (loaded.config.ok()) {
+        Config& config = loaded.config.value();
         if (options.dry_run) config.dry_run = true;
         log.set_threshold(config.debuglevel);
         const double wait = options.no_slew ? 0 : slew_seconds(config, env.random_unit());
@@ -113,13 +103,13 @@ int run_sweep(const Options& options, Environment& env) {
     }
     auto controller = env.make_controller(node.value());
     // Started after the slew: the evaluation's deadline covers the sweep, not the wait.
-    const SweepReport report = slurm::run_end_sweep(prepared, node_wide_request("node sweep", node.value(), env),
+    const KillReport report = sweep::run_sweep(loaded, node_wide_request("node sweep", node.value(), env),
                                                     controller.get(), env.accounts, log);
     if (report.error) return kExitError;
     return report.survivors.empty() ? kExitClean : kExitStrays;
 }
 
-int run_config(const Options& options, Environment& env) {
+int config_command(const Options& options, Environment& env) {
     const Result<Config> config = load_config(options.config_path, options.config_path_given);
     if (!config.ok()) {
         env.err << "leftover: config error: " << config.error().message

@@ -20,7 +20,7 @@ namespace leftover::cli {
 
 struct Environment {
     NodeDiscovery discover_node;
-    std::function<std::unique_ptr<slurm::Controller>(const slurm::NodeInfo&)> make_controller;
+    std::function<std::unique_ptr<node::Controller>(const node::NodeInfo&)> make_controller;
     const AccountDatabase& accounts;
     std::ostream& out;  // the table, the JSON document, the config report
     std::ostream& err;  // log lines and errors
@@ -31,14 +31,12 @@ struct Environment {
     std::function<double()> random_unit;  // in [0, 1), for slew
 };
 
-// "leftover 0.1.0 built for Slurm 22.05.8"
-std::string version_line();
 
 // Runs what the options ask for; returns the exit status (0, 1 or 2, see leftover(8)).
 int run(const Options& options, Environment& env);
 
-int run_check(const Options& options, Environment& env);
-int run_sweep(const Options& options, Environment& env);
-int run_config(const Options& options, Environment& env);
+int check_command(const Options& options, Environment& env);
+int sweep_command(const Options& options, Environment& env);
+int config_command(const Options& options, Environment& env);
 
 }  // namespace leftover::cli

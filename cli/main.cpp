@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // leftover: the command. Everything but wiring lives in commands.cpp and its helpers.
 #include "commands.hpp"
+#include "build_info.hpp"
 #include "query_controller.hpp"
 
 #include <filesystem>
@@ -8,21 +9,6 @@
 #include <random>
 #include <thread>
 #include <unistd.h>
-
-namespace {
-
-// Next to the command in a build tree (the build copies it there); installed, in libexec.
-std::string query_helper_path() {
-    std::error_code ignored;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ignored);
-    if (!self.empty()) {
-        const auto sibling = self.parent_path() / "leftover-query";
-        if (std::filesystem::exists(sibling, ignored)) return sibling.string();
-    }
-    return LEFTOVER_QUERY_PATH;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     using namespace leftover;
@@ -32,13 +18,15 @@ int main(int argc, char** argv) {
         return cli::kExitError;
     }
     try {
+        std::error_code ignored;
+        const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ignored).string();
         const SystemAccounts accounts;
         std::random_device seed;
         std::mt19937_64 random(seed());
         cli::Environment env{
             .discover_node = cli::discover_slurm_node,
-            .make_controller = [](const slurm::NodeInfo& node) -> std::unique_ptr<slurm::Controller> {
-                return std::make_unique<slurm::QueryController>(query_helper_path(), node.slurm_conf);
+            .make_controller = [&self_exe](const node::NodeInfo& node) -> std::unique_ptr<node::Controller> {
+                return std::make_unique<node::QueryController>(node::query_helper_path(self_exe), node.slurm_conf);
             },
             .accounts = accounts,
             .out = std::cout,

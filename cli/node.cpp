@@ -12,11 +12,11 @@ namespace leftover::cli {
 Status check_spool_dir(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
-        return Error::lookup(fmt::format("not a Slurm node: slurmd's spool directory {} cannot be used: {}; slurmd has "
+        return Error::not_a_slurm_node(fmt::format("slurmd's spool directory {} cannot be used: {}; slurmd has "
                                          "not run here, or --node / --spool-dir is wrong",
                                          path, std::strerror(errno)));
     if (!S_ISDIR(st.st_mode))
-        return Error::lookup(fmt::format("not a Slurm node: slurmd's spool directory {} is not a directory", path));
+        return Error::not_a_slurm_node(fmt::format("slurmd's spool directory {} is not a directory", path));
     return Ok{};
 }
 

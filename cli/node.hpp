@@ -4,7 +4,7 @@
 // or given with --node / --spool-dir.
 #pragma once
 
-#include "end_sweep.hpp"
+#include "node_info.hpp"
 #include "result.hpp"
 
 #include <functional>
@@ -18,7 +18,7 @@ struct NodeOverrides {
     std::optional<std::string> spool_dir;
 };
 
-using NodeDiscovery = std::function<Result<slurm::NodeInfo>(const NodeOverrides&)>;
+using NodeDiscovery = std::function<Result<node::NodeInfo>(const NodeOverrides&)>;
 
 // The spool directory must exist and be a directory: a missing one means slurmd never
 // ran here (or the name is wrong), and reading "no steps" from it would be a lie.
@@ -26,6 +26,6 @@ Status check_spool_dir(const std::string& path);
 
 // libslurm's answer, with the overrides applied. Defined in slurm_node.cpp, which only
 // the executable links: the unit tests pass their own NodeDiscovery.
-Result<slurm::NodeInfo> discover_slurm_node(const NodeOverrides& overrides);
+Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides);
 
 }  // namespace leftover::cli

@@ -6,11 +6,12 @@
 // SlurmdSpoolDir to the short host name and the first %n to the node name.
 #include "node.hpp"
 
+#include "slurm_conf.hpp"
+
 extern "C" {
 #include <slurm/slurm.h>
 // Exported by libslurm but declared only in Slurm's private read_config.h / xmalloc.h
 // (slurm-22-05-8-1); the strings they return are xmalloc'ed and freed with slurm_xfree.
-extern slurm_conf_t slurm_conf;
 char* slurm_conf_get_nodename(const char* node_hostname);
 char* slurm_conf_get_aliased_nodename(void);
 void slurm_xfree(void** pointer);
@@ -40,12 +41,12 @@ bool exists(const std::string& path) {
 // then exits, and without any it would ask DNS for a configless controller.
 Result<std::string> slurm_conf_path() {
     if (const char* env = std::getenv("SLURM_CONF"); env != nullptr && *env != '\0') {
-        if (!exists(env)) return Error::lookup(fmt::format("not a Slurm node: SLURM_CONF names {}, which does not exist", env));
+        if (!exists(env)) return Error::not_a_slurm_node(fmt::format("SLURM_CONF names {}, which does not exist", env));
         return std::string(env);
     }
     for (const char* path : {kDefaultSlurmConf, kConfiglessSlurmConf})
         if (exists(path)) return std::string(path);
-    return Error::lookup(fmt::format("not a Slurm node: no slurm.conf (SLURM_CONF is not set, and neither {} nor {} "
+    return Error::not_a_slurm_node(fmt::format("no slurm.conf (SLURM_CONF is not set, and neither {} nor {} "
                                      "exists)",
                                      kDefaultSlurmConf, kConfiglessSlurmConf));
 }
@@ -68,13 +69,6 @@ std::optional<std::string> take(char* xmalloced) {
     return value;
 }
 
-std::string short_hostname() {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) != 0) return {};
-    std::string host = name;
-    return host.substr(0, host.find('.'));
-}
-
 std::optional<std::string> slurmd_node_name(const std::string& short_host) {
     if (auto name = take(slurm_conf_get_nodename(short_host.c_str()))) return name;
     if (auto name = take(slurm_conf_get_aliased_nodename())) return name;
@@ -83,7 +77,7 @@ std::optional<std::string> slurmd_node_name(const std::string& short_host) {
 
 }  // namespace
 
-Result<slurm::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
+Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
     auto conf_path = slurm_conf_path();
     if (!conf_path.ok()) return conf_path.error();
 
@@ -93,27 +87,20 @@ Result<slurm::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
     slurm_init(conf_path->c_str());
     reading_slurm_conf = false;
 
-    slurm::NodeInfo node;
-    const std::string short_host = short_hostname();
+    const std::string short_host = node::short_hostname();
     std::optional<std::string> name = overrides.node_name ? overrides.node_name : slurmd_node_name(short_host);
     if (!name) {
         slurm_fini();
-        return Error::lookup(fmt::format("not a Slurm node: no NodeName in {} has NodeHostname {} (this host); give "
-                                         "--node NAME if slurmd runs here with -N",
-                                         *conf_path, short_host));
+        return Error::not_a_slurm_node(fmt::format("no NodeName in {} has NodeHostname {} (this host); give "
+                                                   "--node NAME if slurmd runs here with -N",
+                                                   *conf_path, short_host));
     }
-    node.node_name = *name;
-    if (overrides.spool_dir) {
-        node.spool_dir = *overrides.spool_dir;
-    } else if (slurm_conf.slurmd_spooldir != nullptr && *slurm_conf.slurmd_spooldir != '\0') {
-        node.spool_dir = slurm::expand_spool_dir(slurm_conf.slurmd_spooldir, node.node_name, short_host);
-    }
-    node.slurm_uids = {static_cast<uid_t>(slurm_conf.slurm_user_id), static_cast<uid_t>(slurm_conf.slurmd_user_id)};
-    node.prolog_contain = (slurm_conf.prolog_flags & PROLOG_FLAG_CONTAIN) != 0;
-    node.slurm_conf = slurm_conf.slurm_conf != nullptr ? slurm_conf.slurm_conf : *conf_path;
+    node::NodeInfo node = node::node_info_from_slurm_conf(*name);
+    if (overrides.spool_dir) node.spool_dir = *overrides.spool_dir;
+    if (node.slurm_conf.empty()) node.slurm_conf = *conf_path;
     slurm_fini();
 
-    if (node.spool_dir.empty()) return Error::lookup(fmt::format("not a Slurm node: {} sets no SlurmdSpoolDir", *conf_path));
+    if (node.spool_dir.empty()) return Error::not_a_slurm_node(fmt::format("{} sets no SlurmdSpoolDir", *conf_path));
     if (auto spool = check_spool_dir(node.spool_dir); !spool.ok()) return spool.error();
     return node;
 }

@@ -3,7 +3,7 @@
 
 namespace leftover::cli {
 
-void StreamLog::write(LogLevel level, const std::string& text) {
+void StreamLogSink::write(LogLevel level, const std::string& text) {
     const char* tag = "";
     if (level == LogLevel::warn) tag = "warning: ";
     else if (level >= LogLevel::err) tag = "error: ";

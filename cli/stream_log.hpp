@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The command's log sink: standard error, as slurmd's log is the plugin's. FrontEndLog
+// The command's log sink: standard error, as slurmd's log is the plugin's. Logger
 // still copies kills, dry-run decisions, warnings and errors to syslog.
 #pragma once
 
@@ -9,9 +9,9 @@
 
 namespace leftover::cli {
 
-class StreamLog final : public slurm::Log {
+class StreamLogSink final : public sweep::LogSink {
 public:
-    explicit StreamLog(std::ostream& out) : out_(out) {}
+    explicit StreamLogSink(std::ostream& out) : out_(out) {}
     // "leftover: text", "leftover: warning: text", "leftover: error: text".
     void write(LogLevel level, const std::string& text) override;
 

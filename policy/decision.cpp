@@ -35,7 +35,7 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
     if (p.kernel_thread) return keep(d, Reason::kernel_thread);
     if (!p.detailed) {
         const Exemption* e = exemption_of(in, p.owner);
-        return keep(d, Reason::not_inspected, e ? e->describe() : "owner not inspected");
+        return keep(d, Reason::protected_owner, e ? e->describe() : "owner not inspected");
     }
     if (p.zombie()) return keep(d, Reason::zombie);
     if (!p.uids.all_equal())
@@ -48,10 +48,10 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
     if (e->is_protected()) return keep(d, Reason::protected_account, e->describe());
 
     if (p.stepd_ancestor && in.ending_stepds.count(*p.stepd_ancestor) == 0)
-        return keep(d, Reason::live_step, fmt::format("slurmstepd {}", *p.stepd_ancestor));
+        return keep(d, Reason::inside_live_step, fmt::format("slurmstepd {}", *p.stepd_ancestor));
     if (p.job_cgroup && in.live.job_ids.count(*p.job_cgroup) != 0)
         return keep(d, Reason::live_job_cgroup, fmt::format("job {}", *p.job_cgroup));
-    if (in.live.uids.count(d.uid) != 0) return keep(d, Reason::live_job);
+    if (in.live.uids.count(d.uid) != 0) return keep(d, Reason::has_live_job);
     if (in.event.scope == Scope::job_user && in.event.job_uid != d.uid)
         return keep(d, Reason::out_of_scope);
 
@@ -100,12 +100,12 @@ const char* to_string(Reason reason) {
         case Reason::never_touch: return "never_touch";
         case Reason::kernel_thread: return "kernel_thread";
         case Reason::zombie: return "zombie";
-        case Reason::not_inspected: return "protected_owner";
+        case Reason::protected_owner: return "protected_owner";
         case Reason::mixed_uids: return "mixed_uids";
         case Reason::protected_account: return "protected";
-        case Reason::live_step: return "inside_live_step";
+        case Reason::inside_live_step: return "inside_live_step";
         case Reason::live_job_cgroup: return "live_job_cgroup";
-        case Reason::live_job: return "has_live_job";
+        case Reason::has_live_job: return "has_live_job";
         case Reason::out_of_scope: return "out_of_scope";
         case Reason::stray: return "stray";
     }

@@ -40,12 +40,12 @@ enum class Reason {
     never_touch,       // named by the caller
     kernel_thread,
     zombie,
-    not_inspected,     // owner protected: only /proc/<pid>'s owner was read
+    protected_owner,   // owner protected: only /proc/<pid>'s owner was read
     mixed_uids,        // real/effective/saved/filesystem uids differ
-    protected_account,
-    live_step,         // descends from a live slurmstepd
+    protected_account, // printed "protected" (a C++ keyword)
+    inside_live_step,  // descends from a live slurmstepd
     live_job_cgroup,   // in the cgroup of a job with a live step
-    live_job,          // its user has live work on the node
+    has_live_job,      // its user has live work on the node
     out_of_scope,      // scope job_user and another user
     stray,             // kill
 };

@@ -19,7 +19,7 @@ struct Pinned {
 
 class Executor {
 public:
-    Executor(const SweepOptions& options, SystemCalls& calls, SweepReport& report)
+    Executor(const KillOptions& options, SystemCalls& calls, KillReport& report)
         : options_(options), calls_(calls), report_(report) {}
 
     // Pins every target, checks its identity through the pin and signals it.
@@ -103,17 +103,17 @@ private:
         else record.outcome = Outcome::failed;
     }
 
-    const SweepOptions& options_;
+    const KillOptions& options_;
     SystemCalls& calls_;
-    SweepReport& report_;
+    KillReport& report_;
 };
 
 bool past(Clock::time_point deadline) { return Clock::now() >= deadline; }
 
 }  // namespace
 
-SweepReport sweep(const Evaluate& evaluate, const SweepOptions& options, SystemCalls& calls) {
-    SweepReport report;
+KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls) {
+    KillReport report;
     Executor executor(options, calls, report);
 
     auto next_plan = [&]() -> std::optional<Plan> {

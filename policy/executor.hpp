@@ -38,27 +38,27 @@ struct KillRecord {
 };
 
 // Told about each action as it happens, so a front end logs it then and not after
-// the whole sweep (which may wait out grace).
-struct SweepObserver {
+// the whole run (which may wait out grace).
+struct KillObserver {
     std::function<void(const KillRecord&)> on_action;
     std::function<void(std::size_t processes, std::chrono::milliseconds grace)> on_grace_wait;
 };
 
-struct SweepOptions {
+struct KillOptions {
     std::string proc_root = "/proc";
     std::chrono::milliseconds grace{5000};  // SIGTERM -> SIGKILL; 0: SIGKILL at once
     int max_rounds = 10;                    // SIGKILL rounds on fresh evaluations
     std::chrono::milliseconds settle{500};  // how long a SIGKILL round waits for exits
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     bool dry_run = false;
-    SweepObserver observer;
+    KillObserver observer;
 };
 
-struct SweepReport {
-    Plan first_plan;                  // the decision that started the sweep
+struct KillReport {
+    Plan first_plan;                  // the decision that started the kills
     std::vector<KillRecord> actions;  // every signal sent (or not) and why
     std::vector<Decision> survivors;  // strays still there at the end
-    std::optional<Error> error;       // an evaluation failed: the sweep stopped there
+    std::optional<Error> error;       // an evaluation failed: killing stopped there
     bool deadline_reached = false;
     int rounds = 0;
     std::size_t evaluations = 0;
@@ -68,7 +68,7 @@ struct SweepReport {
 using Evaluate = std::function<Result<Plan>()>;
 
 // Always returns, by the deadline at the latest (plus one bounded evaluation).
-SweepReport sweep(const Evaluate& evaluate, const SweepOptions& options, SystemCalls& calls = real_system_calls());
+KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls = real_system_calls());
 
 const char* to_string(Outcome outcome);
 

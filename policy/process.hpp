@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// One process as the sweep engine sees it, and the table of all of them.
+// One process as the decision sees it, and the table of all of them.
 #pragma once
 
 #include <sys/types.h>

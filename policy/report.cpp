@@ -50,7 +50,7 @@ bool is_notable(const KillRecord& r) {
            r.outcome == Outcome::permission_denied || r.outcome == Outcome::failed;
 }
 
-std::string format_summary(const SummaryInput& in, const SweepReport& report) {
+std::string format_summary(const SummaryInput& in, const KillReport& report) {
     std::string trigger = in.trigger;
     if (in.trigger_uid)
         trigger += fmt::format(" (user {} uid {})", in.trigger_user.empty() ? "?" : in.trigger_user, *in.trigger_uid);

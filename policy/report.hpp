@@ -28,7 +28,7 @@ struct SummaryInput {
 };
 
 // "job 12 step 0 (user alice uid 41001): swept [alice]; killed 2; kept 143 (...); survivors 0; lookup errors 0; 3.1 ms"
-std::string format_summary(const SummaryInput& input, const SweepReport& report);
+std::string format_summary(const SummaryInput& input, const KillReport& report);
 
 std::string signal_name(int signal);
 

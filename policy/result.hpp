@@ -12,6 +12,7 @@ namespace leftover {
 enum class ErrorKind {
     config,  // the configuration is invalid or untrusted
     lookup,  // something needed to decide could not be learned: never kill on it
+    not_a_slurm_node,  // the command runs where no slurmd's state can be read
 };
 
 struct Error {
@@ -20,10 +21,16 @@ struct Error {
 
     static Error config(std::string msg) { return {ErrorKind::config, std::move(msg)}; }
     static Error lookup(std::string msg) { return {ErrorKind::lookup, std::move(msg)}; }
+    static Error not_a_slurm_node(std::string msg) { return {ErrorKind::not_a_slurm_node, std::move(msg)}; }
 };
 
 inline const char* to_string(ErrorKind kind) {
-    return kind == ErrorKind::config ? "config error" : "lookup error";
+    switch (kind) {
+        case ErrorKind::config: return "config error";
+        case ErrorKind::lookup: return "lookup error";
+        case ErrorKind::not_a_slurm_node: return "not a Slurm node";
+    }
+    return "error";
 }
 
 template <class T, class E = Error>

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "hooks.hpp"
 
-#include "end_sweep.hpp"
+#include "build_info.hpp"
+#include "run_sweep.hpp"
+#include "slurm_conf.hpp"
 #include "node_discovery.hpp"
 #include "plugin_args.hpp"
 #include "slurm_log.hpp"
 
 #include <fmt/format.h>
-
-#include <slurm/slurm_version.h>
 
 #include <exception>
 #include <optional>
@@ -17,17 +17,11 @@
 namespace leftover::spank {
 namespace {
 
-using slurm::FrontEndLog;
+using sweep::Logger;
 
-// One slurmstepd serves one step: what task_exit prepared is used by exit.
-std::optional<slurm::Prepared> prepared_for_step;
+// One slurmstepd serves one step: the config task_exit loaded is used by exit.
+std::optional<sweep::ConfigAndExemptions> loaded_for_step;
 unsigned tasks_ended = 0;
-
-std::string build_banner() {
-    return fmt::format("leftover {} built for Slurm {}.{:02}.{}", LEFTOVER_VERSION,
-                       SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
-                       SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
-}
 
 template <class T>
 std::optional<T> item(spank_t sp, spank_item_t which) {
@@ -36,33 +30,34 @@ std::optional<T> item(spank_t sp, spank_item_t which) {
     return value;
 }
 
-void log_unknown_args(const PluginArgs& args, FrontEndLog& log) {
+void log_unknown_args(const PluginArgs& args, Logger& log) {
     for (const auto& arg : args.unknown) log.warn(fmt::format("unknown plugstack argument '{}' ignored", arg));
 }
 
-const slurm::Prepared& prepare_once(const PluginArgs& args, const slurm::NodeInfo& node) {
-    if (!prepared_for_step) prepared_for_step = slurm::prepare(args.config_path, args.config_path_given, node.slurm_uids);
-    return *prepared_for_step;
+const sweep::ConfigAndExemptions& load_once(const PluginArgs& args, const node::NodeInfo& node) {
+    if (!loaded_for_step)
+        loaded_for_step = sweep::load_config_and_exemptions(args.config_path, args.config_path_given, node.slurm_uids);
+    return *loaded_for_step;
 }
 
-void sweep(spank_t sp, const PluginArgs& args, slurm::Trigger trigger, std::set<pid_t> ending_stepds,
+void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t> ending_stepds,
            std::chrono::steady_clock::time_point started) {
-    SlurmLog sink;
-    FrontEndLog log(sink);
+    SlurmLogSink sink;
+    Logger log(sink);
     log_unknown_args(args, log);
-    auto node = discover_node(sp);
+    auto node = discover_node();
     if (!node.ok()) {
         log.error(fmt::format("{}: lookup error: {}; nothing killed", trigger.label, node.error().message));
         return;
     }
-    slurm::SweepRequest request;
+    sweep::SweepRequest request;
     request.trigger = std::move(trigger);
     request.node = node.value();
     request.self = ::getpid();
     request.ending_stepds = std::move(ending_stepds);
     request.started = started;
     auto controller = make_controller(node.value());
-    slurm::run_end_sweep(prepare_once(args, node.value()), request, controller.get(), SystemAccounts{}, log);
+    sweep::run_sweep(load_once(args, node.value()), request, controller.get(), SystemAccounts{}, log);
 }
 
 // The last word on any exception: the job must not notice our trouble.
@@ -82,8 +77,8 @@ void guarded(const char* hook, Body&& body) noexcept {
 void on_slurmd_start(spank_t, int ac, char** av) noexcept {
     guarded("slurmd start", [&] {
         const PluginArgs args = parse_plugin_args(ac, av);
-        slurm_info("leftover: %s, config %s", build_banner().c_str(), args.config_path.c_str());
-        if (!prolog_contain())
+        slurm_info("leftover: %s, config %s", node::build_banner().c_str(), args.config_path.c_str());
+        if (!node::prolog_contain())
             slurm_info("leftover: PrologFlags=contain is not set: before sweeping a user, leftover asks "
                        "slurmctld whether they still hold an allocation on this node; PrologFlags=contain "
                        "makes this unnecessary");
@@ -94,7 +89,7 @@ void on_task_exit(spank_t sp, int ac, char** av) noexcept {
     guarded("task exit", [&] {
         const PluginArgs args = parse_plugin_args(ac, av);
         // Read config and exemptions now, while the step still runs; never signal here.
-        if (auto node = discover_node(sp); node.ok()) prepare_once(args, node.value());
+        if (auto node = discover_node(); node.ok()) load_once(args, node.value());
         ++tasks_ended;
         const auto local_tasks = item<std::uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT);
         if (local_tasks && tasks_ended == *local_tasks) slurm_debug("leftover: the step's last local task ended");
@@ -112,13 +107,13 @@ void on_step_exit(spank_t sp, int ac, char** av) noexcept {
             slurm_error("leftover: exit: the step's job, step id or user is unknown; nothing done");
             return;
         }
-        slurm::Trigger trigger;
-        trigger.label = "step " + slurm::describe_step(*job, *step);
+        sweep::Trigger trigger;
+        trigger.label = "step " + node::describe_step(*job, *step);
         trigger.uid = *uid;
         trigger.job_id = *job;
-        trigger.ending_step = slurm::StepId{*job, *step};
+        trigger.ending_step = node::StepId{*job, *step};
         // This slurmstepd is the ending step's: its own children get no step protection.
-        sweep(sp, args, std::move(trigger), {::getpid()}, started);
+        sweep_at_end(args, std::move(trigger), {::getpid()}, started);
     });
 }
 
@@ -133,12 +128,12 @@ void on_job_epilog(spank_t sp, int ac, char** av) noexcept {
             slurm_error("leftover: job epilog: the job id or user is unknown; nothing done");
             return;
         }
-        slurm::Trigger trigger;
+        sweep::Trigger trigger;
         trigger.label = fmt::format("job {} epilog", *job);
         trigger.uid = *uid;
         trigger.job_id = *job;
         trigger.job_ending = true;
-        sweep(sp, args, std::move(trigger), {}, started);
+        sweep_at_end(args, std::move(trigger), {}, started);
     });
 }
 

@@ -2,11 +2,9 @@
 // What this node's slurmd really uses, asked of the Slurm process we are loaded into.
 #pragma once
 
-extern "C" {
-#include <slurm/spank.h>
-}
-
-#include "end_sweep.hpp"
+#include "controller.hpp"
+#include "node_info.hpp"
+#include "result.hpp"
 
 #include <memory>
 
@@ -15,12 +13,9 @@ namespace leftover::spank {
 // SlurmdSpoolDir from slurm_conf (expanded as slurmd does), the node name slurmd was
 // given (SLURMD_NODENAME: slurmd -N wins over the host name), Slurm's own accounts and
 // PrologFlags. A missing piece is a lookup error: guessing could read another node's state.
-Result<slurm::NodeInfo> discover_node(spank_t sp);
-
-// PrologFlags=contain: every allocation shows up locally as an extern step.
-bool prolog_contain();
+Result<node::NodeInfo> discover_node();
 
 // The controller as seen through the leftover-query helper next to this plugin.
-std::unique_ptr<slurm::Controller> make_controller(const slurm::NodeInfo& node);
+std::unique_ptr<node::Controller> make_controller(const node::NodeInfo& node);
 
 }  // namespace leftover::spank

@@ -7,7 +7,7 @@ extern "C" {
 
 namespace leftover::spank {
 
-void SlurmLog::write(LogLevel level, const std::string& text) {
+void SlurmLogSink::write(LogLevel level, const std::string& text) {
     // Our debuglevel has already filtered; slurm_info keeps what it let through visible
     // at the usual SlurmdDebug=info.
     switch (level) {

@@ -6,7 +6,7 @@
 
 namespace leftover::spank {
 
-class SlurmLog final : public slurm::Log {
+class SlurmLogSink final : public sweep::LogSink {
 public:
     void write(LogLevel level, const std::string& text) override;
 };

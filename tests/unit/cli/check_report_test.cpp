@@ -27,15 +27,15 @@ CheckResult sample(bool all = false) {
     result.node = "n1";
     result.spool_dir = "/var/spool/slurmd";
     result.all = all;
-    slurm::NodeCheck check;
+    sweep::NodeCheck check;
     check.plan.decisions = {
         decision(1, 0, "root", "systemd", Verdict::keep, Reason::init),
-        decision(50, 0, "", "sshd", Verdict::keep, Reason::not_inspected, "protected: root"),
+        decision(50, 0, "", "sshd", Verdict::keep, Reason::protected_owner, "protected: root"),
         decision(300, 41001, "lo_alice", "sleep", Verdict::kill, Reason::stray, "no live work on this node"),
         decision(120, 41001, "lo_alice", "odd\n\"name", Verdict::kill, Reason::stray, "no live work on this node"),
         decision(200, 41005, "alice", "sleep", Verdict::keep, Reason::protected_account,
                  "protected: listed in protected_users"),
-        decision(210, 41002, "lo_bob", "sleep", Verdict::keep, Reason::live_job),
+        decision(210, 41002, "lo_bob", "sleep", Verdict::keep, Reason::has_live_job),
     };
     check.live.uids = {41002};
     check.live.job_ids = {7};

@@ -2,7 +2,7 @@
 // The commands on a fake /proc (and, for one real sweep, on real processes): exit
 // statuses, what they print, and that they decide what the plugin decides.
 #include "commands.hpp"
-#include "end_sweep.hpp"
+#include "run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_proc.hpp"
 #include "support/processes.hpp"
@@ -29,7 +29,7 @@ constexpr uid_t kBob = 41002;        // lo_bob: slurmctld says he has a job here
 constexpr uid_t kProtected = 41005;  // alice: listed in protected_users
 constexpr uid_t kSystem = 900;       // below uid_min: never even inspected
 
-class FakeController final : public slurm::Controller {
+class FakeController final : public node::Controller {
 public:
     LiveWork live;
     std::optional<Error> error;
@@ -43,16 +43,16 @@ public:
 };
 
 // Hands the command a controller that forwards to the node's, so tests can count calls.
-class Forward final : public slurm::Controller {
+class Forward final : public node::Controller {
 public:
-    explicit Forward(slurm::Controller& target) : target_(target) {}
+    explicit Forward(node::Controller& target) : target_(target) {}
     Result<LiveWork> jobs_on_node(const std::string& node, std::optional<std::uint32_t> job,
                                   std::chrono::steady_clock::time_point deadline) override {
         return target_.jobs_on_node(node, job, deadline);
     }
 
 private:
-    slurm::Controller& target_;
+    node::Controller& target_;
 };
 
 FakeProcess user_process(pid_t pid, uid_t uid, std::string comm = "sleep") {
@@ -88,8 +88,8 @@ struct Node {
 
     std::string config(const std::string& text) { return dir.write("leftover.conf", text); }
 
-    slurm::NodeInfo info() const {
-        slurm::NodeInfo node;
+    node::NodeInfo info() const {
+        node::NodeInfo node;
         node.node_name = "n1";
         node.spool_dir = dir / "spool";
         node.slurm_uids = {64030};
@@ -106,11 +106,11 @@ struct Node {
         out.str({});
         err.str({});
         Environment env{
-            .discover_node = [this](const NodeOverrides&) -> Result<slurm::NodeInfo> {
+            .discover_node = [this](const NodeOverrides&) -> Result<node::NodeInfo> {
                 if (discovery_error) return *discovery_error;
                 return info();
             },
-            .make_controller = [this](const slurm::NodeInfo&) -> std::unique_ptr<slurm::Controller> {
+            .make_controller = [this](const node::NodeInfo&) -> std::unique_ptr<node::Controller> {
                 return std::make_unique<Forward>(controller);
             },
             .accounts = accounts,
@@ -217,7 +217,7 @@ TEST_CASE("check: config and lookup errors exit 2 and kill nothing") {
               "asking slurmctld: did not finish before the deadline");
     }
     SUBCASE("not a Slurm node: said plainly") {
-        node.discovery_error = Error::lookup("not a Slurm node: no slurm.conf");
+        node.discovery_error = Error::not_a_slurm_node("no slurm.conf");
         CHECK(node.run({"check"}) == kExitError);
         CHECK(node.err.str() == "leftover: not a Slurm node: no slurm.conf\n");
         CHECK(node.run({"sweep", "--no-slew"}) == kExitError);
@@ -236,7 +236,7 @@ TEST_CASE("check, sweep --dry-run and the plugin's epilog sweep decide the same"
 
     // The plugin, as on_job_epilog runs it for a job of lo_bob's, with dry_run.
     node.config("protected_users: [alice]\ngrace: 0\ndry_run: true\n");
-    slurm::SweepRequest request;
+    sweep::SweepRequest request;
     request.trigger.label = "job 7 epilog";
     request.trigger.uid = kBob;
     request.trigger.job_id = 7;
@@ -244,15 +244,15 @@ TEST_CASE("check, sweep --dry-run and the plugin's epilog sweep decide the same"
     request.node = node.info();
     request.self = FakeProc::caller_pid;
     request.proc_root = node.proc.root();
-    const auto prepared = slurm::prepare(node.dir / "leftover.conf", true, request.node.slurm_uids);
+    const auto prepared = sweep::load_config_and_exemptions(node.dir / "leftover.conf", true, request.node.slurm_uids);
     std::ostringstream plugin_lines;
-    struct Sink final : slurm::Log {
+    struct Sink final : sweep::LogSink {
         std::ostringstream& out;
         explicit Sink(std::ostringstream& o) : out(o) {}
         void write(LogLevel, const std::string& text) override { out << text << "\n"; }
     } sink(plugin_lines);
-    slurm::FrontEndLog log(sink);
-    const SweepReport plugin = slurm::run_end_sweep(prepared, request, &node.controller, node.accounts, log);
+    sweep::Logger log(sink);
+    const KillReport plugin = sweep::run_sweep(prepared, request, &node.controller, node.accounts, log);
     REQUIRE_FALSE(plugin.error);
 
     std::map<pid_t, std::string> plugin_decisions;
@@ -310,8 +310,8 @@ TEST_CASE("sweep: a real stray is killed and the sweep exits 0") {
     auto options = parse_options({"sweep", "--no-slew", "--config", node.dir / "leftover.conf"});
     REQUIRE(options.ok());
     Environment env{
-        .discover_node = [&](const NodeOverrides&) -> Result<slurm::NodeInfo> { return node.info(); },
-        .make_controller = [&](const slurm::NodeInfo&) -> std::unique_ptr<slurm::Controller> {
+        .discover_node = [&](const NodeOverrides&) -> Result<node::NodeInfo> { return node.info(); },
+        .make_controller = [&](const node::NodeInfo&) -> std::unique_ptr<node::Controller> {
             return std::make_unique<Forward>(node.controller);
         },
         .accounts = node.accounts,
@@ -362,6 +362,7 @@ TEST_CASE("--help and --version exit 0 without looking at the node") {
 TEST_CASE("spool dir: must be an existing directory") {
     TempDir dir;
     CHECK(check_spool_dir(dir.path()).ok());
-    CHECK(has(check_spool_dir(dir / "none").error().message, "not a Slurm node: slurmd's spool directory"));
+    CHECK(check_spool_dir(dir / "none").error().kind == ErrorKind::not_a_slurm_node);
+    CHECK(has(check_spool_dir(dir / "none").error().message, "slurmd's spool directory"));
     CHECK(has(check_spool_dir(dir.write("file", "")).error().message, "is not a directory"));
 }

@@ -80,7 +80,7 @@ TEST_CASE("decision: a user with no live work is a stray; every process gets one
     CHECK(plan.decisions.size() == 3);
     check(f.decision(1200), Verdict::kill, Reason::stray);
     CHECK(f.decision(1200).user == "alice");
-    check(f.decision(300), Verdict::keep, Reason::not_inspected);
+    check(f.decision(300), Verdict::keep, Reason::protected_owner);
     CHECK(f.decision(300).detail == "protected: root");
     CHECK(plan.kill_uids() == std::set<uid_t>{kAlice});
 }
@@ -89,7 +89,7 @@ TEST_CASE("decision: a user with live work keeps every process") {
     Fixture f;
     f.live.uids = {kAlice};
     f.add(user_process(1200, kAlice));
-    check(f.decision(1200), Verdict::keep, Reason::live_job);
+    check(f.decision(1200), Verdict::keep, Reason::has_live_job);
 }
 
 TEST_CASE("decision: protected accounts are kept with the exemption as the reason") {
@@ -155,7 +155,7 @@ TEST_CASE("decision: a descendant of a live slurmstepd is kept; of the ending on
     f.ending_stepds = {901};
     f.add(in_live);
     f.add(in_ending);
-    check(f.decision(1800), Verdict::keep, Reason::live_step);
+    check(f.decision(1800), Verdict::keep, Reason::inside_live_step);
     CHECK(f.decision(1800).detail == "slurmstepd 900");
     check(f.decision(1801), Verdict::kill, Reason::stray);
 }
@@ -197,5 +197,5 @@ TEST_CASE("decision: the plan is deterministic") {
         CHECK(a.decisions[i].reason == b.decisions[i].reason);
     }
     CHECK(a.kills().size() == 25);
-    CHECK(a.count_by_reason().at(Reason::live_job) == 25);
+    CHECK(a.count_by_reason().at(Reason::has_live_job) == 25);
 }

@@ -40,7 +40,7 @@ struct Sweeper {
     Sweeper(const Sweeper&) = delete;
     Sweeper& operator=(const Sweeper&) = delete;
 
-    SweepReport run(std::chrono::milliseconds grace = 2000ms, bool dry_run = false,
+    KillReport run(std::chrono::milliseconds grace = 2000ms, bool dry_run = false,
                     SystemCalls& calls = real_system_calls(), std::chrono::milliseconds budget = 20s) {
         auto exemptions = Exemptions::load(config, {});
         REQUIRE(exemptions.ok());
@@ -48,15 +48,15 @@ struct Sweeper {
         context.self = ::getpid();
         context.event = Event{Scope::job_user, uid};
         Evaluation evaluation(exemptions.value(), accounts, job_state, {}, context);
-        SweepOptions options;
+        KillOptions options;
         options.grace = grace;
         options.dry_run = dry_run;
         options.deadline = std::chrono::steady_clock::now() + budget;
-        return sweep([&] { return evaluation(); }, options, calls);
+        return execute_kills([&] { return evaluation(); }, options, calls);
     }
 };
 
-const KillRecord* action_for(const SweepReport& report, pid_t pid, int signal) {
+const KillRecord* action_for(const KillReport& report, pid_t pid, int signal) {
     for (const KillRecord& r : report.actions)
         if (r.pid == pid && r.signal == signal) return &r;
     return nullptr;
@@ -84,13 +84,13 @@ TEST_CASE("sweep: a user's strays, a double-forked setsid daemon among them, are
     REQUIRE(daemon > 0);
 
     // Without a real sweep they live on.
-    const SweepReport dry = sweeper.run(2000ms, true);
+    const KillReport dry = sweeper.run(2000ms, true);
     CHECK(action_for(dry, plain, SIGTERM) != nullptr);
     CHECK(action_for(dry, plain, SIGTERM)->outcome == Outcome::dry_run);
     CHECK(is_running(plain));
     CHECK(is_running(daemon));
 
-    const SweepReport report = sweeper.run();
+    const KillReport report = sweeper.run();
     CHECK(wait_gone(plain));
     CHECK(wait_gone(daemon));
     REQUIRE(action_for(report, daemon, SIGTERM) != nullptr);
@@ -106,7 +106,7 @@ TEST_CASE("sweep: a process that ignores SIGTERM dies by SIGKILL after grace") {
     SharedDir dir;
     const pid_t stubborn = spawn_stubborn(41102, dir);
     REQUIRE(is_running(stubborn));
-    const SweepReport report = sweeper.run(300ms);
+    const KillReport report = sweeper.run(300ms);
     CHECK(wait_gone(stubborn));
     CHECK(action_for(report, stubborn, SIGTERM) != nullptr);
     REQUIRE(action_for(report, stubborn, SIGKILL) != nullptr);
@@ -117,7 +117,7 @@ TEST_CASE("sweep: a process that ignores SIGTERM dies by SIGKILL after grace") {
 TEST_CASE("sweep: grace 0 sends SIGKILL at once") {
     Sweeper sweeper(41103);
     const pid_t stray = spawn_as(41103, {"sleep", "1000"});
-    const SweepReport report = sweeper.run(0ms);
+    const KillReport report = sweeper.run(0ms);
     CHECK(wait_gone(stray));
     CHECK(action_for(report, stray, SIGTERM) == nullptr);
     CHECK(action_for(report, stray, SIGKILL) != nullptr);
@@ -131,7 +131,7 @@ TEST_CASE("sweep: a stray that keeps forking converges to none left") {
     std::size_t seen = 0;
     while ((seen = processes_of(41104).size()) < 10 && std::chrono::steady_clock::now() < deadline) ::usleep(10000);
     REQUIRE(seen >= 10);
-    const SweepReport report = sweeper.run(200ms);
+    const KillReport report = sweeper.run(200ms);
     CHECK(report.survivors.empty());
     CHECK(processes_of(41104).empty());
 }
@@ -140,7 +140,7 @@ TEST_CASE("sweep: a protected user's processes and a mixed-uid process survive")
     Sweeper sweeper(41105, "op.erator");
     sweeper.config.protected_users = {"op.erator"};
     const pid_t protected_process = spawn_as(41105, {"sleep", "1000"});
-    const SweepReport report = sweeper.run(200ms);
+    const KillReport report = sweeper.run(200ms);
     CHECK(report.actions.empty());
     CHECK(is_running(protected_process));
 
@@ -148,7 +148,7 @@ TEST_CASE("sweep: a protected user's processes and a mixed-uid process survive")
     // A root daemon that switched its effective uid (execve resets the saved uid to the
     // effective one, so the real uid is what stays different).
     const pid_t mixed = mixed_sweeper.spawned.emplace_back(spawn_with_uids(0, 41106, 41106, {"sleep", "1000"}));
-    const SweepReport mixed_report = mixed_sweeper.run(200ms);
+    const KillReport mixed_report = mixed_sweeper.run(200ms);
     CHECK(mixed_report.actions.empty());
     CHECK(is_running(mixed));
     // euid != ruid makes a process non-dumpable, so /proc shows it as root's: kept either
@@ -156,7 +156,7 @@ TEST_CASE("sweep: a protected user's processes and a mixed-uid process survive")
     bool kept = false;
     for (const Decision& d : mixed_report.first_plan.decisions)
         if (d.pid == mixed)
-            kept = d.verdict == Verdict::keep && (d.reason == Reason::mixed_uids || d.reason == Reason::not_inspected);
+            kept = d.verdict == Verdict::keep && (d.reason == Reason::mixed_uids || d.reason == Reason::protected_owner);
     CHECK(kept);
 }
 
@@ -177,12 +177,12 @@ TEST_CASE("sweep: a child of a slurmstepd survives; a child of a process merely 
     REQUIRE(in_step > 0);
     REQUIRE(under_impostor > 0);
 
-    const SweepReport report = sweeper.run(200ms);
+    const KillReport report = sweeper.run(200ms);
     CHECK(wait_gone(under_impostor));
     CHECK(is_running(in_step));
     for (const Decision& d : report.first_plan.decisions)
         if (d.pid == in_step) {
-            CHECK(d.reason == Reason::live_step);
+            CHECK(d.reason == Reason::inside_live_step);
             CHECK(d.detail == "slurmstepd " + std::to_string(stepd));
         }
 }
@@ -198,7 +198,7 @@ TEST_CASE("sweep: a job of the same user that starts during grace keeps its proc
     SharedDir dir;
     const pid_t stubborn = spawn_stubborn(41108, dir);
     REQUIRE(is_running(stubborn));
-    const SweepReport report = sweeper.run(300ms);
+    const KillReport report = sweeper.run(300ms);
     CHECK(action_for(report, stubborn, SIGTERM) != nullptr);
     CHECK(action_for(report, stubborn, SIGKILL) == nullptr);
     CHECK(is_running(stubborn));
@@ -208,7 +208,7 @@ TEST_CASE("sweep: a lookup error kills nothing") {
     Sweeper sweeper(41109);
     sweeper.job_state = [] { return Result<LiveWork>(Error::lookup("slurmstepd did not answer")); };
     const pid_t stray = spawn_as(41109, {"sleep", "1000"});
-    const SweepReport report = sweeper.run(0ms);
+    const KillReport report = sweeper.run(0ms);
     REQUIRE(report.error);
     CHECK(report.error->message == "slurmstepd did not answer");
     CHECK(report.actions.empty());
@@ -242,7 +242,7 @@ public:
     }
 };
 
-Outcome only_outcome(const SweepReport& report) {
+Outcome only_outcome(const KillReport& report) {
     REQUIRE_FALSE(report.actions.empty());
     for (const KillRecord& r : report.actions) CHECK(r.outcome == report.actions.front().outcome);
     return report.actions.front().outcome;
@@ -255,7 +255,7 @@ TEST_CASE("sweep: a pid that names another process by signal time is never signa
     const pid_t target = spawn_as(41110, {"sleep", "1000"});
     FaultyCalls calls;
     calls.identity_shifted = true;
-    const SweepReport report = sweeper.run(0ms, false, calls, 3s);
+    const KillReport report = sweeper.run(0ms, false, calls, 3s);
     CHECK(only_outcome(report) == Outcome::pid_reused);
     CHECK(calls.signals_sent == 0);
     CHECK(is_running(target));
@@ -294,7 +294,7 @@ TEST_CASE("sweep: a target that never dies ends the sweep at its budget with a s
     FaultyCalls calls;
     calls.swallow_signals = true;
     const auto started = std::chrono::steady_clock::now();
-    const SweepReport report = sweeper.run(100ms, false, calls, 1500ms);
+    const KillReport report = sweeper.run(100ms, false, calls, 1500ms);
     CHECK(std::chrono::steady_clock::now() - started < 15s);  // hang detector only
     REQUIRE(report.survivors.size() == 1);
     CHECK(report.survivors.front().pid == target);

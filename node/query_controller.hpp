@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace leftover::slurm {
+namespace leftover::node {
 
 class QueryController final : public Controller {
 public:
@@ -27,4 +27,4 @@ private:
 // Parses leftover-query's output; anything but complete, well-formed output is an error.
 Result<LiveWork> parse_query_output(const std::string& text);
 
-}  // namespace leftover::slurm
+}  // namespace leftover::node

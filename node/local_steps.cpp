@@ -53,7 +53,7 @@ static_assert(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER) == 22 &&
               "the slurmstepd socket protocol in local_steps.cpp was checked against "
               "Slurm 22.05 only: re-check stepd_api.c/req.c before building for this release");
 
-namespace leftover::slurm {
+namespace leftover::node {
 namespace {
 
 namespace wire {
@@ -366,4 +366,4 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir,
     return state;
 }
 
-}  // namespace leftover::slurm
+}  // namespace leftover::node

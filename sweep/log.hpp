@@ -7,19 +7,19 @@
 
 #include <string>
 
-namespace leftover::slurm {
+namespace leftover::sweep {
 
-class Log {
+class LogSink {
 public:
-    virtual ~Log() = default;
+    virtual ~LogSink() = default;
     // `text` has no "leftover: " prefix; the sink adds it where it is needed.
     virtual void write(LogLevel level, const std::string& text) = 0;
 };
 
 // Filters by debuglevel and copies notable lines (and every warning or error) to syslog.
-class FrontEndLog {
+class Logger {
 public:
-    explicit FrontEndLog(Log& sink, LogLevel threshold = LogLevel::info) : sink_(sink), threshold_(threshold) {}
+    explicit Logger(LogSink& sink, LogLevel threshold = LogLevel::info) : sink_(sink), threshold_(threshold) {}
     void set_threshold(LogLevel threshold) { threshold_ = threshold; }
 
     void debug(const std::string& text) { emit(LogLevel::debug, text, false); }
@@ -32,7 +32,7 @@ public:
 private:
     void emit(LogLevel level, const std::string& text, bool to_syslog);
 
-    Log& sink_;
+    LogSink& sink_;
     LogLevel threshold_;
 };
 
@@ -41,4 +41,4 @@ private:
 // and without ever blocking.
 void send_to_syslog(LogLevel level, const std::string& text);
 
-}  // namespace leftover::slurm
+}  // namespace leftover::sweep

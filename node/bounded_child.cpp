@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace leftover::slurm {
+namespace leftover::node {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -106,4 +106,4 @@ Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std:
     return result;
 }
 
-}  // namespace leftover::slurm
+}  // namespace leftover::node

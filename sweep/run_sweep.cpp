@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "end_sweep.hpp"
+#include "run_sweep.hpp"
 
 #include "evaluation.hpp"
 #include "report.hpp"
@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-namespace leftover::slurm {
+namespace leftover::sweep {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -32,8 +32,8 @@ LogLevel level_of(const KillRecord& record) {
 // The job-state reader for one sweep: fresh answers every round, stale sockets logged once.
 class JobStateSource {
 public:
-    JobStateSource(const Config& config, const SweepRequest& request, Controller* controller, Clock::time_point deadline,
-                   FrontEndLog& log)
+    JobStateSource(const Config& config, const SweepRequest& request, node::Controller* controller, Clock::time_point deadline,
+                   Logger& log)
         : config_(config), request_(request), controller_(controller), deadline_(deadline), log_(log) {}
 
     Result<LiveWork> read() {
@@ -42,13 +42,13 @@ public:
             if (controller_ == nullptr) return Error::lookup("job_source controller: no controller connection");
             return controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
         }
-        auto state = read_local_steps(request_.node.spool_dir, request_.node.node_name, until);
+        auto state = node::read_local_steps(request_.node.spool_dir, request_.node.node_name, until);
         if (!state.ok()) return state.error();
-        for (const DeadStep& dead : state->dead)
+        for (const node::DeadStep& dead : state->dead)
             if (logged_dead_.insert(dead.socket_path).second)
                 log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
-                                      describe_step(dead.job_id, dead.step_id), dead.socket_path));
-        return live_work_from(state.value(), request_.trigger.ending_step,
+                                      node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
+        return node::live_work_from(state.value(), request_.trigger.ending_step,
                               fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
     }
 
@@ -77,9 +77,9 @@ private:
 
     const Config& config_;
     const SweepRequest& request_;
-    Controller* controller_;
+    node::Controller* controller_;
     Clock::time_point deadline_;
-    FrontEndLog& log_;
+    Logger& log_;
     std::set<std::string> logged_dead_;
 };
 
@@ -103,22 +103,16 @@ Evaluation make_evaluation(const Config& config, const Exemptions& exemptions, c
 
 }  // namespace
 
-std::string expand_spool_dir(std::string pattern, const std::string& node_name, const std::string& short_host) {
-    if (const auto at = pattern.find("%h"); at != std::string::npos) pattern.replace(at, 2, short_host);
-    if (const auto at = pattern.find("%n"); at != std::string::npos) pattern.replace(at, 2, node_name);
-    return pattern;
+ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids) {
+    ConfigAndExemptions loaded;
+    loaded.config = load_config(config_path, path_given);
+    if (loaded.config.ok()) loaded.exemptions = Exemptions::load(loaded.config.value(), slurm_uids);
+    return loaded;
 }
 
-Prepared prepare(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids) {
-    Prepared prepared;
-    prepared.config = load_config(config_path, path_given);
-    if (prepared.config.ok()) prepared.exemptions = Exemptions::load(prepared.config.value(), slurm_uids);
-    return prepared;
-}
-
-SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request, Controller* controller,
-                          const AccountDatabase& accounts, FrontEndLog& log) {
-    SweepReport report;
+KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+                          const AccountDatabase& accounts, Logger& log) {
+    KillReport report;
     const auto elapsed_ms = [&] {
         return std::chrono::duration<double, std::milli>(Clock::now() - request.started).count();
     };
@@ -136,23 +130,23 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
         if (lookup.status == AccountLookup::Status::found) summary.trigger_user = lookup.name;
     };
 
-    if (!prepared.config.ok()) {
-        report.error = prepared.config.error();
+    if (!loaded.config.ok()) {
+        report.error = loaded.config.error();
         log.error(fmt::format("{}: {}; nothing killed", to_string(report.error->kind), report.error->message));
         name_trigger_user(report.first_plan);
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
         return report;
     }
-    const Config& config = prepared.config.value();
+    const Config& config = loaded.config.value();
     log.set_threshold(config.debuglevel);
     if (config.loaded_from.empty()) log.info("no config file, using defaults");
     if (request.trigger.uid && (config.slew > 0 || config.slew_max))
         log.debug("slew/slew_max ignored: they delay periodic sweeps, never the plugin");
     summary.dry_run = config.dry_run;
 
-    if (!prepared.exemptions || !prepared.exemptions->ok()) {
-        report.error = prepared.exemptions ? prepared.exemptions->error() : Error::lookup("exemptions not loaded");
+    if (!loaded.exemptions || !loaded.exemptions->ok()) {
+        report.error = loaded.exemptions ? loaded.exemptions->error() : Error::lookup("exemptions not loaded");
         log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
         name_trigger_user(report.first_plan);
         summary.milliseconds = elapsed_ms();
@@ -162,9 +156,9 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
 
     const auto deadline = evaluation_deadline(config, request);
     JobStateSource job_state(config, request, controller, deadline, log);
-    Evaluation evaluation = make_evaluation(config, prepared.exemptions->value(), request, accounts, job_state);
+    Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state);
 
-    SweepOptions options;
+    KillOptions options;
     options.proc_root = request.proc_root;
     options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
     options.deadline = deadline;
@@ -173,7 +167,7 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
     options.observer.on_grace_wait = [&log](std::size_t count, std::chrono::milliseconds grace) {
         log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM", std::chrono::duration<double>(grace).count(), count));
     };
-    report = sweep([&] { return evaluation(); }, options);
+    report = execute_kills([&] { return evaluation(); }, options);
 
     if (report.error) log.error(fmt::format("{}: {}; nothing more killed", to_string(report.error->kind),
                                             report.error->message));
@@ -187,19 +181,19 @@ SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request,
     return report;
 }
 
-Result<NodeCheck> check_node(const Prepared& prepared, const SweepRequest& request, Controller* controller,
-                             const AccountDatabase& accounts, FrontEndLog& log) {
-    if (!prepared.config.ok()) return prepared.config.error();
-    const Config& config = prepared.config.value();
+Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+                             const AccountDatabase& accounts, Logger& log) {
+    if (!loaded.config.ok()) return loaded.config.error();
+    const Config& config = loaded.config.value();
     log.set_threshold(config.debuglevel);
-    if (!prepared.exemptions) return Error::lookup("exemptions not loaded");
-    if (!prepared.exemptions->ok()) return prepared.exemptions->error();
+    if (!loaded.exemptions) return Error::lookup("exemptions not loaded");
+    if (!loaded.exemptions->ok()) return loaded.exemptions->error();
 
     JobStateSource job_state(config, request, controller, evaluation_deadline(config, request), log);
-    Evaluation evaluation = make_evaluation(config, prepared.exemptions->value(), request, accounts, job_state);
+    Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state);
     auto plan = evaluation();
     if (!plan.ok()) return plan.error();
     return NodeCheck{std::move(plan).value(), evaluation.last_live_work()};
 }
 
-}  // namespace leftover::slurm
+}  // namespace leftover::sweep

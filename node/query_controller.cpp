@@ -8,7 +8,7 @@
 
 #include <sstream>
 
-namespace leftover::slurm {
+namespace leftover::node {
 
 Result<LiveWork> parse_query_output(const std::string& text) {
     LiveWork live;
@@ -51,4 +51,4 @@ Result<LiveWork> QueryController::jobs_on_node(const std::string& node, std::opt
     return parse_query_output(output->out);
 }
 
-}  // namespace leftover::slurm
+}  // namespace leftover::node

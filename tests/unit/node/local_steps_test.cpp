@@ -35,10 +35,10 @@
 namespace {
 
 using leftover::ErrorKind;
-using leftover::slurm::LocalJobState;
-using leftover::slurm::parse_step_socket_name;
-using leftover::slurm::read_local_steps;
-using leftover::slurm::StepSocketName;
+using leftover::node::LocalJobState;
+using leftover::node::parse_step_socket_name;
+using leftover::node::read_local_steps;
+using leftover::node::StepSocketName;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 

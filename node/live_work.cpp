@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-namespace leftover::slurm {
+namespace leftover::node {
 
 std::string describe_step(std::uint32_t job_id, std::uint32_t step_id) {
     switch (step_id) {
@@ -34,4 +34,4 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
     return live;
 }
 
-}  // namespace leftover::slurm
+}  // namespace leftover::node

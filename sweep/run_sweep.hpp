@@ -8,6 +8,7 @@
 #include "executor.hpp"
 #include "exemptions.hpp"
 #include "live_work.hpp"
+#include "node_info.hpp"
 #include "log.hpp"
 #include "result.hpp"
 
@@ -18,27 +19,14 @@
 #include <set>
 #include <string>
 
-namespace leftover::slurm {
-
-// What this node's slurmd really uses, learned from Slurm.
-struct NodeInfo {
-    std::string spool_dir;           // SlurmdSpoolDir with %n/%h expanded
-    std::string node_name;           // slurmd's own node name (slurmd -N)
-    std::set<uid_t> slurm_uids;      // SlurmUser, SlurmdUser
-    bool prolog_contain = false;     // PrologFlags=contain: every allocation has an extern step here
-    std::string slurm_conf;          // the slurm.conf path, for helpers that ask slurmctld
-};
-
-// SlurmdSpoolDir as slurmd expands it: the first %h becomes the short host name, then
-// the first %n the node name.
-std::string expand_spool_dir(std::string pattern, const std::string& node_name, const std::string& short_host);
+namespace leftover::sweep {
 
 // Config and exemptions, read once per step (in task_exit when there is one).
-struct Prepared {
-    Result<Config> config = Error::config("not prepared");
+struct ConfigAndExemptions {
+    Result<Config> config = Error::config("not loaded");
     std::optional<Result<Exemptions>> exemptions;  // only when the config is valid
 };
-Prepared prepare(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids);
+ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids);
 
 struct Trigger {
     std::string label;                       // "job 12 step 0", "job 12 epilog", "node sweep"
@@ -46,7 +34,7 @@ struct Trigger {
     // so the scope is always node and slew/slew_max are the caller's business.
     std::optional<uid_t> uid;
     std::optional<std::uint32_t> job_id;
-    std::optional<StepId> ending_step;       // set in slurm_spank_exit
+    std::optional<node::StepId> ending_step;       // set in slurm_spank_exit
     // Set in the job epilog: the whole job is ending, so slurmctld's view of it (still
     // COMPLETING) is not live work. At a step's end the job's allocation lives on.
     bool job_ending = false;
@@ -54,7 +42,7 @@ struct Trigger {
 
 struct SweepRequest {
     Trigger trigger;
-    NodeInfo node;
+    node::NodeInfo node;
     pid_t self = 0;
     std::set<pid_t> ending_stepds;
     std::string proc_root = "/proc";
@@ -63,8 +51,8 @@ struct SweepRequest {
 
 // Evaluates and sweeps, logging every action, every error and one summary. Returns the
 // report (its error set on any config or lookup error, in which case nothing was killed).
-SweepReport run_end_sweep(const Prepared& prepared, const SweepRequest& request, Controller* controller,
-                          const AccountDatabase& accounts, FrontEndLog& log);
+KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+                          const AccountDatabase& accounts, Logger& log);
 
 // What one evaluation saw and decided, with nothing signalled and no action logged.
 struct NodeCheck {
@@ -72,9 +60,9 @@ struct NodeCheck {
     LiveWork live;  // the users and jobs whose work the plan respected
 };
 
-// The evaluation run_end_sweep starts from (same job-state source, same context), for
+// The evaluation run_sweep starts from (same job-state source, same context), for
 // `leftover check`. Errors are returned, not logged: the caller reports them.
-Result<NodeCheck> check_node(const Prepared& prepared, const SweepRequest& request, Controller* controller,
-                             const AccountDatabase& accounts, FrontEndLog& log);
+Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+                             const AccountDatabase& accounts, Logger& log);
 
-}  // namespace leftover::slurm
+}  // namespace leftover::sweep

@@ -10,7 +10,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-namespace leftover::slurm {
+namespace leftover::sweep {
 namespace {
 
 int syslog_priority(LogLevel level) {
@@ -26,7 +26,7 @@ int syslog_priority(LogLevel level) {
 
 }  // namespace
 
-void FrontEndLog::emit(LogLevel level, const std::string& text, bool to_syslog) {
+void Logger::emit(LogLevel level, const std::string& text, bool to_syslog) {
     if (level < threshold_) return;
     sink_.write(level, text);
     if (to_syslog) send_to_syslog(level, text);
@@ -51,4 +51,4 @@ void send_to_syslog(LogLevel level, const std::string& text) {
     ::close(fd);
 }
 
-}  // namespace leftover::slurm
+}  // namespace leftover::sweep

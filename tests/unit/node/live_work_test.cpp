@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "end_sweep.hpp"
+#include "run_sweep.hpp"
 #include "live_work.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace leftover;
-using namespace leftover::slurm;
+using namespace leftover::node;
 
 namespace {
 

@@ -19,7 +19,7 @@
 
 #include "result.hpp"
 
-namespace leftover::slurm {
+namespace leftover::node {
 
 // slurmstepd_state_t (src/common/stepd_api.h, 22.05).
 enum class StepdState : int {
@@ -79,4 +79,4 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir,
                                        const std::string& node_name,
                                        std::chrono::steady_clock::time_point deadline);
 
-}  // namespace leftover::slurm
+}  // namespace leftover::node

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace leftover::slurm {
+namespace leftover::node {
 
 struct ChildOutput {
     std::string out;
@@ -22,4 +22,4 @@ struct ChildOutput {
 Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                                 std::chrono::steady_clock::time_point deadline);
 
-}  // namespace leftover::slurm
+}  // namespace leftover::node

@@ -14,7 +14,7 @@
 #include <set>
 #include <string>
 
-namespace leftover::slurm {
+namespace leftover::node {
 
 class Controller {
 public:
@@ -24,4 +24,4 @@ public:
                                           std::chrono::steady_clock::time_point deadline) = 0;
 };
 
-}  // namespace leftover::slurm
+}  // namespace leftover::node

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-namespace leftover::slurm {
+namespace leftover::node {
 
 struct StepId {
     std::uint32_t job_id = 0;
@@ -27,4 +27,4 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
 
 std::string describe_step(std::uint32_t job_id, std::uint32_t step_id);
 
-}  // namespace leftover::slurm
+}  // namespace leftover::node

@@ -6,7 +6,7 @@
 #include <doctest/doctest.h>
 
 using namespace leftover;
-using namespace leftover::slurm;
+using namespace leftover::node;
 using namespace std::chrono_literals;
 
 TEST_CASE("controller answers: complete output is parsed") {

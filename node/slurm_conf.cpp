@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "slurm_conf.hpp"
+
+extern "C" {
+#include <slurm/slurm.h>
+// slurm.h has the type; only Slurm's private headers declare the variable.
+extern slurm_conf_t slurm_conf;
+}
+
+namespace leftover::node {
+
+NodeInfo node_info_from_slurm_conf(const std::string& node_name) {
+    NodeInfo node;
+    node.node_name = node_name;
+    if (slurm_conf.slurmd_spooldir != nullptr && *slurm_conf.slurmd_spooldir != '\0')
+        node.spool_dir = expand_spool_dir(slurm_conf.slurmd_spooldir, node_name, short_hostname());
+    node.slurm_uids = {static_cast<uid_t>(slurm_conf.slurm_user_id), static_cast<uid_t>(slurm_conf.slurmd_user_id)};
+    node.prolog_contain = prolog_contain();
+    if (slurm_conf.slurm_conf != nullptr) node.slurm_conf = slurm_conf.slurm_conf;
+    return node;
+}
+
+bool prolog_contain() { return (slurm_conf.prolog_flags & PROLOG_FLAG_CONTAIN) != 0; }
+
+}  // namespace leftover::node
