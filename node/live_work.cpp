@@ -23,7 +23,9 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
             ending_step_seen = true;
             continue;
         }
-        if (step.ending) continue;
+        // Ending steps do not count. A CANCELLED one does: a job that traps the TERM of
+        // `scancel --signal=TERM` still runs; the job's epilog reaps what it leaves.
+        if (step.state == StepdState::ending) continue;
         live.uids.insert(step.uid);
         live.job_ids.insert(step.job_id);
     }

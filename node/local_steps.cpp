@@ -29,8 +29,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <slurm/slurm_version.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -45,30 +43,16 @@
 
 #include <fmt/format.h>
 
-#if !defined(SLURM_VERSION_NUMBER)
-#error "slurm/slurm_version.h did not define SLURM_VERSION_NUMBER"
-#endif
-static_assert(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER) == 22 &&
-                  SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER) == 5,
-              "the slurmstepd socket protocol in local_steps.cpp was checked against "
-              "Slurm 22.05 only: re-check stepd_api.c/req.c before building for this release");
-
 namespace leftover::node {
 namespace {
 
 namespace wire {
-// Sent as an int; the reply is the stepd's own SLURM_PROTOCOL_VERSION.
-constexpr std::int32_t protocol_version = (38 << 8) | 0;  // SLURM_22_05_PROTOCOL_VERSION
-// The oldest stepd that can still run under a 22.05 slurmd (SLURM_MIN_PROTOCOL_VERSION,
-// 20.11); 20.11 and 21.08 use the same request numbers and reply sizes.
-constexpr std::int32_t min_protocol_version = (36 << 8) | 0;
 constexpr std::int32_t request_state = 5;      // REQUEST_STATE
 constexpr std::int32_t request_step_uid = 20;  // REQUEST_STEP_UID
 }  // namespace wire
 
 static_assert(sizeof(int) == sizeof(std::int32_t), "the protocol sends C ints");
 static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies a 4-byte uid_t");
-static_assert(static_cast<int>(StepdState::ending) == 3, "SLURMSTEPD_STEP_ENDING");
 
 std::string errno_text(int err) { return std::generic_category().message(err); }
 
@@ -160,7 +144,9 @@ std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
 
 struct StepAnswer {
     uid_t uid;
-    int state;
+    StepdState state;
+    std::int32_t raw_state;
+    std::int32_t stepd_version;
 };
 
 // What asking one step socket found: an answer, the step gone, or an error message.
@@ -172,7 +158,8 @@ struct QueryOutcome {
 
 bool gone_errno(int err) { return err == ECONNREFUSED || err == ENOENT; }
 
-QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time_point deadline) {
+QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time_point deadline,
+                        const StepdProtocol& protocol) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof(addr.sun_path))
@@ -209,7 +196,7 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
         return {std::nullopt, fmt::format("connect: {}", errno_text(err))};
     }
 
-    const std::int32_t hello = wire::protocol_version;
+    const std::int32_t hello = protocol.version;
     if (auto msg = send_all(fd.get(), &hello, sizeof(hello), deadline,
                             "sending the protocol version"))
         return {std::nullopt, std::move(msg)};
@@ -218,12 +205,15 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
                             "reading the protocol version reply"))
         return {std::nullopt, std::move(msg)};
     if (their_version < 0)
-        return {std::nullopt, fmt::format("slurmstepd refused the protocol version {} (replied {})",
-                                          wire::protocol_version, their_version)};
-    if (their_version < wire::min_protocol_version || their_version > wire::protocol_version)
+        return {std::nullopt, fmt::format("slurmstepd refused the protocol version {} of Slurm {} (replied {})",
+                                          protocol.version, describe_protocol_version(protocol.version),
+                                          their_version)};
+    // Newer than the build: its state numbering is unknown. Older than the oldest stepd
+    // this release's slurmd can run beside: not a stepd we know how to read.
+    if (their_version < protocol.oldest_stepd || their_version > protocol.version)
         return {std::nullopt,
                 fmt::format("unexpected protocol version reply {} (expected {} to {})",
-                            their_version, wire::min_protocol_version, wire::protocol_version)};
+                            their_version, protocol.oldest_stepd, protocol.version)};
 
     const std::int32_t uid_request = wire::request_step_uid;
     if (auto msg = send_all(fd.get(), &uid_request, sizeof(uid_request), deadline,
@@ -244,12 +234,13 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     if (auto msg = recv_all(fd.get(), &state, sizeof(state), deadline,
                             "reading the REQUEST_STATE reply"))
         return {std::nullopt, std::move(msg)};
-    if (state < static_cast<int>(StepdState::not_running) ||
-        state > static_cast<int>(StepdState::ending))
-        return {std::nullopt, fmt::format("unexpected REQUEST_STATE reply: state {}", state)};
+    const auto decoded = decode_stepd_state(their_version, state);
+    if (!decoded)
+        return {std::nullopt, fmt::format("unexpected REQUEST_STATE reply: state {} from a Slurm {} stepd", state,
+                                          describe_protocol_version(their_version))};
 
     // Closing the connection is the EOF that ends req.c's request loop.
-    return {StepAnswer{static_cast<uid_t>(uid), state}, std::nullopt};
+    return {StepAnswer{static_cast<uid_t>(uid), *decoded, state, their_version}, std::nullopt};
 }
 
 std::optional<std::uint32_t> parse_u32(std::string_view text) {
@@ -296,7 +287,8 @@ std::optional<StepSocketName> parse_step_socket_name(const std::string& file_nam
 
 Result<LocalJobState> read_local_steps(const std::string& spool_dir,
                                        const std::string& node_name,
-                                       std::chrono::steady_clock::time_point deadline) {
+                                       std::chrono::steady_clock::time_point deadline,
+                                       const StepdProtocol& protocol) {
     if (node_name.empty())
         return Error::lookup("slurmstepd sockets: the node name is empty");
 
@@ -344,7 +336,7 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir,
 
     LocalJobState state;
     for (auto& candidate : candidates) {
-        QueryOutcome outcome = query_step(candidate.path, deadline);
+        QueryOutcome outcome = query_step(candidate.path, deadline, protocol);
         if (outcome.error)
             return Error::lookup(
                 fmt::format("slurmstepd socket {}: {}", candidate.path, *outcome.error));
@@ -359,7 +351,8 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir,
         step.het_component = candidate.name.het_component;
         step.uid = outcome.answer->uid;
         step.state = outcome.answer->state;
-        step.ending = outcome.answer->state == static_cast<int>(StepdState::ending);
+        step.raw_state = outcome.answer->raw_state;
+        step.stepd_version = outcome.answer->stepd_version;
         step.socket_path = std::move(candidate.path);
         state.live.push_back(std::move(step));
     }

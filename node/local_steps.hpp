@@ -4,9 +4,8 @@
 // slurmd's spool directory, but without libslurm's blocking calls: every
 // connect, read and write is non-blocking and bounded by one deadline.
 //
-// The wire protocol was checked against Slurm 22.05.8 only (src/common/stepd_api.c
-// and src/slurmd/slurmstepd/req.c); local_steps.cpp refuses to build against
-// any other Slurm release.
+// The wire protocol of each release is in stepd_protocol.hpp; a build refuses a
+// release that table does not have.
 #pragma once
 
 #include <sys/types.h>
@@ -18,16 +17,9 @@
 #include <vector>
 
 #include "result.hpp"
+#include "stepd_protocol.hpp"
 
 namespace leftover::node {
-
-// slurmstepd_state_t (src/common/stepd_api.h, 22.05).
-enum class StepdState : int {
-    not_running = 0,
-    starting = 1,
-    running = 2,
-    ending = 3,
-};
 
 // A step whose slurmstepd answered on its socket.
 struct LocalStep {
@@ -36,8 +28,9 @@ struct LocalStep {
                                 // interactive 0xfffffffa
     std::optional<std::uint32_t> het_component;  // <job>.<step>.<component> sockets
     uid_t uid = 0;                               // the job owner, as the slurmstepd reports it
-    int state = 0;                               // a StepdState value
-    bool ending = false;                         // state == StepdState::ending
+    StepdState state = StepdState::running;
+    std::int32_t raw_state = 0;                  // the number the stepd sent, for log lines
+    std::int32_t stepd_version = 0;              // the protocol version the stepd answered with
     std::string socket_path;
 };
 
@@ -75,8 +68,10 @@ std::optional<StepSocketName> parse_step_socket_name(const std::string& file_nam
 // cannot be asked (timeout at the deadline, short read, unexpected reply, any
 // error other than "nobody listens"): an unanswered step may still be live,
 // so the caller must not decide on a partial picture.
+// `protocol`: the client's release (the build's; tests play other rows of the table).
 Result<LocalJobState> read_local_steps(const std::string& spool_dir,
                                        const std::string& node_name,
-                                       std::chrono::steady_clock::time_point deadline);
+                                       std::chrono::steady_clock::time_point deadline,
+                                       const StepdProtocol& protocol = build_stepd_protocol());
 
 }  // namespace leftover::node

@@ -9,13 +9,12 @@ using namespace leftover::node;
 
 namespace {
 
-LocalStep step(std::uint32_t job, std::uint32_t id, uid_t uid, bool ending = false) {
+LocalStep step(std::uint32_t job, std::uint32_t id, uid_t uid, StepdState state = StepdState::running) {
     LocalStep s;
     s.job_id = job;
     s.step_id = id;
     s.uid = uid;
-    s.ending = ending;
-    s.state = ending ? 3 : 2;
+    s.state = state;
     return s;
 }
 
@@ -41,7 +40,7 @@ TEST_CASE("live work: an ending step missing from the spool dir is a lookup erro
 
 TEST_CASE("live work: steps already ending are not live work; other steps of the same job are") {
     LocalJobState state;
-    state.live = {step(10, 0, 41001), step(10, 1, 41001), step(12, 0, 41003, true)};
+    state.live = {step(10, 0, 41001), step(10, 1, 41001), step(12, 0, 41003, StepdState::ending)};
     auto live = live_work_from(state, StepId{10, 0}, "x");
     REQUIRE(live.ok());
     CHECK(live->uids == std::set<uid_t>{41001});  // step 10.1 still runs
@@ -65,4 +64,13 @@ TEST_CASE("SlurmdSpoolDir is expanded as slurmd does it") {
     CHECK(expand_spool_dir("/var/spool/slurmd/%n", "n1", "host") == "/var/spool/slurmd/n1");
     CHECK(expand_spool_dir("/var/spool/%h/slurmd", "n1", "host") == "/var/spool/host/slurmd");
     CHECK(expand_spool_dir("/s/%h/%n", "n1", "host") == "/s/host/n1");
+}
+
+TEST_CASE("live work: a CANCELLED step is live (a job that traps scancel's TERM still runs)") {
+    LocalJobState state;
+    state.live = {step(20, 0, 41005, StepdState::cancelled), step(21, 0, 41006, StepdState::ending)};
+    auto live = live_work_from(state, std::nullopt, "/spool for node n1");
+    REQUIRE(live.ok());
+    CHECK(live->uids == std::set<uid_t>{41005});
+    CHECK(live->job_ids == std::set<std::uint64_t>{20});
 }

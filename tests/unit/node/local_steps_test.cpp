@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // read_local_steps against fake slurmstepd servers in a temporary spool directory.
 //
-// The fake speaks the protocol the way slurm-22-05-8-1's src/slurmd/slurmstepd/req.c
-// does (_handle_accept / _handle_request / _handle_uid / _handle_state). Its numbers
-// are written out here on purpose, independently of local_steps.cpp, so that a wrong
-// constant on either side makes these tests fail.
+// The fake speaks the protocol the way src/slurmd/slurmstepd/req.c does in every release
+// from 22.05 to 26.05 (_handle_accept / _handle_request / _handle_uid / _handle_state),
+// answering with the version of the release it plays. Its numbers are written out here
+// on purpose, independently of stepd_protocol.hpp, so that a wrong constant on either
+// side makes these tests fail.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -38,17 +39,31 @@ using leftover::ErrorKind;
 using leftover::node::LocalJobState;
 using leftover::node::parse_step_socket_name;
 using leftover::node::read_local_steps;
+using leftover::node::StepdProtocol;
+using leftover::node::StepdState;
 using leftover::node::StepSocketName;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// From slurm-22-05-8-1: src/common/slurm_protocol_common.h, src/common/stepd_api.h.
+// From src/common/slurm_protocol_common.h and src/common/stepd_api.h of each release
+// (slurm-22-05-8-1, -23-02-8-1, -23-11-11-1, -24-05-8-1, -24-11-5-1, -25-05-8-1,
+// -25-11-7-1, -26-05-3-1).
 constexpr std::int32_t k2205ProtocolVersion = 38 << 8;   // SLURM_22_05_PROTOCOL_VERSION
-constexpr std::int32_t kMinProtocolVersion = 36 << 8;    // SLURM_MIN_PROTOCOL_VERSION
+constexpr std::int32_t k2302ProtocolVersion = 39 << 8;
+constexpr std::int32_t k2311ProtocolVersion = 40 << 8;
+constexpr std::int32_t k2411ProtocolVersion = 42 << 8;
+constexpr std::int32_t k2605ProtocolVersion = 45 << 8;
+constexpr std::int32_t kMinProtocolVersion = 36 << 8;    // SLURM_MIN_PROTOCOL_VERSION of 22.05
 constexpr std::int32_t kRequestState = 5;                // REQUEST_STATE
 constexpr std::int32_t kRequestStepUid = 20;             // REQUEST_STEP_UID
 constexpr std::int32_t kStateRunning = 2;                // SLURMSTEPD_STEP_RUNNING
-constexpr std::int32_t kStateEnding = 3;                 // SLURMSTEPD_STEP_ENDING
+constexpr std::int32_t kStateEnding = 3;                 // SLURMSTEPD_STEP_ENDING before 23.11
+constexpr std::int32_t kStateCancelled2311 = 3;          // SLURMSTEPD_STEP_CANCELLED from 23.11
+constexpr std::int32_t kStateEnding2311 = 4;             // SLURMSTEPD_STEP_ENDING from 23.11
+// The client rows the tests play (a 22.05 build is what this machine builds).
+constexpr StepdProtocol k2205Client{22, 5, k2205ProtocolVersion, kMinProtocolVersion};
+constexpr StepdProtocol k2411Client{24, 11, k2411ProtocolVersion, k2302ProtocolVersion};
+constexpr StepdProtocol k2605Client{26, 5, k2605ProtocolVersion, k2411ProtocolVersion};
 constexpr std::uint32_t kBatchStep = 0xfffffffb;         // SLURM_BATCH_SCRIPT
 constexpr std::uint32_t kExternStep = 0xfffffffc;        // SLURM_EXTERN_CONT
 
@@ -109,9 +124,13 @@ enum class Behaviour {
 // One fake slurmstepd: a listening unix socket served by a thread.
 class FakeStepd {
 public:
+    // `version`: the SLURM_PROTOCOL_VERSION of the release it plays; `oldest_client`:
+    // that release's SLURM_MIN_PROTOCOL_VERSION, below which it refuses a client.
     FakeStepd(std::string path, std::uint32_t uid, std::int32_t state,
-              Behaviour behaviour = Behaviour::answer)
-        : path_(std::move(path)), uid_(uid), state_(state), behaviour_(behaviour) {
+              Behaviour behaviour = Behaviour::answer, std::int32_t version = k2205ProtocolVersion,
+              std::int32_t oldest_client = kMinProtocolVersion)
+        : path_(std::move(path)), uid_(uid), state_(state), behaviour_(behaviour), version_(version),
+          oldest_client_(oldest_client) {
         REQUIRE(::pipe2(stop_pipe_, O_CLOEXEC) == 0);
         listen_fd_ = bind_unix(path_);
         REQUIRE(::listen(listen_fd_, 32) == 0);
@@ -179,7 +198,7 @@ private:
         std::int32_t version = 0;
         if (!read_int(fd, version)) return;
         client_version_ = version;
-        if (version < kMinProtocolVersion) {
+        if (version < oldest_client_) {
             const std::int32_t error = -1;
             write_bytes(fd, &error, sizeof(error));
             return;
@@ -189,7 +208,7 @@ private:
             write_bytes(fd, &error, sizeof(error));
             return;
         }
-        const std::int32_t mine = k2205ProtocolVersion;
+        const std::int32_t mine = version_;
         if (!write_bytes(fd, &mine, sizeof(mine))) return;
         for (;;) {  // _handle_request until EOF or an error
             std::int32_t request = 0;
@@ -232,6 +251,8 @@ private:
     std::uint32_t uid_;
     std::int32_t state_;
     Behaviour behaviour_;
+    std::int32_t version_;
+    std::int32_t oldest_client_;
     int stop_pipe_[2] = {-1, -1};
     int listen_fd_ = -1;
     std::atomic<int> connections_{0};
@@ -275,7 +296,7 @@ TEST_CASE("a live step: uid and state over the 22.05 protocol, one connection") 
     TempDir spool;
     FakeStepd step(spool.file("n1_42.0"), 1234, kStateRunning);
 
-    auto result = read_local_steps(spool.path(), "n1", soon());
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
     REQUIRE(result->live.size() == 1);
     CHECK(result->dead.empty());
@@ -284,8 +305,9 @@ TEST_CASE("a live step: uid and state over the 22.05 protocol, one connection") 
     CHECK(live.step_id == 0);
     CHECK_FALSE(live.het_component.has_value());
     CHECK(live.uid == 1234);
-    CHECK(live.state == kStateRunning);
-    CHECK_FALSE(live.ending);
+    CHECK(live.state == StepdState::running);
+    CHECK(live.raw_state == kStateRunning);
+    CHECK(live.stepd_version == k2205ProtocolVersion);
     CHECK(live.socket_path == spool.file("n1_42.0"));
 
     CHECK(step.client_version() == k2205ProtocolVersion);
@@ -306,11 +328,11 @@ TEST_CASE("an ending step is flagged ending; batch and extern steps are listed")
     REQUIRE(result->live.size() == 2);
     // sorted by job, step: batch (0xfffffffb) before extern (0xfffffffc)
     CHECK(result->live[0].step_id == kBatchStep);
-    CHECK(result->live[0].state == kStateEnding);
-    CHECK(result->live[0].ending);
+    CHECK(result->live[0].raw_state == kStateEnding);
+    CHECK(result->live[0].state == StepdState::ending);
     CHECK(result->live[1].step_id == kExternStep);
-    CHECK(result->live[1].state == kStateRunning);
-    CHECK_FALSE(result->live[1].ending);
+    CHECK(result->live[1].raw_state == kStateRunning);
+    CHECK(result->live[1].state == StepdState::running);
 }
 
 TEST_CASE("a heterogeneous job component socket") {
@@ -458,4 +480,95 @@ TEST_CASE("one unanswerable step fails the whole lookup") {
     auto result = read_local_steps(spool.path(), "n1", soon());
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().message.find(spool.file("n1_31.0")) != std::string::npos);
+}
+
+TEST_CASE("every release in the table: the build's handshake and ENDING as that release numbers it") {
+    // A stepd of each release, asked by a client of the same release.
+    for (const StepdProtocol& row : leftover::node::kStepdProtocols) {
+        CAPTURE(row.major);
+        CAPTURE(row.minor);
+        const bool cancelled_inserted = row.version >= k2311ProtocolVersion;
+        TempDir spool;
+        FakeStepd ending(spool.file("n1_50.0"), 2001, cancelled_inserted ? kStateEnding2311 : kStateEnding,
+                         Behaviour::answer, row.version, row.oldest_stepd);
+        FakeStepd running(spool.file("n1_51.0"), 2002, kStateRunning, Behaviour::answer, row.version,
+                          row.oldest_stepd);
+        auto result = read_local_steps(spool.path(), "n1", soon(), row);
+        REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+        REQUIRE(result->live.size() == 2);
+        CHECK(result->live[0].state == StepdState::ending);
+        CHECK(result->live[0].stepd_version == row.version);
+        CHECK(result->live[1].state == StepdState::running);
+        CHECK(ending.client_version() == row.version);
+    }
+}
+
+TEST_CASE("from 23.11 on, state 3 is CANCELLED (live) and 4 is ENDING") {
+    TempDir spool;
+    FakeStepd cancelled(spool.file("n1_60.0"), 3001, kStateCancelled2311, Behaviour::answer,
+                        k2411ProtocolVersion, k2302ProtocolVersion);
+    FakeStepd ending(spool.file("n1_61.0"), 3002, kStateEnding2311, Behaviour::answer, k2411ProtocolVersion,
+                     k2302ProtocolVersion);
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2411Client);
+    REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+    REQUIRE(result->live.size() == 2);
+    CHECK(result->live[0].state == StepdState::cancelled);
+    CHECK(result->live[0].raw_state == 3);
+    CHECK(result->live[1].state == StepdState::ending);
+    CHECK(result->live[1].raw_state == 4);
+}
+
+TEST_CASE("upgrade window: a 24.11 build reads a still-running 23.02 stepd by 23.02's numbering") {
+    TempDir spool;
+    // Started by the old slurmd: ENDING is 3 there; a new 24.11 stepd beside it says 4.
+    FakeStepd old_ending(spool.file("n1_70.0"), 4001, kStateEnding, Behaviour::answer, k2302ProtocolVersion,
+                         kMinProtocolVersion);
+    FakeStepd new_ending(spool.file("n1_71.0"), 4002, kStateEnding2311, Behaviour::answer, k2411ProtocolVersion,
+                         k2302ProtocolVersion);
+    FakeStepd mid_cancelled(spool.file("n1_72.0"), 4003, kStateCancelled2311, Behaviour::answer,
+                            k2311ProtocolVersion, k2302ProtocolVersion);
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2411Client);
+    REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+    REQUIRE(result->live.size() == 3);
+    CHECK(result->live[0].state == StepdState::ending);
+    CHECK(result->live[0].stepd_version == k2302ProtocolVersion);
+    CHECK(result->live[1].state == StepdState::ending);
+    CHECK(result->live[2].state == StepdState::cancelled);
+    // Every stepd was greeted with the build's version.
+    CHECK(old_ending.client_version() == k2411ProtocolVersion);
+}
+
+TEST_CASE("a stepd reply outside [oldest stepd, build] or a state its release lacks is a lookup error") {
+    SUBCASE("a newer stepd than the build: its numbering is unknown") {
+        TempDir spool;
+        FakeStepd step(spool.file("n1_80.0"), 1, kStateRunning, Behaviour::answer, k2605ProtocolVersion,
+                       k2411ProtocolVersion);
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2411Client);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().kind == ErrorKind::lookup);
+        CHECK(result.error().message.find("unexpected protocol version reply 11520") != std::string::npos);
+    }
+    SUBCASE("older than the oldest stepd a 26.05 slurmd runs beside") {
+        TempDir spool;
+        FakeStepd step(spool.file("n1_81.0"), 1, kStateRunning, Behaviour::answer, k2302ProtocolVersion,
+                       kMinProtocolVersion);
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2605Client);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().message.find("unexpected protocol version reply 9984") != std::string::npos);
+    }
+    SUBCASE("a 24.11 stepd refuses a 22.05 client (its minimum is 23.02)") {
+        TempDir spool;
+        FakeStepd step(spool.file("n1_82.0"), 1, kStateRunning, Behaviour::answer, k2411ProtocolVersion,
+                       k2302ProtocolVersion);
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().message.find("refused the protocol version 9728 of Slurm 22.05") != std::string::npos);
+    }
+    SUBCASE("state 4 from a 22.05 stepd") {
+        TempDir spool;
+        FakeStepd step(spool.file("n1_83.0"), 1, 4);
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().message.find("state 4 from a Slurm 22.05 stepd") != std::string::npos);
+    }
 }

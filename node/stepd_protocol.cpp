@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "stepd_protocol.hpp"
+
+#include <fmt/format.h>
+
+#include <slurm/slurm_version.h>
+
+namespace leftover::node {
+namespace {
+
+constexpr int kBuildMajor = SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER);
+constexpr int kBuildMinor = SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER);
+constexpr int kBuildRow = stepd_protocol_index(kBuildMajor, kBuildMinor);
+static_assert(kBuildRow >= 0,
+              "this Slurm release is not in node/stepd_protocol.hpp: re-check the step-socket protocol "
+              "(slurm_protocol_common.h, stepd_api.h/.c, slurmstepd/req.c) for it and add a row");
+
+// The first release whose stepds number CANCELLED 3 and ENDING 4 (commit 4fd6728be9).
+constexpr std::int32_t kCancelledInserted = protocol_version(40);  // 23.11
+
+}  // namespace
+
+const StepdProtocol& build_stepd_protocol() {
+    return kStepdProtocols[kBuildRow];
+}
+
+std::optional<StepdState> decode_stepd_state(std::int32_t stepd_version, std::int32_t raw) {
+    switch (raw) {
+        case 0: return StepdState::not_running;
+        case 1: return StepdState::starting;
+        case 2: return StepdState::running;
+        case 3: return stepd_version < kCancelledInserted ? StepdState::ending : StepdState::cancelled;
+        case 4:
+            if (stepd_version >= kCancelledInserted) return StepdState::ending;
+            return std::nullopt;
+        default: return std::nullopt;
+    }
+}
+
+const char* to_string(StepdState state) {
+    switch (state) {
+        case StepdState::not_running: return "not_running";
+        case StepdState::starting: return "starting";
+        case StepdState::running: return "running";
+        case StepdState::cancelled: return "cancelled";
+        case StepdState::ending: return "ending";
+    }
+    return "?";
+}
+
+std::string describe_protocol_version(std::int32_t version) {
+    for (const StepdProtocol& row : kStepdProtocols)
+        if (row.version == version) return fmt::format("{}.{:02}", row.major, row.minor);
+    return fmt::format("protocol {}", version);
+}
+
+}  // namespace leftover::node

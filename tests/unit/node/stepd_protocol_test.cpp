@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "stepd_protocol.hpp"
+
+#include <doctest/doctest.h>
+
+#include <slurm/slurm_version.h>
+
+using namespace leftover::node;
+
+TEST_CASE("stepd protocol table: this build's release has a row, versions ascend, oldest below own") {
+    const StepdProtocol& build = build_stepd_protocol();
+    CHECK(build.major == SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER));
+    CHECK(build.minor == SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER));
+    std::int32_t previous = 0;
+    for (const StepdProtocol& row : kStepdProtocols) {
+        CAPTURE(row.version);
+        CHECK(row.version > previous);
+        CHECK(row.oldest_stepd < row.version);
+        previous = row.version;
+    }
+    CHECK(stepd_protocol_index(26, 11) == -1);
+    CHECK(describe_protocol_version(42 << 8) == "24.11");
+    CHECK(describe_protocol_version(46 << 8) == "protocol 11776");
+}
+
+TEST_CASE("stepd state numbering: CANCELLED was inserted at 3 in 23.11 and ENDING moved to 4") {
+    CHECK(decode_stepd_state(38 << 8, 2) == StepdState::running);
+    CHECK(decode_stepd_state(38 << 8, 3) == StepdState::ending);
+    CHECK(decode_stepd_state(39 << 8, 3) == StepdState::ending);
+    CHECK_FALSE(decode_stepd_state(39 << 8, 4));
+    CHECK(decode_stepd_state(40 << 8, 3) == StepdState::cancelled);
+    CHECK(decode_stepd_state(40 << 8, 4) == StepdState::ending);
+    CHECK(decode_stepd_state(45 << 8, 0) == StepdState::not_running);
+    CHECK(decode_stepd_state(45 << 8, 1) == StepdState::starting);
+    CHECK_FALSE(decode_stepd_state(45 << 8, 5));
+    CHECK_FALSE(decode_stepd_state(45 << 8, -1));
+}
