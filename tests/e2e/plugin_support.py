@@ -10,7 +10,10 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from slurm_cluster import ClusterConfig, SlurmCluster, wait_until
+from e2e_processes import wait_until
+from slurm_cluster import SlurmCluster
+from slurm_config import ClusterConfig
+from slurm_jobs import FINAL_STATES, parse_fields
 
 TOP = Path(__file__).resolve().parents[2]
 PLUGIN = Path(os.environ.get("LEFTOVER_PLUGIN", TOP / "build/release/spank/leftover.so"))
@@ -123,24 +126,13 @@ def read_pid(path: Path, timeout: float = 20.0) -> int:
     return int(path.read_text())
 
 
-def kill_quietly(*pids: int) -> None:
-    import signal
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, TypeError):
-            pass
-
-
 def wait_all_jobs_done(cluster: SlurmCluster, timeout: float = 60.0) -> None:
     """Waits until every job is in a final state. A job's sweeps happen before it gets
     there, so after this no sweep of an earlier test can hit the next test's clients
     (which run on the node itself, as the users under test)."""
-    from slurm_cluster import FINAL_STATES, _parse_fields
-
     def all_final():
         jobs = cluster.scontrol("-o", "show", "job", check=False).stdout.splitlines()
-        return all(_parse_fields(line).get("JobState") in FINAL_STATES for line in jobs if "JobId=" in line)
+        return all(parse_fields(line).get("JobState") in FINAL_STATES for line in jobs if "JobId=" in line)
     wait_until(all_final, timeout, "every job to finish")
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from plugin_support import (PLUGIN, LogWatch, plugin_config, summary_regex,
                             write_config)
-from slurm_cluster import Account, ensure_test_users
+from e2e_accounts import Account, ensure_test_users
 
 CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
 TOP = Path(__file__).resolve().parents[2]

@@ -8,8 +8,10 @@ import socket
 
 import pytest
 
-from slurm_cluster import (BATCH_STEP, EXTERN_STEP, TEST_USERS, ClusterConfig,
-                           wait_until)
+from e2e_accounts import TEST_USERS
+from e2e_processes import wait_until
+from slurm_config import ClusterConfig
+from slurm_jobs import BATCH_STEP, EXTERN_STEP
 
 
 def test_test_users_exist_with_fixed_uids(test_users):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from plugin_support import TOP, LogWatch, summary_regex, still_alive_after, wait_all_jobs_done
-from slurm_cluster import ClusterConfig
+from slurm_config import ClusterConfig
 
 PACKAGES = Path(os.environ.get("LEFTOVER_PACKAGES", TOP / "build/packages"))
 PLUGIN_DIR = "usr/lib/x86_64-linux-gnu/slurm-wlm"

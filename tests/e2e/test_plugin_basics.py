@@ -12,11 +12,11 @@ import uuid
 import pytest
 
 from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
-    batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment, kill_quietly,
+    batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment,
                             plugin_config, read_pid, start_background,
                             stepd_pid, still_alive_after, summary_regex,
                             write_config)
-from slurm_cluster import wait_until
+from e2e_processes import kill_quietly, wait_until
 
 
 @pytest.fixture(scope="module")
