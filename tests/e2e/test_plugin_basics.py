@@ -199,7 +199,12 @@ def test_job_source_controller_with_slurmctld_down_kills_nothing_and_the_job_com
 
 def test_a_stale_step_socket_does_not_block_sweeping(cluster, config):
     config("{}\n")
-    other, release = cluster.sbatch_until_released("lo_bob", in_step=True)
+    # The batch script goes on waiting after its step's slurmstepd is killed: were the
+    # job to end now, its sweep could hit this test's srun client below (lo_alice's,
+    # jobless on this node until its allocation exists).
+    release = cluster.work_dir / f"release-{uuid.uuid4().hex[:8]}"
+    wait = f"while [ ! -e {release} ]; do sleep 0.1; done"
+    other = cluster.sbatch("lo_bob", f"#!/bin/sh\nsrun /bin/sh -c '{wait}'\n{wait}\n")
     socket_path = cluster.step_socket(other, 0)
     wait_until(socket_path.exists, 30, "the other job's step socket")
     os.kill(stepd_pid(other, "0"), signal.SIGKILL)
