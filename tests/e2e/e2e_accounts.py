@@ -2,6 +2,11 @@
 
 `ensure_test_users()` creates them (with fixed uids, gid == uid) when they are
 missing and refuses an existing account whose uid differs.
+
+TEST_UID_MIN..TEST_UID_MAX is the one range of uids the tests' sweeps may
+reach: every leftover config they write sets uid_min/uid_max to it
+(plugin_support.leftover_conf), so a node-wide sweep on this machine never
+touches a user of the machine who has no job on the test cluster.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ TEST_USERS = (
     Account("bobby", 41006),    # "bob" is protected; "bobby" must not be
 )
 USERS = {u.name: u for u in TEST_USERS}
+
+# Every test account but lo_low and lo_high (outside on purpose) has its uid in
+# this range; no account has TEST_UID_MAX itself, so a config whose range is
+# only TEST_UID_MAX sweeps nobody.
+TEST_UID_MIN = 41001
+TEST_UID_MAX = 41099
+OUTSIDE_TEST_UIDS = ("lo_low", "lo_high")
 
 
 def ensure_test_users(users: Iterable[Account] = TEST_USERS) -> None:

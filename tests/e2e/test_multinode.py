@@ -29,7 +29,8 @@ import uuid
 import pytest
 
 from plugin_support import (  # noqa: F401 (conf_dir: a shared fixture)
-    LogWatch, conf_dir, daemon_fragment, plugin_config, read_pid, summary_regex, write_config)
+    LogWatch, conf_dir, daemon_fragment, plugin_config, read_pid, summary_regex,
+    write_leftover_conf)
 from e2e_processes import wait_until
 from slurm_cluster import MARKER_VAR
 from slurm_config import ClusterConfig
@@ -60,7 +61,7 @@ def bare(make_cluster):
 
 @pytest.fixture(scope="module")
 def cluster(make_cluster, conf_dir):
-    write_config(conf_dir, "debuglevel: debug\n")
+    write_leftover_conf(conf_dir, "debuglevel: debug\n")
     return make_cluster(plugin_config(conf_dir, **namespaced()))
 
 
@@ -71,7 +72,7 @@ def contain_conf_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def contained(make_cluster, contain_conf_dir):
-    write_config(contain_conf_dir, "debuglevel: debug\n")
+    write_leftover_conf(contain_conf_dir, "debuglevel: debug\n")
     return make_cluster(plugin_config(contain_conf_dir, **namespaced(prolog_flags="contain")))
 
 
@@ -324,7 +325,7 @@ def differing(a: dict, b: dict) -> dict:
 
 def test_with_contain_and_local_job_source_the_plugin_sends_the_controller_nothing(
         bare, contained, contain_conf_dir):
-    write_config(contain_conf_dir, "debuglevel: debug\njob_source: local\n")
+    write_leftover_conf(contain_conf_dir, "debuglevel: debug\njob_source: local\n")
     without = rpcs_of_a_three_node_job(bare, plugin=False)
     logs = watch(contained)
     with_plugin = rpcs_of_a_three_node_job(contained, plugin=True)
@@ -337,9 +338,9 @@ def test_with_contain_and_local_job_source_the_plugin_sends_the_controller_nothi
 def test_the_sdiag_count_sees_controller_queries_when_the_plugin_makes_them(contained, contain_conf_dir):
     # The positive control of the test above: job_source controller asks slurmctld
     # (leftover-query, REQUEST_JOB_INFO) in every evaluation, on every node.
-    write_config(contain_conf_dir, "debuglevel: debug\njob_source: controller\n")
+    write_leftover_conf(contain_conf_dir, "debuglevel: debug\njob_source: controller\n")
     try:
         counts = rpcs_of_a_three_node_job(contained, plugin=True)
     finally:
-        write_config(contain_conf_dir, "debuglevel: debug\n")
+        write_leftover_conf(contain_conf_dir, "debuglevel: debug\n")
     assert counts.get("REQUEST_JOB_INFO", 0) >= len(NODES), counts

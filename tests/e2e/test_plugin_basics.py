@@ -15,13 +15,13 @@ from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fix
     batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment,
                             plugin_config, read_pid, start_background,
                             stepd_pid, still_alive_after, summary_regex,
-                            write_config)
+                            write_config, write_leftover_conf)
 from e2e_processes import kill_quietly, wait_until
 
 
 @pytest.fixture(scope="module")
 def cluster(make_cluster, conf_dir):
-    write_config(conf_dir, "{}\n")
+    write_leftover_conf(conf_dir, "{}\n")
     return make_cluster(plugin_config(conf_dir))
 
 
@@ -82,7 +82,7 @@ def test_batch_daemon_survives_its_jobs_srun_steps_and_is_reaped_when_the_job_en
 
 
 def test_the_predecessors_config_verbatim_spares_its_protected_user(cluster, config):
-    config(SEED_JSON)
+    config(SEED_JSON)  # with the test accounts' uid range in front, as every config here
     log = LogWatch(cluster)
     spared, job = cluster.plant_stray_in_step("alice")
     job_epilog_done(cluster, log, job)

@@ -8,12 +8,12 @@ import pytest
 
 from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config,
-    jobs_done_after_each_test, plugin_config, summary_regex, write_config)
+    jobs_done_after_each_test, plugin_config, summary_regex, write_leftover_conf)
 
 
 @pytest.fixture(scope="module")
 def cluster(make_cluster, conf_dir):
-    write_config(conf_dir, "debuglevel: debug\n")
+    write_leftover_conf(conf_dir, "debuglevel: debug\n")
     return make_cluster(plugin_config(conf_dir, prolog_flags="contain"))
 
 
