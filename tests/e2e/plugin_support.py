@@ -106,6 +106,17 @@ class LogWatch:
         assert found is None, f"unexpected log line: {found.group(0)}"
 
 
+def swept_with(user: str) -> str:
+    """Regex of a summary line's swept list that names user, whoever else it names:
+    only the test's own users are asserted on, never the whole list."""
+    return rf"swept \[(?:[^\]]*, )?{re.escape(user)}(?:, [^\]]*)?\]"
+
+
+def swept_without(user: str) -> str:
+    """Regex of a summary line's swept list that does not name user."""
+    return rf"swept \[(?!(?:[^\]]*, )?{re.escape(user)}(?:, |\]))[^\]]*\]"
+
+
 def summary_regex(job: int, step: str = r"\S+") -> str:
     """The summary line of one evaluation of a job's step (or 'epilog')."""
     if step == "epilog":

@@ -15,7 +15,7 @@ from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fix
     batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment,
                             plugin_config, read_pid, start_background,
                             stepd_pid, still_alive_after, summary_regex,
-                            write_config, write_leftover_conf)
+                            swept_with, write_config, write_leftover_conf)
 from e2e_processes import kill_quietly, wait_until
 
 
@@ -48,7 +48,7 @@ def test_double_forked_stray_of_a_finished_srun_job_is_reaped(cluster, config):
     # The step's end sweeps when srun has already released the job (slurmctld then says
     # COMPLETING, not live); otherwise the job epilog does. Either is right, once.
     log.wait_for(rf"leftover: (step {job}\.0|job {job} epilog) \(user lo_alice uid 41001\): "
-                 r"swept \[lo_alice\]; killed 1;")
+                 rf"{swept_with('lo_alice')}; killed [1-9]")
     assert cluster.wait_job_done(job).state == "COMPLETED"
 
 
@@ -163,7 +163,7 @@ def test_a_job_that_starts_during_grace_protects_its_users_processes(cluster, co
     try:
         log.wait_for(rf"leftover: SIGTERM pid={stubborn} user=lo_alice")
         second = start_background(cluster, "lo_alice", ["/usr/bin/srun", f"--job-name={name}", "/bin/sleep", "60"])
-        log.wait_for(rf"leftover: step {trigger}\.0 \(user lo_bob uid 41002\): swept \[lo_alice\]")
+        log.wait_for(rf"leftover: step {trigger}\.0 \(user lo_bob uid 41002\): {swept_with('lo_alice')}")
         log.assert_absent(rf"SIGKILL pid={stubborn}\b")
         assert cluster.is_alive(stubborn)
         assert second.poll() is None, "the new job's srun must still run"
