@@ -323,7 +323,9 @@ def stepd_status(cluster_dir: Path, step: str) -> dict:
 def measure_cluster(plugin: Path, jobs: int) -> dict:
     sys.path.insert(0, str(TOP / "tests" / "e2e"))
     os.environ["LEFTOVER_PLUGIN"] = str(plugin)
-    from slurm_cluster import ClusterConfig, SlurmCluster, reap_stale_clusters, wait_until
+    from e2e_processes import wait_until
+    from slurm_cluster import SlurmCluster, reap_stale_clusters
+    from slurm_config import ClusterConfig
     from plugin_support import LogWatch, write_config
 
     reap_stale_clusters()

@@ -15,7 +15,9 @@ TOP = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TOP / "tests/e2e"))
 
 from plugin_support import daemon_fragment, plugin_config, read_pid, write_config  # noqa: E402
-from slurm_cluster import SlurmCluster, ensure_test_users, is_alive, wait_until  # noqa: E402
+from e2e_accounts import ensure_test_users  # noqa: E402
+from e2e_processes import is_alive, wait_until  # noqa: E402
+from slurm_cluster import SlurmCluster  # noqa: E402
 
 ORDINARY, PROTECTED = "lo_alice", "je.kim"
 

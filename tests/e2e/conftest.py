@@ -13,8 +13,9 @@ import os
 
 import pytest
 
-from slurm_cluster import (USERS, ClusterConfig, SlurmCluster, ensure_test_users,
-                           reap_stale_clusters)
+from e2e_accounts import USERS, ensure_test_users
+from slurm_cluster import SlurmCluster, reap_stale_clusters
+from slurm_config import ClusterConfig
 
 # Every cluster not yet stopped, so per-test cleanup and failure reports
 # can reach clusters from any fixture scope.

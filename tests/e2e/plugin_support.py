@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What the plugin tests share: the plugin's path, its config file, and reading
-the slurmd log from a mark onwards so each test sees only its own lines."""
+"""What the plugin tests share: the plugin's path, its config file (always limited
+to the test accounts' uids), and reading the slurmd log from a mark onwards so
+each test sees only its own lines."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from slurm_cluster import ClusterConfig, SlurmCluster, wait_until
+from e2e_accounts import TEST_UID_MAX, TEST_UID_MIN
+from e2e_processes import wait_until
+from slurm_cluster import SlurmCluster
+from slurm_config import ClusterConfig
+from slurm_jobs import FINAL_STATES, parse_fields
 
 TOP = Path(__file__).resolve().parents[2]
 PLUGIN = Path(os.environ.get("LEFTOVER_PLUGIN", TOP / "build/release/spank/leftover.so"))
@@ -37,13 +42,45 @@ def plugin_config(conf_dir: Path, **overrides) -> ClusterConfig:
 
 
 def write_config(conf_dir: Path, text: str, name: str = "leftover.conf") -> Path:
-    """Writes a root-owned 0644 file (what the plugin trusts)."""
+    """Writes a root-owned 0644 file (what the plugin trusts) as it is: a users
+    file; a leftover config goes through write_leftover_conf."""
     path = conf_dir / name
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.chmod(0o644)
     tmp.replace(path)
     return path
+
+
+def leftover_conf(text: str) -> str:
+    """A leftover config (YAML, or a JSON object) that sweeps only the test accounts.
+
+    The tests' clusters run on a real machine: a node-wide sweep with the default
+    uid range would kill the processes of any of its users without a job on the test
+    cluster.  So uid_min/uid_max are set to TEST_UID_MIN..TEST_UID_MAX, first in a
+    JSON object, last in YAML, so the text's own keys keep their line numbers (and a
+    malformed text stays malformed).  A text that sets them itself must set both,
+    within that range.
+    """
+    own = dict(re.findall(r'\buid_(min|max)"?\s*:\s*(\d+)', text))
+    if own:
+        assert set(own) == {"min", "max"} and all(
+            TEST_UID_MIN <= int(uid) <= TEST_UID_MAX for uid in own.values()), \
+            f"a test config's uid range must lie in {TEST_UID_MIN}..{TEST_UID_MAX}: {text!r}"
+        return text
+    uid_range = {"uid_min": TEST_UID_MIN, "uid_max": TEST_UID_MAX}
+    if text.lstrip().startswith("{"):
+        head, rest = text.split("{", 1)
+        keys = ", ".join(f'"{key}": {uid}' for key, uid in uid_range.items())
+        sep = "" if rest.lstrip().startswith("}") else "," if rest[:1].isspace() else ", "
+        return f"{head}{{{keys}{sep}{rest}"
+    lines = "".join(f"{key}: {uid}\n" for key, uid in uid_range.items())
+    return text + ("\n" if text and not text.endswith("\n") else "") + lines
+
+
+def write_leftover_conf(conf_dir: Path, text: str, name: str = "leftover.conf") -> Path:
+    """Writes a leftover config limited to the test accounts (see leftover_conf)."""
+    return write_config(conf_dir, leftover_conf(text), name)
 
 
 class LogWatch:
@@ -67,6 +104,17 @@ class LogWatch:
     def assert_absent(self, regex: str) -> None:
         found = re.search(regex, self.text(), re.MULTILINE)
         assert found is None, f"unexpected log line: {found.group(0)}"
+
+
+def swept_with(user: str) -> str:
+    """Regex of a summary line's swept list that names user, whoever else it names:
+    only the test's own users are asserted on, never the whole list."""
+    return rf"swept \[(?:[^\]]*, )?{re.escape(user)}(?:, [^\]]*)?\]"
+
+
+def swept_without(user: str) -> str:
+    """Regex of a summary line's swept list that does not name user."""
+    return rf"swept \[(?!(?:[^\]]*, )?{re.escape(user)}(?:, |\]))[^\]]*\]"
 
 
 def summary_regex(job: int, step: str = r"\S+") -> str:
@@ -123,24 +171,13 @@ def read_pid(path: Path, timeout: float = 20.0) -> int:
     return int(path.read_text())
 
 
-def kill_quietly(*pids: int) -> None:
-    import signal
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, TypeError):
-            pass
-
-
 def wait_all_jobs_done(cluster: SlurmCluster, timeout: float = 60.0) -> None:
     """Waits until every job is in a final state. A job's sweeps happen before it gets
     there, so after this no sweep of an earlier test can hit the next test's clients
     (which run on the node itself, as the users under test)."""
-    from slurm_cluster import FINAL_STATES, _parse_fields
-
     def all_final():
         jobs = cluster.scontrol("-o", "show", "job", check=False).stdout.splitlines()
-        return all(_parse_fields(line).get("JobState") in FINAL_STATES for line in jobs if "JobId=" in line)
+        return all(parse_fields(line).get("JobState") in FINAL_STATES for line in jobs if "JobId=" in line)
     wait_until(all_final, timeout, "every job to finish")
 
 
@@ -176,7 +213,7 @@ def conf_dir(tmp_path_factory):
 @pytest.fixture
 def config(conf_dir):
     """config(text): the plugin reads it at the next step end."""
-    return lambda text: write_config(conf_dir, text)
+    return lambda text: write_leftover_conf(conf_dir, text)
 
 
 @pytest.fixture(autouse=True)

@@ -8,13 +8,17 @@ import socket
 
 import pytest
 
-from slurm_cluster import (BATCH_STEP, EXTERN_STEP, TEST_USERS, ClusterConfig,
-                           wait_until)
+from e2e_accounts import OUTSIDE_TEST_UIDS, TEST_UID_MAX, TEST_UID_MIN, TEST_USERS
+from e2e_processes import wait_until
+from slurm_config import ClusterConfig
+from slurm_jobs import BATCH_STEP, EXTERN_STEP
 
 
 def test_test_users_exist_with_fixed_uids(test_users):
     for user in TEST_USERS:
         assert pwd.getpwnam(user.name).pw_uid == user.uid
+        in_range = TEST_UID_MIN <= user.uid < TEST_UID_MAX
+        assert in_range != (user.name in OUTSIDE_TEST_UIDS), user
 
 
 def test_cluster_is_up_quickly_and_hermetic(cluster):

@@ -29,8 +29,11 @@ import uuid
 import pytest
 
 from plugin_support import (  # noqa: F401 (conf_dir: a shared fixture)
-    LogWatch, conf_dir, daemon_fragment, plugin_config, read_pid, summary_regex, write_config)
-from slurm_cluster import MARKER_VAR, ClusterConfig, wait_until
+    LogWatch, conf_dir, daemon_fragment, plugin_config, read_pid, summary_regex, swept_with,
+    swept_without, write_leftover_conf)
+from e2e_processes import wait_until
+from slurm_cluster import MARKER_VAR
+from slurm_config import ClusterConfig
 
 NODES = ("lo-n1", "lo-n2", "lo-n3")
 N1, N2, N3 = NODES
@@ -58,7 +61,7 @@ def bare(make_cluster):
 
 @pytest.fixture(scope="module")
 def cluster(make_cluster, conf_dir):
-    write_config(conf_dir, "debuglevel: debug\n")
+    write_leftover_conf(conf_dir, "debuglevel: debug\n")
     return make_cluster(plugin_config(conf_dir, **namespaced()))
 
 
@@ -69,7 +72,7 @@ def contain_conf_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def contained(make_cluster, contain_conf_dir):
-    write_config(contain_conf_dir, "debuglevel: debug\n")
+    write_leftover_conf(contain_conf_dir, "debuglevel: debug\n")
     return make_cluster(plugin_config(contain_conf_dir, **namespaced(prolog_flags="contain")))
 
 
@@ -173,8 +176,8 @@ def test_a_job_on_node_1_protects_the_users_strays_there_only_until_it_ends(clus
                             r"reason=stray \(no live work on this node\)")
     assert cluster.is_alive(strays[N1].host_pid)
     logs[N1].assert_absent(r"leftover: SIGTERM")
-    logs[N1].wait_for(rf"leftover: job {trigger} epilog \(user lo_bob uid 41002\): swept \[\]; "
-                      r"killed 0; kept \d+ \(.*has_live_job [1-9]")
+    logs[N1].wait_for(rf"leftover: job {trigger} epilog \(user lo_bob uid 41002\): "
+                      rf"{swept_without('lo_alice')}; killed \d+; kept \d+ \(.*has_live_job [1-9]")
 
     log1 = LogWatch(cluster, N1)
     release.touch()
@@ -252,7 +255,7 @@ def test_daemons_of_a_three_node_batch_job_live_between_its_steps_and_go_with_th
             logs[node].assert_absent(r"lookup error:|lookup errors [1-9]")
             logs[node].wait_for(r"asking slurmctld whether these users hold an allocation here")
             logs[node].wait_for(rf"leftover: job {job} epilog \(user lo_alice uid 41001\): "
-                                r"swept \[lo_alice\]; killed [1-9]")
+                                rf"{swept_with('lo_alice')}; killed [1-9]")
     else:
         for node in NODES:
             logs[node].assert_absent(r"asking slurmctld")
@@ -322,7 +325,7 @@ def differing(a: dict, b: dict) -> dict:
 
 def test_with_contain_and_local_job_source_the_plugin_sends_the_controller_nothing(
         bare, contained, contain_conf_dir):
-    write_config(contain_conf_dir, "debuglevel: debug\njob_source: local\n")
+    write_leftover_conf(contain_conf_dir, "debuglevel: debug\njob_source: local\n")
     without = rpcs_of_a_three_node_job(bare, plugin=False)
     logs = watch(contained)
     with_plugin = rpcs_of_a_three_node_job(contained, plugin=True)
@@ -335,9 +338,9 @@ def test_with_contain_and_local_job_source_the_plugin_sends_the_controller_nothi
 def test_the_sdiag_count_sees_controller_queries_when_the_plugin_makes_them(contained, contain_conf_dir):
     # The positive control of the test above: job_source controller asks slurmctld
     # (leftover-query, REQUEST_JOB_INFO) in every evaluation, on every node.
-    write_config(contain_conf_dir, "debuglevel: debug\njob_source: controller\n")
+    write_leftover_conf(contain_conf_dir, "debuglevel: debug\njob_source: controller\n")
     try:
         counts = rpcs_of_a_three_node_job(contained, plugin=True)
     finally:
-        write_config(contain_conf_dir, "debuglevel: debug\n")
+        write_leftover_conf(contain_conf_dir, "debuglevel: debug\n")
     assert counts.get("REQUEST_JOB_INFO", 0) >= len(NODES), counts

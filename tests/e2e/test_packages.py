@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from plugin_support import TOP, LogWatch, summary_regex, still_alive_after, wait_all_jobs_done
-from slurm_cluster import ClusterConfig
+from plugin_support import TOP, LogWatch, leftover_conf, summary_regex, still_alive_after, wait_all_jobs_done
+from slurm_config import ClusterConfig
 
 PACKAGES = Path(os.environ.get("LEFTOVER_PACKAGES", TOP / "build/packages"))
 PLUGIN_DIR = "usr/lib/x86_64-linux-gnu/slurm-wlm"
@@ -89,6 +89,9 @@ def cluster(make_cluster, unpacked):
     # With PrologFlags=contain local state suffices: the unpacked plugin never needs
     # leftover-query at its installed path (/usr/libexec, not on this machine).
     line = f"optional {unpacked / PLUGIN_DIR / 'leftover.so'} config={unpacked / 'etc/leftover.conf'}\n"
+    # The shipped config with the test accounts' uid range added: it sweeps node-wide.
+    shipped = unpacked / "etc/leftover.conf"
+    shipped.write_text(leftover_conf(shipped.read_text()))
     return make_cluster(ClusterConfig(plugstack=line, prolog_flags="contain"))
 
 

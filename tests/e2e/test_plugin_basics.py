@@ -12,16 +12,16 @@ import uuid
 import pytest
 
 from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
-    batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment, kill_quietly,
+    batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment,
                             plugin_config, read_pid, start_background,
                             stepd_pid, still_alive_after, summary_regex,
-                            write_config)
-from slurm_cluster import wait_until
+                            swept_with, write_config, write_leftover_conf)
+from e2e_processes import kill_quietly, wait_until
 
 
 @pytest.fixture(scope="module")
 def cluster(make_cluster, conf_dir):
-    write_config(conf_dir, "{}\n")
+    write_leftover_conf(conf_dir, "{}\n")
     return make_cluster(plugin_config(conf_dir))
 
 
@@ -48,7 +48,7 @@ def test_double_forked_stray_of_a_finished_srun_job_is_reaped(cluster, config):
     # The step's end sweeps when srun has already released the job (slurmctld then says
     # COMPLETING, not live); otherwise the job epilog does. Either is right, once.
     log.wait_for(rf"leftover: (step {job}\.0|job {job} epilog) \(user lo_alice uid 41001\): "
-                 r"swept \[lo_alice\]; killed 1;")
+                 rf"{swept_with('lo_alice')}; killed [1-9]")
     assert cluster.wait_job_done(job).state == "COMPLETED"
 
 
@@ -82,7 +82,7 @@ def test_batch_daemon_survives_its_jobs_srun_steps_and_is_reaped_when_the_job_en
 
 
 def test_the_predecessors_config_verbatim_spares_its_protected_user(cluster, config):
-    config(SEED_JSON)
+    config(SEED_JSON)  # with the test accounts' uid range in front, as every config here
     log = LogWatch(cluster)
     spared, job = cluster.plant_stray_in_step("alice")
     job_epilog_done(cluster, log, job)
@@ -163,7 +163,7 @@ def test_a_job_that_starts_during_grace_protects_its_users_processes(cluster, co
     try:
         log.wait_for(rf"leftover: SIGTERM pid={stubborn} user=lo_alice")
         second = start_background(cluster, "lo_alice", ["/usr/bin/srun", f"--job-name={name}", "/bin/sleep", "60"])
-        log.wait_for(rf"leftover: step {trigger}\.0 \(user lo_bob uid 41002\): swept \[lo_alice\]")
+        log.wait_for(rf"leftover: step {trigger}\.0 \(user lo_bob uid 41002\): {swept_with('lo_alice')}")
         log.assert_absent(rf"SIGKILL pid={stubborn}\b")
         assert cluster.is_alive(stubborn)
         assert second.poll() is None, "the new job's srun must still run"
@@ -199,7 +199,12 @@ def test_job_source_controller_with_slurmctld_down_kills_nothing_and_the_job_com
 
 def test_a_stale_step_socket_does_not_block_sweeping(cluster, config):
     config("{}\n")
-    other, release = cluster.sbatch_until_released("lo_bob", in_step=True)
+    # The batch script goes on waiting after its step's slurmstepd is killed: were the
+    # job to end now, its sweep could hit this test's srun client below (lo_alice's,
+    # jobless on this node until its allocation exists).
+    release = cluster.work_dir / f"release-{uuid.uuid4().hex[:8]}"
+    wait = f"while [ ! -e {release} ]; do sleep 0.1; done"
+    other = cluster.sbatch("lo_bob", f"#!/bin/sh\nsrun /bin/sh -c '{wait}'\n{wait}\n")
     socket_path = cluster.step_socket(other, 0)
     wait_until(socket_path.exists, 30, "the other job's step socket")
     os.kill(stepd_pid(other, "0"), signal.SIGKILL)

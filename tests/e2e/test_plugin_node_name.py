@@ -8,12 +8,12 @@ import socket
 import pytest
 
 from plugin_support import (  # noqa: F401 (fixtures)
-    conf_dir, jobs_done_after_each_test, LogWatch, plugin_config, write_config)
+    conf_dir, jobs_done_after_each_test, LogWatch, plugin_config, write_leftover_conf)
 
 
 @pytest.fixture(scope="module")
 def cluster(make_cluster, conf_dir):
-    write_config(conf_dir, "{}\n")
+    write_leftover_conf(conf_dir, "{}\n")
     return make_cluster(plugin_config(conf_dir, nodes=("lo-named",), spool_per_node=True))
 
 
