@@ -7,6 +7,8 @@ extern "C" {
 extern slurm_conf_t slurm_conf;
 }
 
+#include <cstdlib>
+
 namespace leftover::node {
 
 NodeInfo node_info_from_slurm_conf(const std::string& node_name) {
@@ -16,7 +18,10 @@ NodeInfo node_info_from_slurm_conf(const std::string& node_name) {
         node.spool_dir = expand_spool_dir(slurm_conf.slurmd_spooldir, node_name, short_hostname());
     node.slurm_uids = {static_cast<uid_t>(slurm_conf.slurm_user_id), static_cast<uid_t>(slurm_conf.slurmd_user_id)};
     node.prolog_contain = prolog_contain();
-    if (slurm_conf.slurm_conf != nullptr) node.slurm_conf = slurm_conf.slurm_conf;
+    // From 23.02 on slurmstepd's slurm_conf has no path (slurmd sends a "lite" conf), but
+    // slurmd exports SLURM_CONF to it and to the job epilog.
+    if (slurm_conf.slurm_conf != nullptr && *slurm_conf.slurm_conf != '\0') node.slurm_conf = slurm_conf.slurm_conf;
+    else if (const char* env = std::getenv("SLURM_CONF"); env != nullptr) node.slurm_conf = env;
     return node;
 }
 

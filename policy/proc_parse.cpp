@@ -125,7 +125,10 @@ bool is_slurmstepd_exe(std::string_view link) {
     constexpr std::string_view deleted = " (deleted)";
     if (link.ends_with(deleted)) link.remove_suffix(deleted.size());
     const auto slash = link.rfind('/');
-    return link.substr(slash == std::string_view::npos ? 0 : slash + 1) == "slurmstepd";
+    const auto name = link.substr(slash == std::string_view::npos ? 0 : slash + 1);
+    // Debian installs it as slurmstepd-wlm behind an alternatives symlink, and the exe
+    // link names the file itself.
+    return name == "slurmstepd" || name == "slurmstepd-wlm";
 }
 
 namespace {
@@ -147,7 +150,10 @@ bool has_decimal_suffix(std::string_view name, std::string_view prefix) {
 //   v1: <prepend>/uid_<uid>/job_<id>/step_<step>/task_<n>, prepend "/slurm"
 //       ("/slurm_<nodename>" with multiple slurmd), uid_ and job_ owned by root;
 //   v2: /system.slice/slurmstepd.scope/job_<id>/step_<step>/{slurm,user/task_<n>}
-//       ("<nodename>_slurmstepd.scope" with multiple slurmd), job_ owned by root.
+//       ("<nodename>_slurmstepd.scope" with multiple slurmd), job_ owned by root;
+//       from 25.11 the slice is CgroupSlice (any "<name>.slice"). 26.05 names the job
+//       directory by its SLUID unless CgroupJobIdPaths=yes: such a path names no job
+//       here, so the cgroup rule cannot keep its processes (the step rules still do).
 // Below job_ the step (v1) or task (v2) cgroups belong to the user, who may create
 // more directories there, and a user's own delegated subtree (user@.service) can
 // hold any names at all. So the layout must match from the cgroup root on: the
@@ -163,7 +169,7 @@ std::optional<std::uint64_t> job_of_path(std::string_view path, bool unified) {
         const bool ours = middle == scope ||
                           (middle.size() > scope.size() + 1 && middle.ends_with(scope) &&
                            middle[middle.size() - scope.size() - 1] == '_');
-        if (top != "system.slice" || !ours) return std::nullopt;
+        if (!top.ends_with(".slice") || top.size() == 6 || !ours) return std::nullopt;
     } else {
         const bool ours = top == "slurm" || (top.size() > 6 && top.starts_with("slurm_"));
         if (!ours || !has_decimal_suffix(middle, "uid_")) return std::nullopt;

@@ -10,6 +10,7 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +27,8 @@ int usage() {
 
 bool on_node(const char* nodes, const std::string& node) {
     if (nodes == nullptr || *nodes == '\0') return false;
-    hostlist_t list = slurm_hostlist_create(nodes);
+    // auto: hostlist_t is a pointer type up to 23.02 and the struct itself from 23.11 on.
+    auto list = slurm_hostlist_create(nodes);
     if (list == nullptr) return false;
     const bool found = slurm_hostlist_find(list, node.c_str()) >= 0;
     slurm_hostlist_destroy(list);
@@ -49,8 +51,9 @@ int main(int argc, char** argv) {
     slurm_init(nullptr);
     job_info_msg_t* jobs = nullptr;
     // SHOW_LOCAL: no federation round trip first.
+    // slurm_get_errno() (removed in 24.11) was errno all along.
     if (slurm_load_jobs(0, &jobs, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS) {
-        std::fprintf(stderr, "slurm_load_jobs: %s\n", slurm_strerror(slurm_get_errno()));
+        std::fprintf(stderr, "slurm_load_jobs: %s\n", slurm_strerror(errno));
         return 2;
     }
     for (std::uint32_t i = 0; i < jobs->record_count; ++i) {

@@ -70,6 +70,14 @@ TEST_CASE("proc ancestry: a slurmstepd replaced by a package upgrade still count
     CHECK(get(table, 301).stepd_ancestor == std::optional<pid_t>{300});
 }
 
+TEST_CASE("proc ancestry: Debian's slurmstepd-wlm (the file behind the alternatives link) counts") {
+    FakeProc fake;
+    fake.add_process(stepd(300, "/usr/sbin/slurmstepd-wlm"));
+    fake.add_process({.pid = 301, .ppid = 300, .start_time = 200});
+    const auto table = scan_ok(users_only(fake));
+    CHECK(get(table, 301).stepd_ancestor == std::optional<pid_t>{300});
+}
+
 TEST_CASE("proc ancestry: the nearest slurmstepd wins") {
     FakeProc fake;
     fake.add_process(stepd(300));
@@ -95,6 +103,7 @@ TEST_CASE("proc ancestry: slurmstepd is recognised by a root-owned exe, never by
     }
     SUBCASE("exe whose directory is slurmstepd") { fake.add_process(stepd(300, "/opt/slurmstepd/bin/sh")); }
     SUBCASE("exe with another suffix") { fake.add_process(stepd(300, "/usr/sbin/slurmstepd.old")); }
+    SUBCASE("exe with another dash suffix") { fake.add_process(stepd(300, "/usr/sbin/slurmstepd-wlmx")); }
     SUBCASE("root process without exe") { fake.add_process(stepd(300, "")); }
     // Only 301 is detailed, so 300 is judged as an ancestor whatever its owner.
     fake.add_process({.pid = 301, .ppid = 300, .uids = {1001, 1001, 1001, 1001}, .start_time = 200});

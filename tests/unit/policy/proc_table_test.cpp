@@ -205,7 +205,7 @@ TEST_CASE("proc scan: cgroup files give the job of Slurm's own job cgroups only"
     CHECK_FALSE(get(table, 703).job_cgroup.has_value());
 }
 
-TEST_CASE("proc cgroup: Slurm 22.05 v1 and v2 job layouts are recognised") {
+TEST_CASE("proc cgroup: Slurm v1 and v2 job layouts are recognised, with any CgroupSlice (25.11+)") {
     using procfs::slurm_job_cgroup;
     CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/task_1\n") == 7u);
     CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7\n") == 7u);
@@ -213,6 +213,11 @@ TEST_CASE("proc cgroup: Slurm 22.05 v1 and v2 job layouts are recognised") {
     CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_batch/slurm\n") == 9u);
     CHECK(slurm_job_cgroup("0::/system.slice/node3_slurmstepd.scope/job_10/step_0/user/task_0") == 10u);
     CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_4294967295/step_0\n") == 4294967295u);
+    // Only root creates top-level slices; 25.11's CgroupSlice picks which one.
+    CHECK(slurm_job_cgroup("0::/slurm.slice/slurmstepd.scope/job_11/step_0\n") == 11u);
+    // 26.05 without CgroupJobIdPaths=yes: the directory is the job's SLUID, no job id.
+    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV500/step_0\n"));
+    CHECK_FALSE(slurm_job_cgroup("0::/.slice/slurmstepd.scope/job_11/step_0\n"));
     // The user owns v1 step_ and v2 task_ cgroups: a job_ they create below is not the job.
     CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/job_99\n") == 7u);
     CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_0/user/task_0/job_1\n") == 9u);
@@ -227,7 +232,6 @@ TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected")
         "0::/../../system.slice/slurmstepd.scope/job_7\n",  // outside our cgroup namespace
         "0::/system.slice/slurmstepd.scope/slurmd\n",
         "0::/system.slice/evil.scope/job_7\n",
-        "0::/machine.slice/slurmstepd.scope/job_7\n",
         "0::/system.slice/_slurmstepd.scope/job_7\n",
         "0::/system.slice/slurmstepd.scope.d/job_7\n",
         "0::/system.slice/slurmstepd.scope/step_0/job_7\n",
