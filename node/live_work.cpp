@@ -28,6 +28,7 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
         if (step.state == StepdState::ending) continue;
         live.uids.insert(step.uid);
         live.job_ids.insert(step.job_id);
+        if (step.sluid) live.job_sluids.insert(sluid_name(*step.sluid));
     }
     if (ending_step && !ending_step_seen)
         return Error::lookup(fmt::format("the ending step {} has no answering socket in {}; the spool dir or "

@@ -49,6 +49,7 @@ namespace {
 namespace wire {
 constexpr std::int32_t request_state = 5;      // REQUEST_STATE
 constexpr std::int32_t request_step_uid = 20;  // REQUEST_STEP_UID
+constexpr std::int32_t request_sluid = 1;      // REQUEST_SLUID (25.11+)
 }  // namespace wire
 
 static_assert(sizeof(int) == sizeof(std::int32_t), "the protocol sends C ints");
@@ -147,6 +148,7 @@ struct StepAnswer {
     StepdState state;
     std::int32_t raw_state;
     std::int32_t stepd_version;
+    std::optional<std::uint64_t> sluid;
 };
 
 // What asking one step socket found: an answer, the step gone, or an error message.
@@ -239,8 +241,20 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
         return {std::nullopt, fmt::format("unexpected REQUEST_STATE reply: state {} from a Slurm {} stepd", state,
                                           describe_protocol_version(their_version))};
 
+    // 26.05 names the job's cgroup by its SLUID: ask for it where the stepd knows it.
+    std::optional<std::uint64_t> sluid;
+    if (their_version >= kFirstWithSluid) {
+        const std::int32_t sluid_request = wire::request_sluid;
+        if (auto msg = send_all(fd.get(), &sluid_request, sizeof(sluid_request), deadline, "sending REQUEST_SLUID"))
+            return {std::nullopt, std::move(msg)};
+        std::uint64_t value = 0;
+        if (auto msg = recv_all(fd.get(), &value, sizeof(value), deadline, "reading the REQUEST_SLUID reply"))
+            return {std::nullopt, std::move(msg)};
+        sluid = value;
+    }
+
     // Closing the connection is the EOF that ends req.c's request loop.
-    return {StepAnswer{static_cast<uid_t>(uid), *decoded, state, their_version}, std::nullopt};
+    return {StepAnswer{static_cast<uid_t>(uid), *decoded, state, their_version, sluid}, std::nullopt};
 }
 
 std::optional<std::uint32_t> parse_u32(std::string_view text) {
@@ -353,6 +367,7 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir,
         step.state = outcome.answer->state;
         step.raw_state = outcome.answer->raw_state;
         step.stepd_version = outcome.answer->stepd_version;
+        step.sluid = outcome.answer->sluid;
         step.socket_path = std::move(candidate.path);
         state.live.push_back(std::move(step));
     }

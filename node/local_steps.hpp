@@ -31,6 +31,7 @@ struct LocalStep {
     StepdState state = StepdState::running;
     std::int32_t raw_state = 0;                  // the number the stepd sent, for log lines
     std::int32_t stepd_version = 0;              // the protocol version the stepd answered with
+    std::optional<std::uint64_t> sluid;          // the job's SLUID, from a 25.11+ stepd
     std::string socket_path;
 };
 

@@ -37,6 +37,14 @@ std::optional<StepdState> decode_stepd_state(std::int32_t stepd_version, std::in
     }
 }
 
+std::string sluid_name(std::uint64_t sluid) {
+    constexpr char digits[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    std::string name(14, 's');
+    // 13 digits of 5 bits hold 65: the first carries only the top 4 bits.
+    for (int i = 0; i < 13; ++i) name[static_cast<std::size_t>(13 - i)] = digits[(sluid >> (5 * i)) & 0x1f];
+    return name;
+}
+
 const char* to_string(StepdState state) {
     switch (state) {
         case StepdState::not_running: return "not_running";

@@ -50,6 +50,14 @@ constexpr int stepd_protocol_index(int major, int minor) {
 // The row of the Slurm release this build is for (slurm/slurm_version.h).
 const StepdProtocol& build_stepd_protocol();
 
+// REQUEST_SLUID (1, from 25.11: stepd_api.h, req.c _handle_sluid) answers the job's
+// 8-byte SLUID; an older stepd drops the connection on it.
+constexpr std::int32_t kFirstWithSluid = protocol_version(44);  // 25.11
+
+// A SLUID as Slurm prints it and names 26.05's job cgroups: "s" and 13 digits of
+// Crockford's base32, most significant first (src/common/sluid.c, print_sluid).
+std::string sluid_name(std::uint64_t sluid);
+
 // What a step is doing, whatever number its stepd uses for it.
 enum class StepdState { not_running, starting, running, cancelled, ending };
 

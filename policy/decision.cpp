@@ -13,6 +13,18 @@ const Exemption* exemption_of(const DecisionInput& in, uid_t uid) {
     return found == in.exemptions.end() ? nullptr : &found->second;
 }
 
+// The live job a job cgroup directory belongs to, as the log names it: its id, or the
+// SLUID that names the directory on 26.05.
+std::optional<std::string> live_job_of_cgroup(const LiveWork& live, const std::string& directory) {
+    if (directory.starts_with("job_")) {
+        const std::string id = directory.substr(4);
+        if (live.job_ids.count(std::stoull(id)) != 0) return id;
+        return std::nullopt;
+    }
+    if (live.job_sluids.count(directory) != 0) return directory;
+    return std::nullopt;
+}
+
 Decision keep(Decision d, Reason reason, std::string detail = {}) {
     d.verdict = Verdict::keep;
     d.reason = reason;
@@ -49,8 +61,9 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
 
     if (p.stepd_ancestor && in.ending_stepds.count(*p.stepd_ancestor) == 0)
         return keep(d, Reason::inside_live_step, fmt::format("slurmstepd {}", *p.stepd_ancestor));
-    if (p.job_cgroup && in.live.job_ids.count(*p.job_cgroup) != 0)
-        return keep(d, Reason::live_job_cgroup, fmt::format("job {}", *p.job_cgroup));
+    if (p.job_cgroup)
+        if (auto job = live_job_of_cgroup(in.live, *p.job_cgroup))
+            return keep(d, Reason::live_job_cgroup, fmt::format("job {}", *job));
     if (in.live.uids.count(d.uid) != 0) return keep(d, Reason::has_live_job);
     if (in.event.scope == Scope::job_user && in.event.job_uid != d.uid)
         return keep(d, Reason::out_of_scope);

@@ -22,6 +22,7 @@ namespace leftover {
 struct LiveWork {
     std::set<uid_t> uids;                // users with a live step or allocation here
     std::set<std::uint64_t> job_ids;     // jobs with a live step here
+    std::set<std::string> job_sluids;    // their SLUIDs ("s..."), where the stepd tells (25.11+)
 };
 
 // What ended, as far as the decision cares.

@@ -49,7 +49,7 @@ Result<Plan> Evaluation::operator()() {
 
     // A job cgroup protects only processes of a job with a live step, and matters only
     // for processes that would otherwise be killed: read those cgroup files, decide again.
-    if (!live_.job_ids.empty()) {
+    if (!live_.job_ids.empty() || !live_.job_sluids.empty()) {
         std::set<pid_t> candidates;
         for (const Decision& d : plan.decisions)
             if (d.verdict == Verdict::kill) candidates.insert(d.pid);

@@ -134,12 +134,17 @@ bool is_slurmstepd_exe(std::string_view link) {
 namespace {
 
 // "job_<id>" as Slurm prints it (%u: no sign, no leading zero).
-std::optional<std::uint64_t> job_component(std::string_view name) {
-    if (!name.starts_with("job_")) return std::nullopt;
-    name.remove_prefix(4);
-    if (name.empty() || name.front() == '0') return std::nullopt;
-    const auto id = parse_number<std::uint32_t>(name);
-    return id ? std::optional<std::uint64_t>{*id} : std::nullopt;
+// "job_<id>" (no leading zero), or a SLUID: "s" and 13 digits of Crockford's base32.
+std::optional<std::string> job_component(std::string_view name) {
+    if (name.starts_with("job_")) {
+        const auto id = name.substr(4);
+        if (id.empty() || id.front() == '0' || !parse_number<std::uint32_t>(id)) return std::nullopt;
+        return std::string(name);
+    }
+    constexpr std::string_view base32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    if (name.size() == 14 && name.front() == 's' && name.find_first_not_of(base32, 1) == std::string_view::npos)
+        return std::string(name);
+    return std::nullopt;
 }
 
 bool has_decimal_suffix(std::string_view name, std::string_view prefix) {
@@ -151,14 +156,13 @@ bool has_decimal_suffix(std::string_view name, std::string_view prefix) {
 //       ("/slurm_<nodename>" with multiple slurmd), uid_ and job_ owned by root;
 //   v2: /system.slice/slurmstepd.scope/job_<id>/step_<step>/{slurm,user/task_<n>}
 //       ("<nodename>_slurmstepd.scope" with multiple slurmd), job_ owned by root;
-//       from 25.11 the slice is CgroupSlice (any "<name>.slice"). 26.05 names the job
-//       directory by its SLUID unless CgroupJobIdPaths=yes: such a path names no job
-//       here, so the cgroup rule cannot keep its processes (the step rules still do).
+//       from 25.11 the slice is CgroupSlice (any "<name>.slice"); 26.05 names the job
+//       directory by its SLUID unless CgroupJobIdPaths=yes (cgroup_v2.c, print_sluid).
 // Below job_ the step (v1) or task (v2) cgroups belong to the user, who may create
 // more directories there, and a user's own delegated subtree (user@.service) can
 // hold any names at all. So the layout must match from the cgroup root on: the
 // first three components decide, a job_ anywhere deeper never counts.
-std::optional<std::uint64_t> job_of_path(std::string_view path, bool unified) {
+std::optional<std::string> job_of_path(std::string_view path, bool unified) {
     if (!path.starts_with('/')) return std::nullopt;
     path.remove_prefix(1);
     const auto top = next_field(path, "/");
@@ -194,14 +198,14 @@ std::string unescape_mount_field(std::string_view field) {
 
 }  // namespace
 
-std::optional<std::uint64_t> slurm_job_cgroup(std::string_view cgroup_file) {
+std::optional<std::string> slurm_job_cgroup(std::string_view cgroup_file) {
     // Lines are "<hierarchy id>:<controllers>:<path>"; v2 has "0::<path>". The path
     // is last and may itself hold ':'.
     while (!cgroup_file.empty()) {
         std::string_view line = next_field(cgroup_file, "\n");
         const auto hierarchy = next_field(line, ":");
         const auto controllers = next_field(line, ":");
-        std::optional<std::uint64_t> job;
+        std::optional<std::string> job;
         if (hierarchy == "0" && controllers.empty())
             job = job_of_path(line, true);
         else if (!controllers.empty())

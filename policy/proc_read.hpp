@@ -93,7 +93,7 @@ std::optional<std::uint64_t> parse_hex(std::string_view value);
 
 // The job id of the first line of a /proc/<pid>/cgroup file that places the process
 // in a job_<id> cgroup created by Slurm itself (see the .cpp for the layouts).
-std::optional<std::uint64_t> slurm_job_cgroup(std::string_view cgroup_file);
+std::optional<std::string> slurm_job_cgroup(std::string_view cgroup_file);
 
 // True for an exe link naming a slurmstepd binary, also after it was replaced on disk.
 bool is_slurmstepd_exe(std::string_view link);

@@ -27,7 +27,9 @@ struct Process {
     char state = '?';             // from stat: R S D Z T t X I ...
     std::uint64_t start_time = 0; // clock ticks since boot (stat field 22)
     bool kernel_thread = false;   // PF_KTHREAD in stat flags, or a child of kthreadd (pid 2)
-    std::optional<std::uint64_t> job_cgroup;  // job id of a Slurm-owned job_<id> cgroup
+    // The directory of a Slurm-owned job cgroup: "job_<id>", or the job's SLUID
+    // ("s" and 13 base32 digits: 26.05 without CgroupJobIdPaths=yes).
+    std::optional<std::string> job_cgroup;
     bool is_slurmstepd = false;   // uid 0 and /proc/<pid>/exe is a slurmstepd binary
     std::optional<pid_t> stepd_ancestor;  // nearest ancestor that is a slurmstepd
     std::vector<pid_t> ancestors; // ppid chain up to pid 1 (detailed only), nearest first

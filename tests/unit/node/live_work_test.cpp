@@ -74,3 +74,13 @@ TEST_CASE("live work: a CANCELLED step is live (a job that traps scancel's TERM 
     CHECK(live->uids == std::set<uid_t>{41005});
     CHECK(live->job_ids == std::set<std::uint64_t>{20});
 }
+
+TEST_CASE("live work: a live step's SLUID names its job cgroup (26.05); an ending step's does not") {
+    LocalJobState state;
+    state.live = {step(30, 0, 41007), step(31, 0, 41008, StepdState::ending)};
+    state.live[0].sluid = 1;
+    state.live[1].sluid = 2;
+    auto live = live_work_from(state, std::nullopt, "/spool for node n1");
+    REQUIRE(live.ok());
+    CHECK(live->job_sluids == std::set<std::string>{"s0000000000001"});
+}

@@ -56,6 +56,8 @@ constexpr std::int32_t k2605ProtocolVersion = 45 << 8;
 constexpr std::int32_t kMinProtocolVersion = 36 << 8;    // SLURM_MIN_PROTOCOL_VERSION of 22.05
 constexpr std::int32_t kRequestState = 5;                // REQUEST_STATE
 constexpr std::int32_t kRequestStepUid = 20;             // REQUEST_STEP_UID
+constexpr std::int32_t kRequestSluid = 1;                // REQUEST_SLUID, from 25.11
+constexpr std::int32_t k2511ProtocolVersion = 44 << 8;
 constexpr std::int32_t kStateRunning = 2;                // SLURMSTEPD_STEP_RUNNING
 constexpr std::int32_t kStateEnding = 3;                 // SLURMSTEPD_STEP_ENDING before 23.11
 constexpr std::int32_t kStateCancelled2311 = 3;          // SLURMSTEPD_STEP_CANCELLED from 23.11
@@ -225,6 +227,8 @@ private:
                 if (!write_bytes(fd, &uid_, sizeof(uid_))) return;
             } else if (request == kRequestState) {
                 if (!write_bytes(fd, &state_, sizeof(state_))) return;
+            } else if (request == kRequestSluid && version_ >= k2511ProtocolVersion) {
+                if (!write_bytes(fd, &sluid_, sizeof(sluid_))) return;
             } else {
                 return;  // "Unrecognized request": req.c drops the connection
             }
@@ -253,6 +257,7 @@ private:
     Behaviour behaviour_;
     std::int32_t version_;
     std::int32_t oldest_client_;
+    std::uint64_t sluid_ = 0x0123456789abcdefULL;
     int stop_pipe_[2] = {-1, -1};
     int listen_fd_ = -1;
     std::atomic<int> connections_{0};
@@ -500,6 +505,12 @@ TEST_CASE("every release in the table: the build's handshake and ENDING as that 
         CHECK(result->live[0].stepd_version == row.version);
         CHECK(result->live[1].state == StepdState::running);
         CHECK(ending.client_version() == row.version);
+        // 25.11 and later also tell the job's SLUID; older stepds are never asked.
+        const auto requests = ending.requests();
+        const bool asked_sluid = std::count(requests.begin(), requests.end(), kRequestSluid) == 1;
+        CHECK(asked_sluid == (row.version >= k2511ProtocolVersion));
+        CHECK(result->live[0].sluid.has_value() == (row.version >= k2511ProtocolVersion));
+        if (result->live[0].sluid) CHECK(*result->live[0].sluid == 0x0123456789abcdefULL);
     }
 }
 

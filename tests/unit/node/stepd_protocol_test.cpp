@@ -35,3 +35,13 @@ TEST_CASE("stepd state numbering: CANCELLED was inserted at 3 in 23.11 and ENDIN
     CHECK_FALSE(decode_stepd_state(45 << 8, 5));
     CHECK_FALSE(decode_stepd_state(45 << 8, -1));
 }
+
+TEST_CASE("SLUID names: s and 13 Crockford base32 digits, most significant first") {
+    CHECK(sluid_name(0) == "s0000000000000");
+    CHECK(sluid_name(1) == "s0000000000001");
+    CHECK(sluid_name(31) == "s000000000000Z");
+    CHECK(sluid_name(32) == "s0000000000010");
+    // The first digit holds only the top 4 bits of 64.
+    CHECK(sluid_name(~std::uint64_t{0}) == "sFZZZZZZZZZZZZ");
+    CHECK(sluid_name(std::uint64_t{1} << 63) == "s8000000000000");
+}

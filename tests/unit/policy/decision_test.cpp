@@ -163,14 +163,22 @@ TEST_CASE("decision: a descendant of a live slurmstepd is kept; of the ending on
 TEST_CASE("decision: a process in the cgroup of a job with a live step is kept") {
     Fixture f;
     f.live.job_ids = {77};
+    f.live.job_sluids = {"sEKNKTV3WPV500"};
     Process in_live = user_process(1900, kAlice);
-    in_live.job_cgroup = 77;
+    in_live.job_cgroup = "job_77";
     Process in_gone = user_process(1901, kAlice);
-    in_gone.job_cgroup = 76;
-    f.add(in_live);
-    f.add(in_gone);
+    in_gone.job_cgroup = "job_76";
+    Process in_live_sluid = user_process(1902, kAlice);  // 26.05: named by the job's SLUID
+    in_live_sluid.job_cgroup = "sEKNKTV3WPV500";
+    Process in_gone_sluid = user_process(1903, kAlice);
+    in_gone_sluid.job_cgroup = "sEKNKTV3WPV501";
+    for (const Process& p : {in_live, in_gone, in_live_sluid, in_gone_sluid}) f.add(p);
     check(f.decision(1900), Verdict::keep, Reason::live_job_cgroup);
+    CHECK(f.decision(1900).detail == "job 77");
     check(f.decision(1901), Verdict::kill, Reason::stray);
+    check(f.decision(1902), Verdict::keep, Reason::live_job_cgroup);
+    CHECK(f.decision(1902).detail == "job sEKNKTV3WPV500");
+    check(f.decision(1903), Verdict::kill, Reason::stray);
 }
 
 TEST_CASE("decision: scope job_user sweeps only the job's user") {

@@ -42,7 +42,7 @@ TEST_CASE("job cgroups: only the listed processes are read, and only Slurm's own
     CHECK_FALSE(get(table, 700).job_cgroup.has_value());
 
     REQUIRE(read_job_cgroups(fake.root(), table, {700, 702}).ok());
-    CHECK(get(table, 700).job_cgroup == std::optional<std::uint64_t>{42});
+    CHECK(get(table, 700).job_cgroup == "job_42");
     CHECK_FALSE(get(table, 701).job_cgroup.has_value());  // not listed
     CHECK_FALSE(get(table, 702).job_cgroup.has_value());  // a user's delegated subtree
 }

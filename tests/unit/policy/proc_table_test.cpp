@@ -199,28 +199,31 @@ TEST_CASE("proc scan: cgroup files give the job of Slurm's own job cgroups only"
                                             "system.slice/slurmstepd.scope/job_42/x\n"});
     fake.add_process({.pid = 703, .cgroup = ""});
     const auto table = scan_ok(fake.options());
-    CHECK(get(table, 700).job_cgroup == std::optional<std::uint64_t>{42});
-    CHECK(get(table, 701).job_cgroup == std::optional<std::uint64_t>{43});
+    CHECK(get(table, 700).job_cgroup == "job_42");
+    CHECK(get(table, 701).job_cgroup == "job_43");
     CHECK_FALSE(get(table, 702).job_cgroup.has_value());
     CHECK_FALSE(get(table, 703).job_cgroup.has_value());
 }
 
 TEST_CASE("proc cgroup: Slurm v1 and v2 job layouts are recognised, with any CgroupSlice (25.11+)") {
     using procfs::slurm_job_cgroup;
-    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/task_1\n") == 7u);
-    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7\n") == 7u);
-    CHECK(slurm_job_cgroup("3:cpuset,cpu:/slurm_node17/uid_5/job_8/step_extern\n") == 8u);
-    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_batch/slurm\n") == 9u);
-    CHECK(slurm_job_cgroup("0::/system.slice/node3_slurmstepd.scope/job_10/step_0/user/task_0") == 10u);
-    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_4294967295/step_0\n") == 4294967295u);
+    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/task_1\n") == "job_7");
+    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7\n") == "job_7");
+    CHECK(slurm_job_cgroup("3:cpuset,cpu:/slurm_node17/uid_5/job_8/step_extern\n") == "job_8");
+    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_batch/slurm\n") == "job_9");
+    CHECK(slurm_job_cgroup("0::/system.slice/node3_slurmstepd.scope/job_10/step_0/user/task_0") == "job_10");
+    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_4294967295/step_0\n") == "job_4294967295");
     // Only root creates top-level slices; 25.11's CgroupSlice picks which one.
-    CHECK(slurm_job_cgroup("0::/slurm.slice/slurmstepd.scope/job_11/step_0\n") == 11u);
-    // 26.05 without CgroupJobIdPaths=yes: the directory is the job's SLUID, no job id.
-    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV500/step_0\n"));
+    CHECK(slurm_job_cgroup("0::/slurm.slice/slurmstepd.scope/job_11/step_0\n") == "job_11");
+    // 26.05 without CgroupJobIdPaths=yes: the directory is the job's SLUID.
+    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV500/step_0\n") == "sEKNKTV3WPV500");
+    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV50/step_0\n"));    // 12 digits
+    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV50U/step_0\n"));   // U: not base32
+    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/SEKNKTV3WPV500/step_0\n"));
     CHECK_FALSE(slurm_job_cgroup("0::/.slice/slurmstepd.scope/job_11/step_0\n"));
     // The user owns v1 step_ and v2 task_ cgroups: a job_ they create below is not the job.
-    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/job_99\n") == 7u);
-    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_0/user/task_0/job_1\n") == 9u);
+    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/job_99\n") == "job_7");
+    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_0/user/task_0/job_1\n") == "job_9");
 }
 
 TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected") {
