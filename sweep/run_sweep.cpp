@@ -57,6 +57,14 @@ public:
     // (slurmd's start says once that PrologFlags=contain makes this unnecessary.)
     AllocationCheck allocation_check() {
         if (config_.job_source == JobSource::controller || request_.node.prolog_contain) return {};
+        if (asks_no_child()) {
+            return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
+                log_.info(fmt::format("no PrologFlags=contain: {} user(s) without a step here kept at this step end; "
+                                      "the job epilog asks slurmctld",
+                                      uids.size()));
+                return uids;
+            };
+        }
         return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
             log_.debug("no PrologFlags=contain: asking slurmctld whether these users hold an allocation here");
             if (controller_ == nullptr) return Error::lookup("allocation check: no controller connection");
@@ -69,6 +77,11 @@ public:
             return holders;
         };
     }
+
+    // At a step end Slurm may kill any descendant of the ending step while its exit hook
+    // runs (proctrack/linuxproc, seen on 24.11 and 26.05): a helper started then would
+    // die mid-answer. slurmctld is asked only from the job epilog, outside the step.
+    bool asks_no_child() const { return request_.trigger.ending_step.has_value(); }
 
 private:
     std::optional<std::uint32_t> ending_job() const {
@@ -156,6 +169,11 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
 
     const auto deadline = evaluation_deadline(config, request);
     JobStateSource job_state(config, request, controller, deadline, log);
+    if (config.job_source == JobSource::controller && job_state.asks_no_child()) {
+        log.info(fmt::format("{}: job_source controller: slurmctld is asked in the job epilog, not at a step end",
+                             request.trigger.label));
+        return report;
+    }
     Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state);
 
     KillOptions options;
