@@ -76,8 +76,11 @@ void write_error(JsonWriter& json, const std::optional<Error>& error) {
         return;
     }
     json.begin_object();
-    json.key("kind").value(error->kind == ErrorKind::config ? "config" : "lookup");  // not a Slurm node: lookup
-    json.key("message").value(error->message);
+    // The schema has two kinds; not being on a Slurm node is a lookup error that says so.
+    json.key("kind").value(error->kind == ErrorKind::config ? "config" : "lookup");
+    json.key("message").value(error->kind == ErrorKind::not_a_slurm_node ? fmt::format("{}: {}", to_string(error->kind),
+                                                                                       error->message)
+                                                                         : error->message);
     json.end_object();
 }
 

@@ -222,6 +222,9 @@ TEST_CASE("check: config and lookup errors exit 2 and kill nothing") {
         CHECK(node.err.str() == "leftover: not a Slurm node: no slurm.conf\n");
         CHECK(node.run({"sweep", "--no-slew"}) == kExitError);
         CHECK(node.err.str() == "leftover: error: not a Slurm node: no slurm.conf\n");
+        CHECK(node.run({"check", "--json"}) == kExitError);
+        CHECK(YAML::Load(node.out.str())["error"]["kind"].as<std::string>() == "lookup");
+        CHECK(YAML::Load(node.out.str())["error"]["message"].as<std::string>() == "not a Slurm node: no slurm.conf");
     }
 }
 
@@ -352,7 +355,7 @@ TEST_CASE("config command: valid, invalid and untrusted files") {
 
 TEST_CASE("--help and --version exit 0 without looking at the node") {
     Node node;
-    node.discovery_error = Error::lookup("not a Slurm node: must not be asked");
+    node.discovery_error = Error::not_a_slurm_node("must not be asked");
     CHECK(node.run({"--version"}, false) == kExitClean);
     CHECK(node.out.str().starts_with("leftover 0.1.0 built for Slurm 22.05."));
     CHECK(node.run({"check", "--help"}, false) == kExitClean);
