@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <slurm/slurm_version.h>
 #include <yaml-cpp/yaml.h>
 
 #include <sys/stat.h>
@@ -357,7 +358,9 @@ TEST_CASE("--help and --version exit 0 without looking at the node") {
     Node node;
     node.discovery_error = Error::not_a_slurm_node("must not be asked");
     CHECK(node.run({"--version"}, false) == kExitClean);
-    CHECK(node.out.str().starts_with("leftover 0.1.0 built for Slurm 22.05."));
+    CHECK(node.out.str().starts_with(fmt::format("leftover 0.1.0 built for Slurm {}.{:02}.",
+                                                 SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
+                                                 SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER))));
     CHECK(node.run({"check", "--help"}, false) == kExitClean);
     CHECK(node.out.str().starts_with("usage: leftover check"));
 }

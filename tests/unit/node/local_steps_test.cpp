@@ -328,7 +328,7 @@ TEST_CASE("an ending step is flagged ending; batch and extern steps are listed")
     FakeStepd batch(spool.file("n1_8." + std::to_string(kBatchStep)), 1001, kStateEnding);
     FakeStepd ext(spool.file("n1_8." + std::to_string(kExternStep)), 1001, kStateRunning);
 
-    auto result = read_local_steps(spool.path(), "n1", soon());
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
     REQUIRE(result->live.size() == 2);
     // sorted by job, step: batch (0xfffffffb) before extern (0xfffffffc)
@@ -344,7 +344,7 @@ TEST_CASE("a heterogeneous job component socket") {
     TempDir spool;
     FakeStepd step(spool.file("n1_77.2.1"), 500, kStateRunning);
 
-    auto result = read_local_steps(spool.path(), "n1", soon());
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
     REQUIRE(result->live.size() == 1);
     CHECK(result->live[0].job_id == 77);
@@ -367,7 +367,7 @@ TEST_CASE("other nodes' sockets and non-socket files are ignored") {
     make_regular_file(spool.file("cred_state"));
     REQUIRE(::mkdir(spool.file("job00005").c_str(), 0700) == 0);
 
-    auto result = read_local_steps(spool.path(), "n1", soon());
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
     REQUIRE(result->live.size() == 1);
     CHECK(result->live[0].job_id == 5);
@@ -383,7 +383,7 @@ TEST_CASE("a stale socket (nobody listens: ECONNREFUSED) is a dead step") {
     make_stale_socket(spool.file("n1_3.4294967292"));
     FakeStepd live(spool.file("n1_4.0"), 900, kStateRunning);
 
-    auto result = read_local_steps(spool.path(), "n1", soon());
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
     REQUIRE(result->dead.size() == 1);
     CHECK(result->dead[0].job_id == 3);
@@ -395,7 +395,7 @@ TEST_CASE("a stale socket (nobody listens: ECONNREFUSED) is a dead step") {
 
 TEST_CASE("an empty spool directory has no steps") {
     TempDir spool;
-    auto result = read_local_steps(spool.path(), "n1", soon());
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE(result.ok());
     CHECK(result->live.empty());
     CHECK(result->dead.empty());
@@ -422,7 +422,7 @@ TEST_CASE("a slurmstepd that accepts but never answers: lookup error at the dead
     const auto start = Clock::now();
     const auto deadline = start + 300ms;
     auto pending = std::async(std::launch::async,
-                              [&] { return read_local_steps(spool.path(), "n1", deadline); });
+                              [&] { return read_local_steps(spool.path(), "n1", deadline, k2205Client); });
     // Generous hang bound only: a reader that ignores the deadline fails here, and
     // step.stop() below then closes the connection so the test cannot hang.
     const bool returned = pending.wait_for(20s) == std::future_status::ready;
@@ -441,7 +441,7 @@ TEST_CASE("a short reply is a lookup error naming the socket") {
     TempDir spool;
     FakeStepd step(spool.file("n1_21.0"), 0x01020304, kStateRunning, Behaviour::short_uid_reply);
 
-    auto result = read_local_steps(spool.path(), "n1", soon());
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().kind == ErrorKind::lookup);
     CHECK(result.error().message.find(spool.file("n1_21.0")) != std::string::npos);
@@ -452,7 +452,7 @@ TEST_CASE("a connection closed before the handshake reply is a lookup error") {
     TempDir spool;
     FakeStepd step(spool.file("n1_22.0"), 1, kStateRunning, Behaviour::close_at_once);
 
-    auto result = read_local_steps(spool.path(), "n1", soon());
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().kind == ErrorKind::lookup);
     CHECK(result.error().message.find(spool.file("n1_22.0")) != std::string::npos);
@@ -462,7 +462,7 @@ TEST_CASE("a refused handshake or an impossible state is a lookup error") {
     SUBCASE("handshake answered with SLURM_ERROR") {
         TempDir spool;
         FakeStepd step(spool.file("n1_23.0"), 1, kStateRunning, Behaviour::refuse_version);
-        auto result = read_local_steps(spool.path(), "n1", soon());
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
         REQUIRE_FALSE(result.ok());
         CHECK(result.error().kind == ErrorKind::lookup);
         CHECK(result.error().message.find("refused") != std::string::npos);
@@ -470,7 +470,7 @@ TEST_CASE("a refused handshake or an impossible state is a lookup error") {
     SUBCASE("state outside slurmstepd_state_t") {
         TempDir spool;
         FakeStepd step(spool.file("n1_24.0"), 1, 7);
-        auto result = read_local_steps(spool.path(), "n1", soon());
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
         REQUIRE_FALSE(result.ok());
         CHECK(result.error().kind == ErrorKind::lookup);
         CHECK(result.error().message.find("state 7") != std::string::npos);
@@ -482,7 +482,7 @@ TEST_CASE("one unanswerable step fails the whole lookup") {
     FakeStepd good(spool.file("n1_30.0"), 10, kStateRunning);
     FakeStepd bad(spool.file("n1_31.0"), 11, kStateRunning, Behaviour::close_at_once);
 
-    auto result = read_local_steps(spool.path(), "n1", soon());
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().message.find(spool.file("n1_31.0")) != std::string::npos);
 }
