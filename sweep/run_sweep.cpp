@@ -44,8 +44,14 @@ public:
         }
         auto state = node::read_local_steps(request_.node.spool_dir, request_.node.node_name, until);
         if (!state.ok()) return state.error();
+        for (const node::LocalStep& step : state->live)
+            if (logged_.insert(step.socket_path).second)
+                log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd)",
+                                       node::describe_step(step.job_id, step.step_id), step.socket_path, step.uid,
+                                       node::to_string(step.state), step.raw_state,
+                                       node::describe_protocol_version(step.stepd_version)));
         for (const node::DeadStep& dead : state->dead)
-            if (logged_dead_.insert(dead.socket_path).second)
+            if (logged_.insert(dead.socket_path).second)
                 log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
                                       node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
         return node::live_work_from(state.value(), request_.trigger.ending_step,
@@ -93,7 +99,7 @@ private:
     node::Controller* controller_;
     Clock::time_point deadline_;
     Logger& log_;
-    std::set<std::string> logged_dead_;
+    std::set<std::string> logged_;  // sockets already described: once per sweep
 };
 
 // One deadline per evaluation; Slurm drains a node whose step does not end in time.
