@@ -148,7 +148,7 @@ std::set<pid_t> would_kill_pids(const std::string& log) {
 
 }  // namespace
 
-TEST_CASE("check: a stray, a protected user and a user with a job; exit 1") {
+TEST_CASE("check: a stray, a protected user and a user with a job, exit 1") {
     Node node;
     CHECK(node.run({"check"}) == kExitStrays);
     const std::string table = node.out.str();

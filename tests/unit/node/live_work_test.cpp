@@ -39,7 +39,7 @@ TEST_CASE("live work: an ending step missing from the spool dir is a lookup erro
           std::string::npos);
 }
 
-TEST_CASE("live work: steps already ending are not live work; other steps of the same job are") {
+TEST_CASE("live work: steps already ending are not live work, other steps of the same job are") {
     LocalJobState state;
     state.live = {step(10, 0, 41001), step(10, 1, 41001), step(12, 0, 41003, true)};
     auto live = live_work_from(state, StepId{10, 0}, "x");

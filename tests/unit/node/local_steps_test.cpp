@@ -245,7 +245,7 @@ Clock::time_point soon() { return Clock::now() + 5s; }
 
 }  // namespace
 
-TEST_CASE("step socket names: <node>_<job>.<step>[.<component>] of this node only") {
+TEST_CASE("step socket names: <node>_<job>.<step> with an optional .<component>, of this node only") {
     CHECK(parse_step_socket_name("n1_12.0", "n1") == StepSocketName{12, 0, std::nullopt});
     CHECK(parse_step_socket_name("n1_12.4294967292", "n1") ==
           StepSocketName{12, kExternStep, std::nullopt});
@@ -296,7 +296,7 @@ TEST_CASE("a live step: uid and state over the 22.05 protocol, one connection") 
     CHECK(std::count(requests.begin(), requests.end(), kRequestState) == 1);
 }
 
-TEST_CASE("an ending step is flagged ending; batch and extern steps are listed") {
+TEST_CASE("an ending step is flagged ending, batch and extern steps are listed") {
     TempDir spool;
     FakeStepd batch(spool.file("n1_8." + std::to_string(kBatchStep)), 1001, kStateEnding);
     FakeStepd ext(spool.file("n1_8." + std::to_string(kExternStep)), 1001, kStateRunning);

@@ -47,7 +47,7 @@ TEST_CASE("job cgroups: only the listed processes are read, and only Slurm's own
     CHECK_FALSE(get(table, 702).job_cgroup.has_value());  // a user's delegated subtree
 }
 
-TEST_CASE("job cgroups: a process gone since the scan is skipped; an unreadable cgroup is a lookup error") {
+TEST_CASE("job cgroups: a process gone since the scan is skipped, an unreadable cgroup is a lookup error") {
     FakeProc fake;
     fake.add_process({.pid = 700, .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0\n"});
     fake.add_process({.pid = 701, .cgroup = "0::/system.slice/slurmstepd.scope/job_43/step_0\n"});

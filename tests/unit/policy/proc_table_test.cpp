@@ -253,7 +253,7 @@ TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected")
     }
 }
 
-TEST_CASE("proc read_identity: start time, uids and state; nullopt once gone") {
+TEST_CASE("proc read_identity: start time, uids and state, nullopt once gone") {
     FakeProc fake;
     fake.add_process({.pid = 800, .uids = {1001, 1002, 1003, 1004}, .state = 'T', .start_time = 123456789});
     const auto identity = read_identity(fake.root(), 800);
