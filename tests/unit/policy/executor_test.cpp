@@ -176,6 +176,9 @@ TEST_CASE("sweep: a child of a slurmstepd survives, a child of a process merely 
     const pid_t under_impostor = wait_pid_file(dir / "impostor.pid");
     REQUIRE(in_step > 0);
     REQUIRE(under_impostor > 0);
+    // Each pid file is written at fork; setpriv runs as root until it execs sleep.
+    REQUIRE(wait_owner(in_step, 41107));
+    REQUIRE(wait_owner(under_impostor, 41107));
 
     const KillReport report = sweeper.run(200ms);
     CHECK(wait_gone(under_impostor));
