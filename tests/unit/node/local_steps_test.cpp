@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "local_steps.hpp"
+#include "support/unix_sockets.hpp"
 
 namespace {
 
@@ -39,6 +40,8 @@ using leftover::node::LocalJobState;
 using leftover::node::parse_step_socket_name;
 using leftover::node::read_local_steps;
 using leftover::node::StepSocketName;
+using leftover::test::bind_unix;
+using leftover::test::make_stale_socket;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -72,29 +75,6 @@ public:
 private:
     std::string path_;
 };
-
-sockaddr_un unix_address(const std::string& path) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    REQUIRE(path.size() < sizeof(addr.sun_path));
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    return addr;
-}
-
-int bind_unix(const std::string& path) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
-    const sockaddr_un addr = unix_address(path);
-    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
-    return fd;
-}
-
-// A socket file nobody listens on: what a crashed slurmstepd leaves behind.
-void make_stale_socket(const std::string& path) {
-    const int fd = bind_unix(path);
-    REQUIRE(::listen(fd, 4) == 0);
-    ::close(fd);
-}
 
 void make_regular_file(const std::string& path) { std::ofstream(path) << "not a socket\n"; }
 
