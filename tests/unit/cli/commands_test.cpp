@@ -342,11 +342,3 @@ TEST_CASE("--help and --version exit 0 without looking at the node") {
     CHECK(node.run({"check", "--help"}, false) == kExitClean);
     CHECK(node.out.str().starts_with("usage: leftover check"));
 }
-
-TEST_CASE("spool dir: must be an existing directory") {
-    TempDir dir;
-    CHECK(check_spool_dir(dir.path()).ok());
-    CHECK(check_spool_dir(dir / "none").error().kind == ErrorKind::not_a_slurm_node);
-    CHECK(has(check_spool_dir(dir / "none").error().message, "slurmd's spool directory"));
-    CHECK(has(check_spool_dir(dir.write("file", "")).error().message, "is not a directory"));
-}

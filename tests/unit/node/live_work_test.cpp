@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "run_sweep.hpp"
 #include "live_work.hpp"
 
 #include <doctest/doctest.h>
@@ -58,11 +57,4 @@ TEST_CASE("step names") {
     CHECK(describe_step(5, 0) == "5.0");
     CHECK(describe_step(5, 0xfffffffbu) == "5.batch");
     CHECK(describe_step(5, 0xfffffffcu) == "5.extern");
-}
-
-TEST_CASE("SlurmdSpoolDir is expanded as slurmd does it") {
-    CHECK(expand_spool_dir("/var/spool/slurmd", "n1", "host") == "/var/spool/slurmd");
-    CHECK(expand_spool_dir("/var/spool/slurmd/%n", "n1", "host") == "/var/spool/slurmd/n1");
-    CHECK(expand_spool_dir("/var/spool/%h/slurmd", "n1", "host") == "/var/spool/host/slurmd");
-    CHECK(expand_spool_dir("/s/%h/%n", "n1", "host") == "/s/host/n1");
 }
