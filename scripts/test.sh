@@ -16,7 +16,7 @@ scripts/install-deps.sh
 
 echo "== unit tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 scripts/build.sh build/asan -DLEFTOVER_SANITIZE=ON
-(cd build/asan && ctest --output-on-failure -j "$(nproc)")
+scripts/unit-tests.sh build/asan
 
 echo "== packages (.deb and RPM)"
 scripts/package.sh

@@ -4,8 +4,10 @@
 #include "commands.hpp"
 #include "run_sweep.hpp"
 #include "support/fake_accounts.hpp"
+#include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"
 #include "support/processes.hpp"
+#include "support/recording_sink.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -29,19 +31,6 @@ constexpr uid_t kAlice = 41001;      // lo_alice: no live work, her process is a
 constexpr uid_t kBob = 41002;        // lo_bob: slurmctld says he has a job here
 constexpr uid_t kProtected = 41005;  // alice: listed in protected_users
 constexpr uid_t kSystem = 900;       // below uid_min: never even inspected
-
-class FakeController final : public node::Controller {
-public:
-    LiveWork live;
-    std::optional<Error> error;
-    int calls = 0;
-    Result<LiveWork> jobs_on_node(const std::string&, std::optional<std::uint32_t>,
-                                  std::chrono::steady_clock::time_point) override {
-        ++calls;
-        if (error) return *error;
-        return live;
-    }
-};
 
 // Hands the command a controller that forwards to the node's, so tests can count calls.
 class Forward final : public node::Controller {
@@ -149,7 +138,7 @@ std::set<pid_t> would_kill_pids(const std::string& log) {
 
 }  // namespace
 
-TEST_CASE("check: a stray, a protected user and a user with a job; exit 1") {
+TEST_CASE("check: a stray, a protected user and a user with a job, exit 1") {
     Node node;
     CHECK(node.run({"check"}) == kExitStrays);
     const std::string table = node.out.str();
@@ -249,13 +238,8 @@ TEST_CASE("check, sweep --dry-run and the plugin's epilog sweep decide the same"
     request.self = FakeProc::caller_pid;
     request.proc_root = node.proc.root();
     const auto prepared = sweep::load_config_and_exemptions(node.dir / "leftover.conf", true, request.node.slurm_uids);
-    std::ostringstream plugin_lines;
-    struct Sink final : sweep::LogSink {
-        std::ostringstream& out;
-        explicit Sink(std::ostringstream& o) : out(o) {}
-        void write(LogLevel, const std::string& text) override { out << text << "\n"; }
-    } sink(plugin_lines);
-    sweep::Logger log(sink);
+    RecordingSink plugin_lines;
+    sweep::Logger log(plugin_lines);
     const KillReport plugin = sweep::run_sweep(prepared, request, &node.controller, node.accounts, log);
     REQUIRE_FALSE(plugin.error);
 
@@ -268,7 +252,7 @@ TEST_CASE("check, sweep --dry-run and the plugin's epilog sweep decide the same"
     CHECK(checked.at(205) == "keep has_live_job");
     CHECK(checked.at(201) == "keep protected");
     CHECK(swept == std::set<pid_t>{200, 204});
-    CHECK(would_kill_pids(plugin_lines.str()) == swept);
+    CHECK(would_kill_pids(plugin_lines.text()) == swept);
 }
 
 TEST_CASE("sweep: slew waits a random time between slew and slew_max, and says so") {
@@ -363,12 +347,4 @@ TEST_CASE("--help and --version exit 0 without looking at the node") {
                                                  SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER))));
     CHECK(node.run({"check", "--help"}, false) == kExitClean);
     CHECK(node.out.str().starts_with("usage: leftover check"));
-}
-
-TEST_CASE("spool dir: must be an existing directory") {
-    TempDir dir;
-    CHECK(check_spool_dir(dir.path()).ok());
-    CHECK(check_spool_dir(dir / "none").error().kind == ErrorKind::not_a_slurm_node);
-    CHECK(has(check_spool_dir(dir / "none").error().message, "slurmd's spool directory"));
-    CHECK(has(check_spool_dir(dir.write("file", "")).error().message, "is not a directory"));
 }

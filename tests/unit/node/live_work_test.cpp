@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "run_sweep.hpp"
 #include "live_work.hpp"
 
 #include <doctest/doctest.h>
@@ -38,7 +37,7 @@ TEST_CASE("live work: an ending step missing from the spool dir is a lookup erro
           std::string::npos);
 }
 
-TEST_CASE("live work: steps already ending are not live work; other steps of the same job are") {
+TEST_CASE("live work: steps already ending are not live work, other steps of the same job are") {
     LocalJobState state;
     state.live = {step(10, 0, 41001), step(10, 1, 41001), step(12, 0, 41003, StepdState::ending)};
     auto live = live_work_from(state, StepId{10, 0}, "x");
@@ -59,13 +58,6 @@ TEST_CASE("step names") {
     CHECK(describe_step(5, 0xfffffffcu) == "5.extern");
 }
 
-TEST_CASE("SlurmdSpoolDir is expanded as slurmd does it") {
-    CHECK(expand_spool_dir("/var/spool/slurmd", "n1", "host") == "/var/spool/slurmd");
-    CHECK(expand_spool_dir("/var/spool/slurmd/%n", "n1", "host") == "/var/spool/slurmd/n1");
-    CHECK(expand_spool_dir("/var/spool/%h/slurmd", "n1", "host") == "/var/spool/host/slurmd");
-    CHECK(expand_spool_dir("/s/%h/%n", "n1", "host") == "/s/host/n1");
-}
-
 TEST_CASE("live work: a CANCELLED step is live (a job that traps scancel's TERM still runs)") {
     LocalJobState state;
     state.live = {step(20, 0, 41005, StepdState::cancelled), step(21, 0, 41006, StepdState::ending)};
@@ -75,7 +67,7 @@ TEST_CASE("live work: a CANCELLED step is live (a job that traps scancel's TERM 
     CHECK(live->job_ids == std::set<std::uint64_t>{20});
 }
 
-TEST_CASE("live work: a live step's SLUID names its job cgroup (26.05); an ending step's does not") {
+TEST_CASE("live work: a live step's SLUID names its job cgroup (26.05), an ending step's does not") {
     LocalJobState state;
     state.live = {step(30, 0, 41007), step(31, 0, 41008, StepdState::ending)};
     state.live[0].sluid = 1;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "local_steps.hpp"
+#include "support/unix_sockets.hpp"
 
 namespace {
 
@@ -42,6 +43,8 @@ using leftover::node::read_local_steps;
 using leftover::node::StepdProtocol;
 using leftover::node::StepdState;
 using leftover::node::StepSocketName;
+using leftover::test::bind_unix;
+using leftover::test::make_stale_socket;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -89,29 +92,6 @@ public:
 private:
     std::string path_;
 };
-
-sockaddr_un unix_address(const std::string& path) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    REQUIRE(path.size() < sizeof(addr.sun_path));
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    return addr;
-}
-
-int bind_unix(const std::string& path) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
-    const sockaddr_un addr = unix_address(path);
-    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
-    return fd;
-}
-
-// A socket file nobody listens on: what a crashed slurmstepd leaves behind.
-void make_stale_socket(const std::string& path) {
-    const int fd = bind_unix(path);
-    REQUIRE(::listen(fd, 4) == 0);
-    ::close(fd);
-}
 
 void make_regular_file(const std::string& path) { std::ofstream(path) << "not a socket\n"; }
 
@@ -271,7 +251,7 @@ Clock::time_point soon() { return Clock::now() + 5s; }
 
 }  // namespace
 
-TEST_CASE("step socket names: <node>_<job>.<step>[.<component>] of this node only") {
+TEST_CASE("step socket names: <node>_<job>.<step> with an optional .<component>, of this node only") {
     CHECK(parse_step_socket_name("n1_12.0", "n1") == StepSocketName{12, 0, std::nullopt});
     CHECK(parse_step_socket_name("n1_12.4294967292", "n1") ==
           StepSocketName{12, kExternStep, std::nullopt});
@@ -323,7 +303,7 @@ TEST_CASE("a live step: uid and state over the 22.05 protocol, one connection") 
     CHECK(std::count(requests.begin(), requests.end(), kRequestState) == 1);
 }
 
-TEST_CASE("an ending step is flagged ending; batch and extern steps are listed") {
+TEST_CASE("an ending step is flagged ending, batch and extern steps are listed") {
     TempDir spool;
     FakeStepd batch(spool.file("n1_8." + std::to_string(kBatchStep)), 1001, kStateEnding);
     FakeStepd ext(spool.file("n1_8." + std::to_string(kExternStep)), 1001, kStateRunning);
@@ -549,7 +529,7 @@ TEST_CASE("upgrade window: a 24.11 build reads a still-running 23.02 stepd by 23
     CHECK(old_ending.client_version() == k2411ProtocolVersion);
 }
 
-TEST_CASE("a stepd reply outside [oldest stepd, build] or a state its release lacks is a lookup error") {
+TEST_CASE("a stepd reply outside the oldest stepd to the build, or a state its release lacks, is a lookup error") {
     SUBCASE("a newer stepd than the build: its numbering is unknown") {
         TempDir spool;
         FakeStepd step(spool.file("n1_80.0"), 1, kStateRunning, Behaviour::answer, k2605ProtocolVersion,

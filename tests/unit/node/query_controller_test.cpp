@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "bounded_child.hpp"
 #include "query_controller.hpp"
 #include "support/temp_dir.hpp"
 
@@ -22,28 +21,6 @@ TEST_CASE("controller answers: truncated or garbled output is a lookup error") {
     CHECK(parse_query_output("").error().kind == ErrorKind::lookup);
     CHECK(parse_query_output("jobs 7 uid 1\nend\n").error().message.find("unexpected output line") !=
           std::string::npos);
-}
-
-TEST_CASE("bounded child: output and exit code come back") {
-    auto out = run_bounded({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, {"PATH=/bin:/usr/bin"},
-                           std::chrono::steady_clock::now() + 10s);
-    REQUIRE(out.ok());
-    CHECK(out->out == "out\n");
-    CHECK(out->err == "err\n");
-    CHECK(out->exit_code == 3);
-}
-
-TEST_CASE("bounded child: a child that does not finish is killed at the deadline") {
-    const auto started = std::chrono::steady_clock::now();
-    auto out = run_bounded({"/bin/sleep", "30"}, {}, started + 300ms);
-    REQUIRE_FALSE(out.ok());
-    CHECK(out.error().message.find("did not finish before the deadline") != std::string::npos);
-    CHECK(std::chrono::steady_clock::now() - started < 10s);  // hang detector only
-}
-
-TEST_CASE("bounded child: a program that cannot run is a lookup error") {
-    auto out = run_bounded({"/nonexistent/leftover-query"}, {}, std::chrono::steady_clock::now() + 5s);
-    CHECK_FALSE(out.ok());
 }
 
 TEST_CASE("query controller: an untrusted helper is never run") {

@@ -71,7 +71,7 @@ void check(const Decision& d, Verdict verdict, Reason reason) {
 
 }  // namespace
 
-TEST_CASE("decision: a user with no live work is a stray; every process gets one decision") {
+TEST_CASE("decision: a user with no live work is a stray, every process gets one decision") {
     Fixture f;
     f.add(root_process(1));
     f.add(root_process(300));
@@ -146,7 +146,7 @@ TEST_CASE("decision: pid 1, the caller, its ancestors and named pids are never c
     check(f.decision(1703), Verdict::keep, Reason::never_touch);
 }
 
-TEST_CASE("decision: a descendant of a live slurmstepd is kept; of the ending one it is not") {
+TEST_CASE("decision: a descendant of a live slurmstepd is kept, of the ending one it is not") {
     Fixture f;
     Process in_live = user_process(1800, kAlice, 900);
     in_live.stepd_ancestor = 900;

@@ -75,7 +75,7 @@ pid_t spawn_stubborn(uid_t uid, const SharedDir& dir, const std::string& body = 
 
 }  // namespace
 
-TEST_CASE("sweep: a user's strays, a double-forked setsid daemon among them, are gone; dry run leaves them") {
+TEST_CASE("sweep: a user's strays, a double-forked setsid daemon among them, are gone, and a dry run leaves them") {
     Sweeper sweeper(41101);
     SharedDir dir;
     const pid_t plain = spawn_as(41101, {"sleep", "1000"});
@@ -160,7 +160,7 @@ TEST_CASE("sweep: a protected user's processes and a mixed-uid process survive")
     CHECK(kept);
 }
 
-TEST_CASE("sweep: a child of a slurmstepd survives; a child of a process merely named slurmstepd does not") {
+TEST_CASE("sweep: a child of a slurmstepd survives, a child of a process merely named slurmstepd does not") {
     Sweeper sweeper(41107);
     SharedDir dir;
     // A stand-in slurmstepd: root, and its executable is named slurmstepd.
@@ -176,6 +176,9 @@ TEST_CASE("sweep: a child of a slurmstepd survives; a child of a process merely 
     const pid_t under_impostor = wait_pid_file(dir / "impostor.pid");
     REQUIRE(in_step > 0);
     REQUIRE(under_impostor > 0);
+    // Each pid file is written at fork; setpriv runs as root until it execs sleep.
+    REQUIRE(wait_owner(in_step, 41107));
+    REQUIRE(wait_owner(under_impostor, 41107));
 
     const KillReport report = sweeper.run(200ms);
     CHECK(wait_gone(under_impostor));

@@ -203,10 +203,3 @@ TEST_CASE("exemptions: a uid whose account lookup fails, or that has no account,
     CHECK(none.protection == Protection::unknown_uid);
     CHECK(none.detail == "no account has this uid");
 }
-
-TEST_CASE("exemptions: the system account database resolves root") {
-    SystemAccounts accounts;
-    const auto lookup = accounts.name_of(0);
-    CHECK(lookup.status == AccountLookup::Status::found);
-    CHECK(lookup.name == "root");
-}

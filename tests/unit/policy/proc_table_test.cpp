@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The process scan over fake /proc trees: what it reads from each process.
-// Ancestry, view checks and the real /proc are in proc_ancestry_test.cpp and
-// proc_view_test.cpp.
-#include "proc_read.hpp"
+// The process scan over fake /proc trees: what it reads from each process, and the
+// job cgroups read afterwards for the processes a plan would kill. Ancestry, view
+// checks and the real /proc are in proc_ancestry_test.cpp and proc_view_test.cpp.
 #include "proc_table.hpp"
 #include "support/fake_proc.hpp"
 
 #include <doctest/doctest.h>
+
+#include <sys/stat.h>
 
 #include <string>
 #include <vector>
@@ -27,6 +28,12 @@ const Process& get(const ProcessTable& table, pid_t pid) {
     const Process* p = table.find(pid);
     REQUIRE_MESSAGE(p != nullptr, "pid " << pid << " missing from the table");
     return *p;
+}
+
+ProcessTable scan_without_cgroups(const FakeProc& fake) {
+    ScanOptions options = fake.options();
+    options.read_cgroup = false;
+    return scan_ok(options);
 }
 
 }  // namespace
@@ -205,62 +212,38 @@ TEST_CASE("proc scan: cgroup files give the job of Slurm's own job cgroups only"
     CHECK_FALSE(get(table, 703).job_cgroup.has_value());
 }
 
-TEST_CASE("proc cgroup: Slurm v1 and v2 job layouts are recognised, with any CgroupSlice (25.11+)") {
-    using procfs::slurm_job_cgroup;
-    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/task_1\n") == "job_7");
-    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7\n") == "job_7");
-    CHECK(slurm_job_cgroup("3:cpuset,cpu:/slurm_node17/uid_5/job_8/step_extern\n") == "job_8");
-    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_batch/slurm\n") == "job_9");
-    CHECK(slurm_job_cgroup("0::/system.slice/node3_slurmstepd.scope/job_10/step_0/user/task_0") == "job_10");
-    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_4294967295/step_0\n") == "job_4294967295");
-    // Only root creates top-level slices; 25.11's CgroupSlice picks which one.
-    CHECK(slurm_job_cgroup("0::/slurm.slice/slurmstepd.scope/job_11/step_0\n") == "job_11");
-    // 26.05 without CgroupJobIdPaths=yes: the directory is the job's SLUID.
-    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV500/step_0\n") == "sEKNKTV3WPV500");
-    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV50/step_0\n"));    // 12 digits
-    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV50U/step_0\n"));   // U: not base32
-    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/SEKNKTV3WPV500/step_0\n"));
-    CHECK_FALSE(slurm_job_cgroup("0::/.slice/slurmstepd.scope/job_11/step_0\n"));
-    // The user owns v1 step_ and v2 task_ cgroups: a job_ they create below is not the job.
-    CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/job_99\n") == "job_7");
-    CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/job_9/step_0/user/task_0/job_1\n") == "job_9");
+TEST_CASE("job cgroups: only the listed processes are read, and only Slurm's own job cgroups count") {
+    FakeProc fake;
+    fake.add_process({.pid = 700, .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n"});
+    fake.add_process({.pid = 701, .cgroup = "0::/system.slice/slurmstepd.scope/job_43/step_0\n"});
+    fake.add_process({.pid = 702, .cgroup = "0::/user.slice/user-1000.slice/user@1000.service/"
+                                            "system.slice/slurmstepd.scope/job_7\n"});
+    ProcessTable table = scan_without_cgroups(fake);
+    CHECK_FALSE(get(table, 700).job_cgroup.has_value());
+
+    REQUIRE(read_job_cgroups(fake.root(), table, {700, 702}).ok());
+    CHECK(get(table, 700).job_cgroup == "job_42");
+    CHECK_FALSE(get(table, 701).job_cgroup.has_value());  // not listed
+    CHECK_FALSE(get(table, 702).job_cgroup.has_value());  // a user's delegated subtree
 }
 
-TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected") {
-    using procfs::slurm_job_cgroup;
-    const std::vector<std::string> rejected = {
-        "0::/user.slice/user-1000.slice/user@1000.service/app.slice/job_7\n",
-        "0::/user.slice/user-1000.slice/user@1000.service/system.slice/slurmstepd.scope/job_7\n",
-        "0::/user.slice/user-1000.slice/session-3.scope/slurm/uid_1000/job_7\n",
-        "0::/../../system.slice/slurmstepd.scope/job_7\n",  // outside our cgroup namespace
-        "0::/system.slice/slurmstepd.scope/slurmd\n",
-        "0::/system.slice/evil.scope/job_7\n",
-        "0::/system.slice/_slurmstepd.scope/job_7\n",
-        "0::/system.slice/slurmstepd.scope.d/job_7\n",
-        "0::/system.slice/slurmstepd.scope/step_0/job_7\n",
-        "0::/system.slice/slurmstepd.scope/job_7x/step_0\n",
-        "0::/system.slice/slurmstepd.scope/job_\n",
-        "0::/system.slice/slurmstepd.scope/job_-7\n",
-        "0::/system.slice/slurmstepd.scope/job_007\n",
-        "0::/system.slice/slurmstepd.scope/job_4294967296\n",
-        "0::/slurm/uid_1000/job_7\n",                        // v1 layout on the v2 line
-        "4:memory:/system.slice/slurmstepd.scope/job_7\n",  // v2 layout on a v1 line
-        "4:memory:/user/slurm/uid_1000/job_7\n",
-        "4:memory:/slurmx/uid_1000/job_7\n",
-        "4:memory:/slurm_/uid_1000/job_7\n",
-        "4:memory:/slurm/uid_/job_7\n",
-        "4:memory:/slurm/job_7\n",
-        "4:memory:slurm/uid_1000/job_7\n",
-        "garbage\n",
-        "",
-    };
-    for (const auto& text : rejected) {
-        CAPTURE(text);
-        CHECK_FALSE(slurm_job_cgroup(text).has_value());
-    }
+TEST_CASE("job cgroups: a process gone since the scan is skipped, an unreadable cgroup is a lookup error") {
+    FakeProc fake;
+    fake.add_process({.pid = 700, .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0\n"});
+    fake.add_process({.pid = 701, .cgroup = "0::/system.slice/slurmstepd.scope/job_43/step_0\n"});
+    ProcessTable table = scan_without_cgroups(fake);
+    fake.remove("700/cgroup");
+    REQUIRE(read_job_cgroups(fake.root(), table, {700}).ok());
+    CHECK_FALSE(get(table, 700).job_cgroup.has_value());
+
+    fake.remove("701/cgroup");
+    REQUIRE(::mkdir(fake.path("701/cgroup").c_str(), 0755) == 0);  // a directory where the file should be
+    auto status = read_job_cgroups(fake.root(), table, {701});
+    REQUIRE_FALSE(status.ok());
+    CHECK(status.error().kind == ErrorKind::lookup);
 }
 
-TEST_CASE("proc read_identity: start time, uids and state; nullopt once gone") {
+TEST_CASE("proc read_identity: start time, uids and state, nullopt once gone") {
     FakeProc fake;
     fake.add_process({.pid = 800, .uids = {1001, 1002, 1003, 1004}, .state = 'T', .start_time = 123456789});
     const auto identity = read_identity(fake.root(), 800);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The view checks of the process scan (a /proc that would show only part of the
 // processes is a lookup error), and one scan of the real /proc.
-#include "proc_read.hpp"
 #include "proc_table.hpp"
 #include "support/fake_proc.hpp"
 
@@ -128,24 +127,6 @@ TEST_CASE("proc view: a mountinfo that cannot be read is a lookup error") {
     fake.add_process({.pid = 4100});
     fake.symlink("../4100/stat", mountinfo);  // not followed: O_NOFOLLOW
     CHECK(contains(scan_error(fake.options()), "self/mountinfo"));
-}
-
-TEST_CASE("proc view: mountinfo lookup takes the mount on top, unescaping its path") {
-    using procfs::find_mount;
-    const std::string text =
-        "22 1 0:21 / /proc rw - proc proc rw\n"
-        "30 22 0:40 / /proc rw shared:5 master:2 - tmpfs none rw\n"
-        "31 1 0:41 / /srv/my\\040proc rw - proc proc rw,hidepid=2\n"
-        "32 1 0:42 / /srv/my rw - proc proc rw\n";
-    const auto top = find_mount(text, "/proc");
-    REQUIRE(top.has_value());
-    CHECK(top->fstype == "tmpfs");  // mounted over the proc one
-    const auto spaced = find_mount(text, "/srv/my proc");
-    REQUIRE(spaced.has_value());
-    CHECK(spaced->fstype == "proc");
-    CHECK(spaced->super_options == "rw,hidepid=2");
-    CHECK_FALSE(find_mount(text, "/srv").has_value());
-    CHECK_FALSE(find_mount("garbage\n\n", "/proc").has_value());
 }
 
 TEST_CASE("proc view: the caller must share the Slurm daemon's pid namespace") {

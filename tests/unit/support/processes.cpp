@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <grp.h>
 #include <sstream>
 #include <stdexcept>
@@ -21,6 +23,23 @@ namespace {
 void reap_children() {
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
+}
+
+// Checks `done` every 5 ms until it holds; false once `timeout` has passed.
+bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+}
+
+// The owner of /proc/<pid>; nullopt once the process is gone.
+std::optional<uid_t> proc_owner(pid_t pid) {
+    struct stat st {};
+    if (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0) return std::nullopt;
+    return st.st_uid;
 }
 
 }  // namespace
@@ -63,13 +82,9 @@ pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vecto
     if (n != 0) throw std::runtime_error("exec failed: " + argv.front());
     // The kernel gives /proc/<pid> its owner a moment after exec (and root for good when
     // the process is not dumpable, as when euid != ruid): wait for the final owner.
-    if (real == effective) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        struct stat st {};
-        while (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 && st.st_uid != effective &&
-               std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    if (real == effective)
+        poll_until([pid, effective] { return proc_owner(pid).value_or(effective) == effective; },
+                   std::chrono::seconds(5));
     return pid;
 }
 
@@ -86,12 +101,11 @@ bool is_running(pid_t pid) {
 }
 
 bool wait_gone(pid_t pid, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (is_running(pid)) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
+    return poll_until([pid] { return !is_running(pid); }, timeout);
+}
+
+bool wait_owner(pid_t pid, uid_t uid, std::chrono::milliseconds timeout) {
+    return poll_until([pid, uid] { return proc_owner(pid) == uid; }, timeout);
 }
 
 pid_t wait_pid_file(const std::string& path, std::chrono::milliseconds timeout) {

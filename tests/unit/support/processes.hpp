@@ -23,6 +23,10 @@ bool is_running(pid_t pid);
 // Polls until the process is no longer running; false at the deadline.
 bool wait_gone(pid_t pid, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
+// Polls until /proc/<pid> is owned by `uid`: a process that switched to it shows as
+// root's until it execs. False at the deadline.
+bool wait_owner(pid_t pid, uid_t uid, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
 // Polls until `path` holds a pid (written by a test process); 0 at the deadline.
 pid_t wait_pid_file(const std::string& path, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// One evaluation on a fake /proc tree: scan, job state, exemptions and the decision put
+// together, job cgroups read only when they could matter, slurmctld asked only when a
+// plan would kill and at most once per user per sweep.
+#include "evaluation.hpp"
+#include "support/fake_accounts.hpp"
+#include "support/fake_proc.hpp"
+#include "support/plans.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <optional>
+#include <set>
+#include <vector>
+
+using namespace leftover;
+using leftover::test::FakeAccounts;
+using leftover::test::FakeProc;
+using leftover::test::FakeProcess;
+using leftover::test::reason_of;
+
+namespace {
+
+constexpr uid_t kStray = 41201, kOther = 41202, kLate = 41203, kOperator = 41204;
+
+FakeProcess user_process(pid_t pid, uid_t uid, std::string cgroup = "0::/user.slice/user-41201.slice\n") {
+    return {.pid = pid, .uids = {uid, uid, uid, uid}, .cgroup = std::move(cgroup), .gids = {uid, uid, uid, uid}};
+}
+
+// A node as one evaluation sees it: a fake /proc, the accounts, and the live work the
+// job-state reader returns (or its error) at each call.
+struct Node {
+    FakeProc fake;
+    Config config;
+    FakeAccounts accounts;
+    LiveWork live;
+    std::optional<Error> job_state_error;
+    std::optional<Exemptions> exemptions;
+
+    Node() {
+        accounts.names = {{kStray, "cg.user"}, {kOther, "other.user"}, {kLate, "late.user"}, {kOperator, "op.erator"}};
+        config.protected_users = {"op.erator"};
+    }
+
+    Evaluation evaluation(AllocationCheck allocation_check = {}) {
+        auto loaded = Exemptions::load(config, {});
+        REQUIRE(loaded.ok());
+        exemptions = loaded.value();
+        EvaluationContext context;
+        context.proc_root = fake.root();
+        context.self = FakeProc::caller_pid;
+        const auto job_state = [this]() -> Result<LiveWork> {
+            if (job_state_error) return *job_state_error;
+            return live;
+        };
+        return Evaluation(*exemptions, accounts, job_state, std::move(allocation_check), context);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("evaluation: a process in the cgroup of a job with a live step is kept, others of that user are not") {
+    Node node;
+    node.fake.add_process(user_process(700, kStray, "0::/system.slice/slurmstepd.scope/job_42/step_0\n"));
+    node.fake.add_process(user_process(701, kStray, "0::/system.slice/slurmstepd.scope/job_43/step_0\n"));
+    node.live.job_ids = {42};  // job 42 has a live step (owned by someone else); job 43 has none
+    Evaluation evaluation = node.evaluation();
+    auto plan = evaluation();
+    REQUIRE(plan.ok());
+    for (const Decision& d : plan->decisions) {
+        if (d.pid == 700) CHECK(d.reason == Reason::live_job_cgroup);
+        if (d.pid == 701) CHECK(d.reason == Reason::stray);
+    }
+}
+
+TEST_CASE("evaluation: job cgroups are read only when a live job could protect a process that would be killed") {
+    Node node;
+    node.fake.add_process(user_process(700, kStray));
+    node.fake.remove("700/cgroup");
+    REQUIRE(::mkdir(node.fake.path("700/cgroup").c_str(), 0755) == 0);  // reading it fails the evaluation
+    Evaluation evaluation = node.evaluation();
+
+    auto plan = evaluation();  // no job with a live step: no cgroup can protect
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 700) == Reason::stray);
+
+    node.live = {.uids = {kStray}, .job_ids = {42}, .job_sluids = {}};  // a live job, but nothing would be killed
+    plan = evaluation();
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 700) == Reason::has_live_job);
+
+    node.live = {.uids = {}, .job_ids = {42}, .job_sluids = {}};  // a live job and a would-be kill: the cgroup is read
+    plan = evaluation();
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.error().kind == ErrorKind::lookup);
+}
+
+TEST_CASE("evaluation: slurmctld is asked only about users a plan would kill, once per user per sweep") {
+    Node node;
+    node.fake.add_process(user_process(700, kStray));
+    node.fake.add_process(user_process(701, kOther));
+    node.fake.add_process(user_process(702, kOperator));
+    std::vector<std::set<uid_t>> asked;
+    Evaluation evaluation = node.evaluation([&asked](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
+        asked.push_back(uids);
+        return std::set<uid_t>{kOther};  // other.user holds an allocation here that local state cannot show
+    });
+
+    auto plan = evaluation();
+    REQUIRE(plan.ok());
+    CHECK(asked == std::vector<std::set<uid_t>>{{kStray, kOther}});  // not the protected op.erator
+    CHECK(reason_of(*plan, 700) == Reason::stray);
+    CHECK(reason_of(*plan, 701) == Reason::has_live_job);
+    CHECK(reason_of(*plan, 702) == Reason::protected_account);
+    CHECK(evaluation.last_live_work().uids == std::set<uid_t>{kOther});
+
+    plan = evaluation();  // the next round: nobody asked again, the allocation still counts
+    REQUIRE(plan.ok());
+    CHECK(asked.size() == 1);
+    CHECK(reason_of(*plan, 701) == Reason::has_live_job);
+
+    node.fake.add_process(user_process(703, kLate));  // a user not asked yet
+    plan = evaluation();
+    REQUIRE(plan.ok());
+    CHECK(asked.size() == 2);
+    CHECK(asked.back() == std::set<uid_t>{kLate});
+    CHECK(evaluation.allocation_checks() == 2);
+    CHECK(reason_of(*plan, 703) == Reason::stray);
+}
+
+TEST_CASE("evaluation: nothing that would be killed means slurmctld is not asked") {
+    Node node;
+    node.fake.add_process(user_process(702, kOperator));
+    int asked = 0;
+    Evaluation evaluation = node.evaluation([&asked](const std::set<uid_t>&) -> Result<std::set<uid_t>> {
+        ++asked;
+        return std::set<uid_t>{};
+    });
+    REQUIRE(evaluation().ok());
+    CHECK(asked == 0);
+    CHECK(evaluation.allocation_checks() == 0);
+}
+
+TEST_CASE("evaluation: a failed scan, job-state read or allocation check is the evaluation's error") {
+    Node node;
+    node.fake.add_process(user_process(700, kStray));
+    node.job_state_error = Error::lookup("slurmstepd did not answer");
+    auto plan = node.evaluation()();
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.error().message == "slurmstepd did not answer");
+
+    node.job_state_error.reset();
+    plan = node.evaluation([](const std::set<uid_t>&) -> Result<std::set<uid_t>> {
+        return Error::lookup("slurmctld did not answer");
+    })();
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.error().message == "slurmctld did not answer");
+
+    node.fake.remove("self");
+    plan = node.evaluation()();
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.error().kind == ErrorKind::lookup);
+}
+
+TEST_CASE("evaluation: the caller's parent chain, read from the proc root, is never a candidate") {
+    Node node;
+    node.fake.add_process(user_process(150, kStray));  // the user's shell that started the caller
+    node.fake.add_process(user_process(151, kStray));
+    node.fake.add_process({.pid = FakeProc::caller_pid, .ppid = 150, .uids = {}, .comm = "leftover",
+                           .start_time = 2000, .gids = {0, 0, 0, 0}, .cap_eff = leftover::test::all_caps});
+    auto plan = node.evaluation()();
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 150) == Reason::caller_ancestor);
+    CHECK(reason_of(*plan, 151) == Reason::stray);
+    CHECK(reason_of(*plan, FakeProc::caller_pid) == Reason::self);
+}

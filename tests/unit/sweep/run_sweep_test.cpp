@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The pipeline both front ends run: config and exemptions, job state from the spool
+// directory or slurmctld, the evaluation, the kills and what is logged about them.
+// Kills run on real processes of a uid of each test's own, which the test's account
+// database alone knows (every other process is an unknown uid, so kept); decisions
+// that must not signal run on a fake /proc, always as dry runs.
+#include "run_sweep.hpp"
+#include "support/fake_accounts.hpp"
+#include "support/fake_controller.hpp"
+#include "support/fake_proc.hpp"
+#include "support/plans.hpp"
+#include "support/processes.hpp"
+#include "support/recording_sink.hpp"
+#include "support/temp_dir.hpp"
+#include "support/unix_sockets.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+using namespace leftover;
+using namespace leftover::test;
+
+namespace {
+
+// One node as run_sweep sees it: an empty spool directory (PrologFlags=contain, so
+// slurmctld is not asked unless a test says otherwise), slurmctld, accounts that know
+// only `uid` (as rs.user), and the log. Ends every process of `uid`.
+struct Pipeline {
+    uid_t uid;
+    TempDir dir;
+    FakeAccounts accounts;
+    FakeController controller;
+    RecordingSink sink;
+    sweep::Logger log{sink};
+    sweep::SweepRequest request;
+
+    explicit Pipeline(uid_t u) : uid(u) {
+        become_subreaper();
+        REQUIRE(::mkdir((dir / "spool").c_str(), 0755) == 0);
+        accounts.names[uid] = "rs.user";
+        request.trigger.label = "job 7 epilog";
+        request.trigger.uid = uid;
+        request.trigger.job_id = 7;
+        request.trigger.job_ending = true;
+        request.node.node_name = "n1";
+        request.node.spool_dir = dir / "spool";
+        request.node.slurm_uids = {64030};
+        request.node.prolog_contain = true;
+        request.self = ::getpid();
+    }
+    ~Pipeline() { kill_all_of(uid); }
+    Pipeline(const Pipeline&) = delete;
+    Pipeline& operator=(const Pipeline&) = delete;
+
+    // Decides on `fake` instead of the real /proc.
+    void use(const FakeProc& fake) {
+        request.proc_root = fake.root();
+        request.self = FakeProc::caller_pid;
+    }
+
+    sweep::ConfigAndExemptions load(const std::string& config) {
+        return sweep::load_config_and_exemptions(dir.write("leftover.conf", config), true, request.node.slurm_uids);
+    }
+    KillReport run(const std::string& config, node::Controller* via = nullptr) {
+        return sweep::run_sweep(load(config), request, via ? via : &controller, accounts, log);
+    }
+    std::string summary() const {
+        REQUIRE_FALSE(sink.lines.empty());
+        CHECK(sink.lines.back().first == LogLevel::info);
+        return sink.lines.back().second;
+    }
+};
+
+// A fake /proc with one process of `uid`, pid 200.
+struct OneStray : FakeProc {
+    explicit OneStray(uid_t uid) {
+        add_process({.pid = 200, .uids = {uid, uid, uid, uid}, .gids = {uid, uid, uid, uid}});
+    }
+};
+
+}  // namespace
+
+TEST_CASE("run_sweep: a stray is killed, and each action, the grace wait and the summary are logged") {
+    Pipeline pipeline(41301);
+    make_stale_socket(pipeline.dir / "spool/n1_5.0");  // a step whose slurmstepd crashed
+    const pid_t stray = spawn_as(41301, {"sleep", "600"});
+    REQUIRE(is_running(stray));
+
+    const KillReport report = pipeline.run("grace: 2\n");
+    CHECK(wait_gone(stray));
+    CHECK_FALSE(report.error);
+    CHECK(report.evaluations == 2);  // before SIGTERM, and again before any SIGKILL
+    const RecordingSink& sink = pipeline.sink;
+    CHECK(sink.level_of(fmt::format("SIGTERM pid={} user=rs.user uid=41301 comm='sleep' reason=stray", stray)) ==
+          LogLevel::info);
+    CHECK(sink.count("waiting up to 2.0 s for 1 process(es) to end after SIGTERM") == 1);
+    // Read in both evaluations, logged once.
+    CHECK(sink.count("step 5.0 is gone: its slurmstepd does not answer on " + pipeline.dir / "spool/n1_5.0" +
+                     " (stale socket)") == 1);
+    CHECK(pipeline.summary().starts_with("job 7 epilog (user rs.user uid 41301): swept [rs.user]; killed 1; "));
+}
+
+TEST_CASE("run_sweep: a dry run logs what it would kill and signals nothing") {
+    Pipeline pipeline(41302);
+    const pid_t stray = spawn_as(41302, {"sleep", "600"});
+    const KillReport report = pipeline.run("dry_run: true\n");
+    CHECK(is_running(stray));
+    REQUIRE(report.survivors.size() == 1);
+    CHECK(report.survivors.front().pid == stray);
+    CHECK(pipeline.sink.level_of(fmt::format("would kill pid={} user=rs.user uid=41302 comm='sleep' reason=stray "
+                                             "(no live work on this node) (dry run)",
+                                             stray)) == LogLevel::info);
+    CHECK(pipeline.summary().starts_with(
+        "job 7 epilog (user rs.user uid 41302): dry run: swept [rs.user]; would kill 1; "));
+}
+
+TEST_CASE("run_sweep: a config or lookup error kills nothing, says why, and still ends with the summary") {
+    Pipeline pipeline(41303);
+    const pid_t stray = spawn_as(41303, {"sleep", "600"});
+    KillReport report;
+    std::string says;
+    SUBCASE("an unknown key") {
+        report = pipeline.run("protected_user: [rs.user]\n");
+        says = "config error: " + pipeline.dir / "leftover.conf" +
+               ":1: unknown key 'protected_user'; expected one of: ";
+        CHECK(pipeline.sink.count("; nothing killed") == 1);
+    }
+    SUBCASE("a missing protected users file") {
+        report = pipeline.run("protected_users_files: [" + pipeline.dir / "absent.list" + "]\n");
+        says = "lookup error: protected users file " + pipeline.dir / "absent.list" +
+               ": does not exist; nothing killed";
+    }
+    SUBCASE("a spool directory that cannot be read") {
+        pipeline.request.node.spool_dir = pipeline.dir / "absent-spool";
+        report = pipeline.run("grace: 0\n");
+        says = "lookup error: slurmd spool directory " + pipeline.dir / "absent-spool" +
+               ": cannot list it: No such file or directory; nothing more killed";
+    }
+    SUBCASE("slurmctld does not answer (no PrologFlags=contain)") {
+        pipeline.request.node.prolog_contain = false;
+        pipeline.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
+        report = pipeline.run("grace: 0\n");
+        says = "lookup error: asking slurmctld: did not finish before the deadline; nothing more killed";
+    }
+    INFO(pipeline.sink.text());
+    REQUIRE(report.error);
+    CHECK(report.actions.empty());
+    CHECK(is_running(stray));
+    CHECK(pipeline.sink.level_of(says) == LogLevel::err);
+    const std::string summary = pipeline.summary();
+    CHECK(summary.starts_with("job 7 epilog (user rs.user uid 41303): swept []; killed 0; "));
+    CHECK(summary.find("; lookup errors 1; ") != std::string::npos);
+}
+
+TEST_CASE("run_sweep: without PrologFlags=contain slurmctld must confirm a user has no allocation here") {
+    Pipeline pipeline(41304);
+    OneStray fake(41304);
+    pipeline.use(fake);
+    pipeline.request.node.prolog_contain = false;
+    pipeline.controller.live.uids = {41304};
+    KillReport report = pipeline.run("dry_run: true\n");
+    CHECK(pipeline.controller.calls == 1);
+    CHECK(reason_of(report.first_plan, 200) == Reason::has_live_job);
+    CHECK(report.actions.empty());
+
+    pipeline.controller.live = {};
+    report = pipeline.run("dry_run: true\n");
+    CHECK(pipeline.controller.calls == 2);
+    CHECK(reason_of(report.first_plan, 200) == Reason::stray);
+    CHECK(report.actions.size() == 1);
+
+    pipeline.request.node.prolog_contain = true;  // every allocation shows locally: nobody asks
+    report = pipeline.run("dry_run: true\n");
+    CHECK(pipeline.controller.calls == 2);
+    CHECK(report.actions.size() == 1);
+
+    pipeline.request.node.prolog_contain = false;
+    const KillReport unconnected =
+        sweep::run_sweep(pipeline.load("dry_run: true\n"), pipeline.request, nullptr, pipeline.accounts, pipeline.log);
+    REQUIRE(unconnected.error);
+    CHECK(unconnected.error->message == "allocation check: no controller connection");
+    CHECK(unconnected.actions.empty());
+}
+
+TEST_CASE("run_sweep: job_source controller takes live work from slurmctld, not from the spool directory") {
+    Pipeline pipeline(41305);
+    OneStray fake(41305);
+    pipeline.use(fake);
+    pipeline.request.node.spool_dir = pipeline.dir / "absent-spool";  // reading it would be a lookup error
+    pipeline.controller.live.uids = {41305};
+    const KillReport report = pipeline.run("job_source: controller\ndry_run: true\n");
+    CHECK_FALSE(report.error);
+    CHECK(pipeline.controller.calls == 1);
+    CHECK(reason_of(report.first_plan, 200) == Reason::has_live_job);
+
+    const KillReport unconnected = sweep::run_sweep(pipeline.load("job_source: controller\ndry_run: true\n"),
+                                                    pipeline.request, nullptr, pipeline.accounts, pipeline.log);
+    REQUIRE(unconnected.error);
+    CHECK(unconnected.error->message == "job_source controller: no controller connection");
+}
+
+TEST_CASE("run_sweep: debuglevel from the config decides what is logged") {
+    Pipeline pipeline(41306);
+    OneStray fake(41306);
+    pipeline.use(fake);
+    pipeline.run("debuglevel: debug\nslew: 5\ndry_run: true\n");
+    CHECK(pipeline.sink.level_of("slew/slew_max ignored: they delay periodic sweeps, never the plugin") ==
+          LogLevel::debug);
+
+    pipeline.sink.lines.clear();
+    pipeline.run("debuglevel: err\ndry_run: true\n");
+    CHECK(pipeline.sink.lines.empty());  // the would-kill and the summary are info lines
+}
+
+TEST_CASE("run_sweep: without a config file at the default path the defaults apply, and the log says so") {
+    Pipeline pipeline(41307);
+    FakeProc fake;  // root's processes only: nothing to kill
+    pipeline.use(fake);
+    const auto loaded = sweep::load_config_and_exemptions(pipeline.dir / "absent.conf", false, {});
+    const KillReport report = sweep::run_sweep(loaded, pipeline.request, &pipeline.controller, pipeline.accounts,
+                                               pipeline.log);
+    CHECK_FALSE(report.error);
+    CHECK(report.actions.empty());
+    CHECK(pipeline.sink.level_of("no config file, using defaults") == LogLevel::info);
+}
+
+TEST_CASE("check_node: the plan and live work run_sweep starts from, with errors returned, not logged") {
+    Pipeline pipeline(41308);
+    OneStray fake(41308);
+    fake.add_process({.pid = 201, .uids = {41309, 41309, 41309, 41309}, .gids = {41309, 41309, 41309, 41309}});
+    pipeline.accounts.names[41309] = "rs.other";
+    pipeline.use(fake);
+    pipeline.request.trigger = sweep::Trigger{};
+    pipeline.request.trigger.label = "node sweep";
+    pipeline.request.node.prolog_contain = false;
+    pipeline.controller.live.uids = {41309};
+
+    const auto check = sweep::check_node(pipeline.load("{}\n"), pipeline.request, &pipeline.controller,
+                                         pipeline.accounts, pipeline.log);
+    REQUIRE(check.ok());
+    CHECK(reason_of(check->plan, 200) == Reason::stray);
+    CHECK(reason_of(check->plan, 201) == Reason::has_live_job);
+    CHECK(check->live.uids == std::set<uid_t>{41309});
+    CHECK(pipeline.sink.lines.empty());  // no action, no summary
+
+    const auto failed = sweep::check_node(pipeline.load("grace: 31\n"), pipeline.request, &pipeline.controller,
+                                          pipeline.accounts, pipeline.log);
+    REQUIRE_FALSE(failed.ok());
+    CHECK(failed.error().kind == ErrorKind::config);
+    CHECK(pipeline.sink.lines.empty());
+}
+
+TEST_CASE("run_sweep: a step end with job_source controller asks nobody and sweeps nothing") {
+    // Slurm may kill a helper started inside the ending step: slurmctld is asked from
+    // the job epilog only.
+    Pipeline pipeline(41306);
+    OneStray fake(41306);
+    pipeline.use(fake);
+    pipeline.request.trigger.label = "step 7.0";
+    pipeline.request.trigger.job_ending = false;
+    pipeline.request.trigger.ending_step = node::StepId{7, 0};
+    const KillReport report = pipeline.run("job_source: controller\ndry_run: true\n");
+    CHECK_FALSE(report.error);
+    CHECK(pipeline.controller.calls == 0);
+    CHECK(report.actions.empty());
+    CHECK(pipeline.sink.lines.back().second ==
+          "step 7.0: job_source controller: slurmctld is asked in the job epilog, not at a step end");
+}
