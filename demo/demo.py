@@ -14,7 +14,7 @@ from pathlib import Path
 TOP = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TOP / "tests/e2e"))
 
-from plugin_support import daemon_fragment, plugin_config, read_pid, write_config  # noqa: E402
+from plugin_support import daemon_fragment, plugin_config, read_pid, write_leftover_conf  # noqa: E402
 from e2e_accounts import ensure_test_users  # noqa: E402
 from e2e_processes import is_alive, wait_until  # noqa: E402
 from slurm_cluster import SlurmCluster  # noqa: E402
@@ -40,7 +40,8 @@ def process_table(pids: list[int]) -> None:
 def main() -> int:
     ensure_test_users()
     conf_dir = Path(tempfile.mkdtemp(prefix="leftover-demo-conf-"))
-    conf = write_config(conf_dir, f"# demo config\nprotected_users: [{PROTECTED}]\ngrace: 2\n")
+    # Only the test accounts' uids: the demo never touches anyone else on this machine.
+    conf = write_leftover_conf(conf_dir, f"# demo config\nprotected_users: [{PROTECTED}]\ngrace: 2\n")
     cluster = SlurmCluster(plugin_config(conf_dir)).start()
     try:
         banner(f"leftover config {conf}")
