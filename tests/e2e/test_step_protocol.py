@@ -15,21 +15,13 @@ import pytest
 
 from e2e_processes import kill_quietly, wait_until
 from slurm_config import BIN
+from slurm_release import RELEASE, RELEASE_TEXT
 from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, summary_regex, write_leftover_conf)
 
 CONF = "debuglevel: debug\ndry_run: true\n"
 
 
-def slurm_release() -> tuple[int, int]:
-    """major.minor of the slurmd these tests run against ("slurm-wlm 24.11.5")."""
-    out = subprocess.run(["slurmd", "-V"], capture_output=True, text=True, check=True).stdout
-    major, minor = re.search(r"(\d+)\.(\d+)\.\d+", out).groups()
-    return int(major), int(minor)
-
-
-RELEASE = slurm_release()
-RELEASE_TEXT = f"{RELEASE[0]}.{RELEASE[1]:02}"
 # slurmstepd_state_t: ENDING is 3 before 23.11 and 4 from 23.11 on, after CANCELLED = 3.
 ENDING = 3 if RELEASE < (23, 11) else 4
 
