@@ -3,6 +3,7 @@
 
 #include "escape.hpp"
 #include "json.hpp"
+#include "text_table.hpp"
 
 #include <fmt/format.h>
 
@@ -32,25 +33,6 @@ std::string reasons_text(const std::map<Reason, std::size_t>& reasons) {
     for (const auto& [reason, count] : reasons)
         text += fmt::format("{}{} {}", text.empty() ? "" : ", ", to_string(reason), count);
     return text;
-}
-
-// Left-aligned columns two spaces apart; the last column is not padded.
-std::string aligned(const std::vector<std::vector<std::string>>& table) {
-    std::vector<std::size_t> widths;
-    for (const auto& row : table)
-        for (std::size_t i = 0; i < row.size(); ++i) {
-            if (widths.size() <= i) widths.push_back(0);
-            widths[i] = std::max(widths[i], row[i].size());
-        }
-    std::string out;
-    for (const auto& row : table) {
-        std::string line;
-        for (std::size_t i = 0; i < row.size(); ++i)
-            line += i + 1 == row.size() ? row[i] : fmt::format("{:<{}}  ", row[i], widths[i]);
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out += line + "\n";
-    }
-    return out;
 }
 
 // "users lo_bob (41002); jobs 12, 13" from live work, naming users the plan knows.
@@ -132,17 +114,17 @@ std::string format_check_table(const CheckResult& result) {
     if (rows.empty()) {
         out += "no processes of unprotected users\n";
     } else {
-        std::vector<std::vector<std::string>> table = {{"USER", "UID", "PID", "COMM", "DECISION", "REASON", "DETAIL"}};
+        std::vector<TextRow> table = {{"USER", "UID", "PID", "COMM", "DECISION", "REASON", "DETAIL"}};
         for (const Decision& d : rows)
             table.push_back({user_or_uid(d.user, d.uid), std::to_string(d.uid), std::to_string(d.pid),
                              escape_for_log(d.comm), to_string(d.verdict), to_string(d.reason), d.detail});
-        out += aligned(table);
+        out += format_text_table(table);
         out += "\n";
-        std::vector<std::vector<std::string>> users = {{"USER", "UID", "PROCESSES", "KILL", "KEEP", "REASONS"}};
+        std::vector<TextRow> users = {{"USER", "UID", "PROCESSES", "KILL", "KEEP", "REASONS"}};
         for (const UserSummary& u : summarize_users(rows))
             users.push_back({user_or_uid(u.user, u.uid), std::to_string(u.uid), std::to_string(u.processes),
                              std::to_string(u.kill), std::to_string(u.processes - u.kill), reasons_text(u.reasons)});
-        out += aligned(users);
+        out += format_text_table(users);
     }
     out += "\n" + live_work_text(check) + "\n";
 

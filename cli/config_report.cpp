@@ -3,29 +3,12 @@
 
 #include "config_keys.hpp"
 #include "exemptions.hpp"
+#include "text_table.hpp"
 #include "trusted_file.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 namespace leftover::cli {
-namespace {
-
-std::string aligned(const std::vector<std::vector<std::string>>& rows) {
-    std::size_t key_width = 0;
-    std::size_t value_width = 0;
-    for (const auto& row : rows) {
-        key_width = std::max(key_width, row[0].size());
-        value_width = std::max(value_width, row[1].size());
-    }
-    std::string out;
-    for (const auto& row : rows) out += fmt::format("{:<{}}  {:<{}}  {}\n", row[0], key_width, row[1], value_width, row[2]);
-    return out;
-}
-
-}  // namespace
-
 UsersFileStatus users_file_status(const std::string& path) {
     using State = UsersFileStatus::State;
     UsersFileStatus status;
@@ -54,10 +37,10 @@ ConfigReport report_config(const Config& c, const std::string& path) {
     ConfigReport report;
     report.text = c.loaded_from.empty() ? fmt::format("{}: does not exist; every setting is its default\n\n", path)
                                         : fmt::format("{}: read, trusted, valid\n\n", c.loaded_from);
-    std::vector<std::vector<std::string>> rows = {{"SETTING", "VALUE", "DEFAULT"}};
+    std::vector<TextRow> rows = {{"SETTING", "VALUE", "DEFAULT"}};
     for (const ConfigKey& key : config_keys())
         rows.push_back({std::string(key.name), value_text(key, c), std::string(key.default_text)});
-    report.text += aligned(rows);
+    report.text += format_text_table(rows);
 
     report.valid = true;
     if (!c.protected_users_files.empty()) report.text += "\nprotected users files:\n";
