@@ -2,9 +2,10 @@
 #include "check_report.hpp"
 
 #include "escape.hpp"
-#include "json.hpp"
+#include "text_table.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <map>
@@ -12,6 +13,9 @@
 
 namespace leftover::cli {
 namespace {
+
+// Keeps keys in the order leftover(8) documents them.
+using Json = nlohmann::ordered_json;
 
 std::vector<Decision> listed_rows(const CheckResult& result) {
     std::vector<Decision> rows;
@@ -34,25 +38,6 @@ std::string reasons_text(const std::map<Reason, std::size_t>& reasons) {
     return text;
 }
 
-// Left-aligned columns two spaces apart; the last column is not padded.
-std::string aligned(const std::vector<std::vector<std::string>>& table) {
-    std::vector<std::size_t> widths;
-    for (const auto& row : table)
-        for (std::size_t i = 0; i < row.size(); ++i) {
-            if (widths.size() <= i) widths.push_back(0);
-            widths[i] = std::max(widths[i], row[i].size());
-        }
-    std::string out;
-    for (const auto& row : table) {
-        std::string line;
-        for (std::size_t i = 0; i < row.size(); ++i)
-            line += i + 1 == row.size() ? row[i] : fmt::format("{:<{}}  ", row[i], widths[i]);
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out += line + "\n";
-    }
-    return out;
-}
-
 // "users lo_bob (41002); jobs 12, 13" from live work, naming users the plan knows.
 std::string live_work_text(const sweep::NodeCheck& check) {
     std::map<uid_t, std::string> names;
@@ -69,25 +54,35 @@ std::string live_work_text(const sweep::NodeCheck& check) {
                                                   : fmt::format("{}", fmt::join(check.live.job_ids, ", ")));
 }
 
-void write_error(JsonWriter& json, const std::optional<Error>& error) {
-    json.key("error");
-    if (!error) {
-        json.null();
-        return;
-    }
-    json.begin_object();
+Json error_json(const std::optional<Error>& error) {
+    if (!error) return nullptr;
     // The schema has two kinds; not being on a Slurm node is a lookup error that says so.
-    json.key("kind").value(error->kind == ErrorKind::config ? "config" : "lookup");
-    json.key("message").value(error->kind == ErrorKind::not_a_slurm_node ? fmt::format("{}: {}", to_string(error->kind),
-                                                                                       error->message)
-                                                                         : error->message);
-    json.end_object();
+    const bool not_a_node = error->kind == ErrorKind::not_a_slurm_node;
+    return {{"kind", error->kind == ErrorKind::config ? "config" : "lookup"},
+            {"message", not_a_node ? fmt::format("{}: {}", to_string(error->kind), error->message) : error->message}};
 }
 
-void write_text_or_null(JsonWriter& json, const char* key, const std::string& text) {
-    json.key(key);
-    if (text.empty()) json.null();
-    else json.value(text);
+Json text_or_null(const std::string& text) { return text.empty() ? Json(nullptr) : Json(text); }
+
+Json process_json(const Decision& d) {
+    return {{"pid", d.pid},
+            {"uid", d.uid},
+            {"user", text_or_null(d.user)},
+            {"comm", escape_for_log(d.comm)},
+            {"decision", to_string(d.verdict)},
+            {"reason", to_string(d.reason)},
+            {"detail", text_or_null(d.detail)}};
+}
+
+Json user_json(const UserSummary& u) {
+    Json reasons = Json::object();
+    for (const auto& [reason, count] : u.reasons) reasons[to_string(reason)] = count;
+    return {{"user", text_or_null(u.user)},
+            {"uid", u.uid},
+            {"processes", u.processes},
+            {"kill", u.kill},
+            {"keep", u.processes - u.kill},
+            {"reasons", std::move(reasons)}};
 }
 
 }  // namespace
@@ -135,17 +130,17 @@ std::string format_check_table(const CheckResult& result) {
     if (rows.empty()) {
         out += "no processes of unprotected users\n";
     } else {
-        std::vector<std::vector<std::string>> table = {{"USER", "UID", "PID", "COMM", "DECISION", "REASON", "DETAIL"}};
+        std::vector<TextRow> table = {{"USER", "UID", "PID", "COMM", "DECISION", "REASON", "DETAIL"}};
         for (const Decision& d : rows)
             table.push_back({user_or_uid(d.user, d.uid), std::to_string(d.uid), std::to_string(d.pid),
                              escape_for_log(d.comm), to_string(d.verdict), to_string(d.reason), d.detail});
-        out += aligned(table);
+        out += format_text_table(table);
         out += "\n";
-        std::vector<std::vector<std::string>> users = {{"USER", "UID", "PROCESSES", "KILL", "KEEP", "REASONS"}};
+        std::vector<TextRow> users = {{"USER", "UID", "PROCESSES", "KILL", "KEEP", "REASONS"}};
         for (const UserSummary& u : summarize_users(rows))
             users.push_back({user_or_uid(u.user, u.uid), std::to_string(u.uid), std::to_string(u.processes),
                              std::to_string(u.kill), std::to_string(u.processes - u.kill), reasons_text(u.reasons)});
-        out += aligned(users);
+        out += format_text_table(users);
     }
     out += "\n" + live_work_text(check) + "\n";
 
@@ -164,74 +159,36 @@ std::string format_check_table(const CheckResult& result) {
 }
 
 std::string format_check_json(const CheckResult& result) {
-    JsonWriter json;
-    json.begin_object();
-    json.key("format").value(kCheckJsonFormat);
-    json.key("command").value("check");
-    write_text_or_null(json, "node", result.node);
-    write_text_or_null(json, "spool_dir", result.spool_dir);
-    write_text_or_null(json, "config", result.config);
     const int status = check_exit_status(result);
-    json.key("status").value(status == kExitClean ? "clean" : status == kExitStrays ? "strays" : "error");
-    json.key("exit_status").value(status);
-    write_error(json, result.error);
+    Json doc = {{"format", kCheckJsonFormat},
+                {"command", "check"},
+                {"node", text_or_null(result.node)},
+                {"spool_dir", text_or_null(result.spool_dir)},
+                {"config", text_or_null(result.config)},
+                {"status", status == kExitClean ? "clean" : status == kExitStrays ? "strays" : "error"},
+                {"exit_status", status},
+                {"error", error_json(result.error)},
+                // Every key also on an error, so a consumer never has to test for its presence.
+                {"live_work", nullptr},
+                {"processes", Json::array()},
+                {"users", Json::array()},
+                {"totals", nullptr}};
     if (result.check) {
         const sweep::NodeCheck& check = *result.check;
         const auto rows = listed_rows(result);
-        json.key("live_work").begin_object();
-        json.key("uids").begin_array();
-        for (const uid_t uid : check.live.uids) json.value(static_cast<std::uint64_t>(uid));
-        json.end_array();
-        json.key("jobs").begin_array();
-        for (const std::uint64_t job : check.live.job_ids) json.value(job);
-        json.end_array();
-        json.end_object();
-
-        json.key("processes").begin_array();
-        for (const Decision& d : rows) {
-            json.begin_object();
-            json.key("pid").value(static_cast<std::int64_t>(d.pid));
-            json.key("uid").value(static_cast<std::uint64_t>(d.uid));
-            write_text_or_null(json, "user", d.user);
-            json.key("comm").value(escape_for_log(d.comm));
-            json.key("decision").value(to_string(d.verdict));
-            json.key("reason").value(to_string(d.reason));
-            write_text_or_null(json, "detail", d.detail);
-            json.end_object();
-        }
-        json.end_array();
-
-        json.key("users").begin_array();
-        for (const UserSummary& u : summarize_users(rows)) {
-            json.begin_object();
-            write_text_or_null(json, "user", u.user);
-            json.key("uid").value(static_cast<std::uint64_t>(u.uid));
-            json.key("processes").value(static_cast<std::uint64_t>(u.processes));
-            json.key("kill").value(static_cast<std::uint64_t>(u.kill));
-            json.key("keep").value(static_cast<std::uint64_t>(u.processes - u.kill));
-            json.key("reasons").begin_object();
-            for (const auto& [reason, count] : u.reasons) json.key(to_string(reason)).value(static_cast<std::uint64_t>(count));
-            json.end_object();
-            json.end_object();
-        }
-        json.end_array();
-
-        json.key("totals").begin_object();
-        const auto kills = check.plan.kills().size();
-        json.key("processes").value(static_cast<std::uint64_t>(check.plan.decisions.size()));
-        json.key("kill").value(static_cast<std::uint64_t>(kills));
-        json.key("keep").value(static_cast<std::uint64_t>(check.plan.decisions.size() - kills));
-        json.key("not_listed").value(static_cast<std::uint64_t>(check.plan.decisions.size() - rows.size()));
-        json.end_object();
-    } else {
-        // Same keys on an error, so a consumer never has to test for their presence.
-        json.key("live_work").null();
-        json.key("processes").begin_array().end_array();
-        json.key("users").begin_array().end_array();
-        json.key("totals").null();
+        doc["live_work"] = {{"uids", check.live.uids}, {"jobs", check.live.job_ids}};
+        for (const Decision& d : rows) doc["processes"].push_back(process_json(d));
+        for (const UserSummary& u : summarize_users(rows)) doc["users"].push_back(user_json(u));
+        const std::size_t processes = check.plan.decisions.size();
+        const std::size_t kills = check.plan.kills().size();
+        doc["totals"] = {{"processes", processes},
+                         {"kill", kills},
+                         {"keep", processes - kills},
+                         {"not_listed", processes - rows.size()}};
     }
-    json.end_object();
-    return json.str();
+    // Names and paths are bytes, not always UTF-8: an invalid sequence becomes U+FFFD,
+    // so the document stays valid JSON.
+    return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace leftover::cli

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "config.hpp"
 
+#include "config_keys.hpp"
 #include "trusted_file.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <map>
+#include <type_traits>
 
 namespace leftover {
 namespace {
@@ -76,19 +78,21 @@ bool boolean(const std::string& origin, const std::string& key, const YAML::Node
     fail(origin, key, node, "true or false");
 }
 
-template <class Enum>
-Enum word(const std::string& origin, const std::string& key, const YAML::Node& node,
-          const std::map<std::string, Enum>& words) {
-    std::string expected = "one of";
-    for (const auto& [text, value] : words) expected += " " + text;
+// The index of the word the node names among `words`.
+std::size_t word(const std::string& origin, const std::string& key, const YAML::Node& node,
+                 std::span<const std::string_view> words) {
+    std::vector<std::string_view> sorted(words.begin(), words.end());
+    std::sort(sorted.begin(), sorted.end());
+    const std::string expected = fmt::format("one of {}", fmt::join(sorted, " "));
     if (!node.IsScalar()) fail(origin, key, node, expected);
-    const auto found = words.find(node.Scalar());
+    const auto found = std::find(words.begin(), words.end(), node.Scalar());
     if (found == words.end()) fail(origin, key, node, expected);
-    return found->second;
+    return static_cast<std::size_t>(found - words.begin());
 }
 
 std::vector<std::string> string_list(const std::string& origin, const std::string& key, const YAML::Node& node,
-                                     const std::string& what) {
+                                     const ConfigKey& spec) {
+    const std::string what(spec.entries);
     if (!node.IsSequence()) fail(origin, key, node, "a list of " + what);
     std::vector<std::string> out;
     for (const auto& item : node) {
@@ -96,59 +100,33 @@ std::vector<std::string> string_list(const std::string& origin, const std::strin
             fail(origin, key, item, "every entry to be a non-empty " + what.substr(0, what.size() - 1));
         out.push_back(item.Scalar());
     }
+    for (std::size_t i = 0; spec.absolute_paths && i < out.size(); ++i)
+        if (out[i].front() != '/') fail(origin, key, node[i], "an absolute path");
     return out;
 }
 
-using KeyReader = std::function<void(Config&, const std::string& origin, const YAML::Node&)>;
+// Reads the node into the key's field, as the field's type says.
+void read_value(Config& config, const ConfigKey& spec, const std::string& origin, const YAML::Node& node) {
+    const std::string key(spec.name);
+    std::visit(
+        [&](auto member) {
+            auto& value = config.*member;
+            using Value = std::remove_cvref_t<decltype(value)>;
+            if constexpr (std::is_same_v<Value, std::vector<std::string>>) value = string_list(origin, key, node, spec);
+            else if constexpr (std::is_same_v<Value, bool>) value = boolean(origin, key, node);
+            else if constexpr (std::is_same_v<Value, double> || std::is_same_v<Value, std::optional<double>>)
+                value = seconds(origin, key, node, spec.min, spec.max, spec.min_exclusive);
+            else if constexpr (std::is_enum_v<Value>) value = static_cast<Value>(word(origin, key, node, spec.words));
+            else value = uid_value(origin, key, node);
+        },
+        spec.field);
+}
 
-const std::map<std::string, KeyReader>& key_readers() {
-    static const std::map<std::string, KeyReader> readers = {
-        {"protected_users",
-         [](Config& c, const std::string& o, const YAML::Node& n) {
-             c.protected_users = string_list(o, "protected_users", n, "account names");
-         }},
-        {"protected_users_files",
-         [](Config& c, const std::string& o, const YAML::Node& n) {
-             c.protected_users_files = string_list(o, "protected_users_files", n, "paths");
-             for (std::size_t i = 0; i < c.protected_users_files.size(); ++i)
-                 if (c.protected_users_files[i].front() != '/')
-                     fail(o, "protected_users_files", n[i], "an absolute path");
-         }},
-        {"uid_min", [](Config& c, const std::string& o, const YAML::Node& n) { c.uid_min = uid_value(o, "uid_min", n); }},
-        {"uid_max", [](Config& c, const std::string& o, const YAML::Node& n) { c.uid_max = uid_value(o, "uid_max", n); }},
-        {"debuglevel",
-         [](Config& c, const std::string& o, const YAML::Node& n) {
-             c.debuglevel = word<LogLevel>(o, "debuglevel", n,
-                                           {{"debug", LogLevel::debug}, {"info", LogLevel::info},
-                                            {"warn", LogLevel::warn}, {"err", LogLevel::err},
-                                            {"critical", LogLevel::critical}});
-         }},
-        {"slew",
-         [](Config& c, const std::string& o, const YAML::Node& n) {
-             c.slew = seconds(o, "slew", n, 0, std::numeric_limits<double>::infinity(), false);
-         }},
-        {"slew_max",
-         [](Config& c, const std::string& o, const YAML::Node& n) {
-             c.slew_max = seconds(o, "slew_max", n, 0, std::numeric_limits<double>::infinity(), false);
-         }},
-        {"scope",
-         [](Config& c, const std::string& o, const YAML::Node& n) {
-             c.scope = word<Scope>(o, "scope", n, {{"node", Scope::node}, {"job_user", Scope::job_user}});
-         }},
-        {"dry_run", [](Config& c, const std::string& o, const YAML::Node& n) { c.dry_run = boolean(o, "dry_run", n); }},
-        {"job_source",
-         [](Config& c, const std::string& o, const YAML::Node& n) {
-             c.job_source = word<JobSource>(o, "job_source", n,
-                                            {{"local", JobSource::local}, {"controller", JobSource::controller}});
-         }},
-        {"slurm_timeout",
-         [](Config& c, const std::string& o, const YAML::Node& n) {
-             c.slurm_timeout = seconds(o, "slurm_timeout", n, 0, 60, true);
-         }},
-        {"grace",
-         [](Config& c, const std::string& o, const YAML::Node& n) { c.grace = seconds(o, "grace", n, 0, 30, false); }},
-    };
-    return readers;
+std::string known_keys() {
+    std::vector<std::string_view> names;
+    for (const ConfigKey& key : config_keys()) names.push_back(key.name);
+    std::sort(names.begin(), names.end());
+    return fmt::format("{}", fmt::join(names, ", "));
 }
 
 Config parse_or_throw(const std::string& text, const std::string& origin) {
@@ -167,17 +145,14 @@ Config parse_or_throw(const std::string& text, const std::string& origin) {
     std::map<std::string, YAML::Mark> seen;
     for (const auto& entry : root) {
         const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string{};
-        const auto reader = key_readers().find(key);
-        if (reader == key_readers().end()) {
-            std::string known;
-            for (const auto& [name, unused] : key_readers()) known += (known.empty() ? "" : ", ") + name;
+        const ConfigKey* spec = find_config_key(key);
+        if (spec == nullptr)
             throw Invalid{fmt::format("{}: unknown key '{}'; expected one of: {}", where(origin, entry.first.Mark()),
-                                      key, known)};
-        }
+                                      key, known_keys())};
         if (seen.count(key) != 0)
             throw Invalid{fmt::format("{}: key '{}' appears twice", where(origin, entry.first.Mark()), key)};
         seen.emplace(key, entry.first.Mark());
-        reader->second(config, origin, entry.second);
+        read_value(config, *spec, origin, entry.second);
     }
 
     if (config.slew_max && *config.slew_max < config.slew)
@@ -211,20 +186,5 @@ Result<Config> load_config(const std::string& path, bool path_given) {
     }
     return parse_config(text.value(), path);
 }
-
-const char* to_string(LogLevel level) {
-    switch (level) {
-        case LogLevel::debug: return "debug";
-        case LogLevel::info: return "info";
-        case LogLevel::warn: return "warn";
-        case LogLevel::err: return "err";
-        case LogLevel::critical: return "critical";
-    }
-    return "?";
-}
-
-const char* to_string(Scope scope) { return scope == Scope::node ? "node" : "job_user"; }
-
-const char* to_string(JobSource source) { return source == JobSource::local ? "local" : "controller"; }
 
 }  // namespace leftover

@@ -18,6 +18,7 @@ enum class JobSource { local, controller };
 
 inline constexpr const char* kDefaultConfigPath = "/etc/leftover.conf";
 
+// The defaults; policy/config_keys.cpp describes every key (a unit test holds the two equal).
 struct Config {
     std::vector<std::string> protected_users;
     std::vector<std::string> protected_users_files;
@@ -45,6 +46,7 @@ Result<Config> load_config(const std::string& path, bool path_given);
 // Parses configuration text; `origin` names it in error messages.
 Result<Config> parse_config(const std::string& text, const std::string& origin);
 
+// The words the config file uses for them.
 const char* to_string(LogLevel level);
 const char* to_string(Scope scope);
 const char* to_string(JobSource source);

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # build
   g++ cmake make pkg-config
-  libslurm-dev libyaml-cpp-dev libfmt-dev doctest-dev
+  libslurm-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev doctest-dev
   # a real Slurm for the end-to-end tests and the demo
   slurmctld slurmd slurm-client munge
   # end-to-end test runner and the tools the tests use

@@ -2,7 +2,7 @@
 #include "check_report.hpp"
 
 #include <doctest/doctest.h>
-#include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 using namespace leftover;
 using namespace leftover::cli;
@@ -88,51 +88,100 @@ TEST_CASE("check table: a clean node, and an error") {
 }
 
 TEST_CASE("check JSON: the documented shape, parsed back") {
-    const YAML::Node doc = YAML::Load(format_check_json(sample()));
-    CHECK(doc["format"].as<int>() == kCheckJsonFormat);
-    CHECK(doc["command"].as<std::string>() == "check");
-    CHECK(doc["node"].as<std::string>() == "n1");
-    CHECK(doc["spool_dir"].as<std::string>() == "/var/spool/slurmd");
-    CHECK(doc["config"].IsNull());
-    CHECK(doc["status"].as<std::string>() == "strays");
-    CHECK(doc["exit_status"].as<int>() == 1);
-    CHECK(doc["error"].IsNull());
-    CHECK(doc["live_work"]["uids"][0].as<uid_t>() == 41002);
-    CHECK(doc["live_work"]["jobs"][0].as<int>() == 7);
+    const auto doc = nlohmann::json::parse(format_check_json(sample()));
+    CHECK(doc["format"] == kCheckJsonFormat);
+    CHECK(doc["command"] == "check");
+    CHECK(doc["node"] == "n1");
+    CHECK(doc["spool_dir"] == "/var/spool/slurmd");
+    CHECK(doc["config"].is_null());
+    CHECK(doc["status"] == "strays");
+    CHECK(doc["exit_status"] == 1);
+    CHECK(doc["error"].is_null());
+    CHECK(doc["live_work"]["uids"] == nlohmann::json::array({41002}));
+    CHECK(doc["live_work"]["jobs"] == nlohmann::json::array({7}));
     REQUIRE(doc["processes"].size() == 4);
-    const YAML::Node odd = doc["processes"][1];
-    CHECK(odd["pid"].as<int>() == 120);
-    CHECK(odd["uid"].as<uid_t>() == 41001);
-    CHECK(odd["user"].as<std::string>() == "lo_alice");
-    CHECK(odd["comm"].as<std::string>() == "odd\\x0a\"name");
-    CHECK(odd["decision"].as<std::string>() == "kill");
-    CHECK(odd["reason"].as<std::string>() == "stray");
-    CHECK(odd["detail"].as<std::string>() == "no live work on this node");
-    CHECK(doc["processes"][3]["detail"].IsNull());
+    const auto& odd = doc["processes"][1];
+    CHECK(odd["pid"] == 120);
+    CHECK(odd["uid"] == 41001);
+    CHECK(odd["user"] == "lo_alice");
+    CHECK(odd["comm"] == "odd\\x0a\"name");
+    CHECK(odd["decision"] == "kill");
+    CHECK(odd["reason"] == "stray");
+    CHECK(odd["detail"] == "no live work on this node");
+    CHECK(doc["processes"][3]["detail"].is_null());
     REQUIRE(doc["users"].size() == 3);
-    CHECK(doc["users"][1]["user"].as<std::string>() == "lo_alice");
-    CHECK(doc["users"][1]["processes"].as<int>() == 2);
-    CHECK(doc["users"][1]["kill"].as<int>() == 2);
-    CHECK(doc["users"][1]["keep"].as<int>() == 0);
-    CHECK(doc["users"][1]["reasons"]["stray"].as<int>() == 2);
-    CHECK(doc["totals"]["processes"].as<int>() == 6);
-    CHECK(doc["totals"]["kill"].as<int>() == 2);
-    CHECK(doc["totals"]["keep"].as<int>() == 4);
-    CHECK(doc["totals"]["not_listed"].as<int>() == 2);
+    const auto& alice = doc["users"][1];
+    CHECK(alice["user"] == "lo_alice");
+    CHECK(alice["uid"] == 41001);
+    CHECK(alice["processes"] == 2);
+    CHECK(alice["kill"] == 2);
+    CHECK(alice["keep"] == 0);
+    CHECK(alice["reasons"] == nlohmann::json{{"stray", 2}});
+    CHECK(doc["totals"] == nlohmann::json{{"processes", 6}, {"kill", 2}, {"keep", 4}, {"not_listed", 2}});
+}
+
+TEST_CASE("check JSON: keys in the documented order, two-space indentation, a final newline") {
+    CheckResult failed;
+    failed.error = Error::config("/etc/leftover.conf:3: unknown key 'grace_period'");
+    CHECK(format_check_json(failed) ==
+          "{\n"
+          "  \"format\": 1,\n"
+          "  \"command\": \"check\",\n"
+          "  \"node\": null,\n"
+          "  \"spool_dir\": null,\n"
+          "  \"config\": null,\n"
+          "  \"status\": \"error\",\n"
+          "  \"exit_status\": 2,\n"
+          "  \"error\": {\n"
+          "    \"kind\": \"config\",\n"
+          "    \"message\": \"/etc/leftover.conf:3: unknown key 'grace_period'\"\n"
+          "  },\n"
+          "  \"live_work\": null,\n"
+          "  \"processes\": [],\n"
+          "  \"users\": [],\n"
+          "  \"totals\": null\n"
+          "}\n");
 }
 
 TEST_CASE("check JSON: an error keeps every key") {
     CheckResult failed;
-    failed.error = Error::config("/etc/leftover.conf:3: unknown key 'grace_period'");
-    const YAML::Node doc = YAML::Load(format_check_json(failed));
-    CHECK(doc["status"].as<std::string>() == "error");
-    CHECK(doc["exit_status"].as<int>() == 2);
-    CHECK(doc["error"]["kind"].as<std::string>() == "config");
-    CHECK(doc["error"]["message"].as<std::string>() == "/etc/leftover.conf:3: unknown key 'grace_period'");
-    CHECK(doc["node"].IsNull());
-    CHECK(doc["live_work"].IsNull());
-    CHECK(doc["processes"].IsSequence());
-    CHECK(doc["processes"].size() == 0);
-    CHECK(doc["users"].size() == 0);
-    CHECK(doc["totals"].IsNull());
+    failed.error = Error::lookup("slurmstepd socket x: timed out");
+    const auto doc = nlohmann::json::parse(format_check_json(failed));
+    CHECK(doc["status"] == "error");
+    CHECK(doc["exit_status"] == 2);
+    CHECK(doc["error"]["kind"] == "lookup");
+    CHECK(doc["error"]["message"] == "slurmstepd socket x: timed out");
+    CHECK(doc["node"].is_null());
+    CHECK(doc["live_work"].is_null());
+    CHECK(doc["processes"] == nlohmann::json::array());
+    CHECK(doc["users"] == nlohmann::json::array());
+    CHECK(doc["totals"].is_null());
+}
+
+TEST_CASE("check JSON: any byte string stays valid JSON, bytes that are not UTF-8 become U+FFFD") {
+    const std::string fffd = "\xef\xbf\xbd";
+    CheckResult result = sample();
+    result.config = "/etc/caf\xc3\xa9.conf";  // valid UTF-8 passes
+    auto& decisions = result.check->plan.decisions;
+    decisions[2].user = std::string("nul\0bell\x07", 9);       // control characters are escaped
+    decisions[2].detail = "line\nnext\ttab \"quoted\" back\\slash";
+    decisions[3].user = "bad\xff\xc3";                        // a stray byte, a truncated sequence
+    decisions[3].detail = "\xc0\xaf and \xed\xa0\x80";         // an overlong '/', a surrogate
+    decisions[3].comm = "\xff";                               // comm is escaped as in the log
+    const std::string text = format_check_json(result);
+    nlohmann::json doc;
+    REQUIRE_NOTHROW(doc = nlohmann::json::parse(text));  // strict: throws on invalid UTF-8
+    CHECK(doc["config"] == "/etc/caf\xc3\xa9.conf");
+    const auto& processes = doc["processes"];
+    const auto with_pid = [&](int pid) {
+        for (const auto& p : processes)
+            if (p["pid"] == pid) return p;
+        FAIL("no process ", pid);
+        return nlohmann::json{};
+    };
+    CHECK(with_pid(300)["user"] == std::string("nul\0bell\x07", 9));
+    CHECK(with_pid(300)["detail"] == "line\nnext\ttab \"quoted\" back\\slash");
+    CHECK(with_pid(120)["user"] == "bad" + fffd + fffd);
+    CHECK(with_pid(120)["detail"] == fffd + fffd + " and " + fffd + fffd + fffd);
+    CHECK(with_pid(120)["comm"] == "\\xff");
 }

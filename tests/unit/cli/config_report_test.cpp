@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include "config_keys.hpp"
 #include "config_report.hpp"
 #include "support/temp_dir.hpp"
 
@@ -59,6 +60,19 @@ TEST_CASE("config report: every setting with its default, users files read and c
     CHECK(row(report.text, "scope") == Cells{"scope", "node", "node"});
     CHECK(has(report.text, users + ": read, trusted, 2 names"));
     CHECK(has(report.text, "config valid"));
+}
+
+TEST_CASE("config report: one row per config key, in the table's order") {
+    const ConfigReport report = report_config(Config{}, "/nonexistent/leftover.conf");
+    std::size_t previous = 0;
+    for (const ConfigKey& key : config_keys()) {
+        const std::string name(key.name);
+        const std::string default_text(key.default_text);
+        CHECK(row(report.text, name) == Cells{name, default_text, default_text});
+        const std::size_t at = report.text.find("\n" + name + " ");
+        CHECK(at > previous);
+        previous = at;
+    }
 }
 
 TEST_CASE("config report: a missing default file means all defaults") {
