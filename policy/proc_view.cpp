@@ -95,7 +95,7 @@ Status check_hidepid(int root, const ScanOptions& options) {
     if (!resolved)
         return Error::lookup(fmt::format("cannot resolve {}: {}", options.proc_root, message(errno)));
     const std::string mount_point = resolved;
-    std::free(resolved);  // NOLINT: realpath allocates with malloc
+    std::free(resolved);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
 
     const auto mount = find_mount(text, mount_point);
     if (!mount || mount->fstype != "proc") {

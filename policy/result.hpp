@@ -36,8 +36,8 @@ inline const char* to_string(ErrorKind kind) {
 template <class T, class E = Error>
 class Result {
 public:
-    Result(T value) : state_(std::move(value)) {}          // NOLINT: implicit by design
-    Result(E error) : state_(std::move(error)) {}          // NOLINT: implicit by design
+    Result(T value) : state_(std::move(value)) {}          // NOLINT(google-explicit-constructor): implicit by design
+    Result(E error) : state_(std::move(error)) {}          // NOLINT(google-explicit-constructor): implicit by design
 
     bool ok() const { return std::holds_alternative<T>(state_); }
     explicit operator bool() const { return ok(); }
