@@ -21,6 +21,8 @@
 //                           SLURM_MIN_PROTOCOL_VERSION = SLURM_20_11 = (36 << 8) | 0.
 #include "local_steps.hpp"
 
+#include "unique_fd.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -71,20 +73,6 @@ static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies 
 static_assert(static_cast<int>(StepdState::ending) == 3, "SLURMSTEPD_STEP_ENDING");
 
 std::string errno_text(int err) { return std::generic_category().message(err); }
-
-class UniqueFd {
-public:
-    explicit UniqueFd(int fd) : fd_(fd) {}
-    UniqueFd(const UniqueFd&) = delete;
-    UniqueFd& operator=(const UniqueFd&) = delete;
-    ~UniqueFd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
 
 // Milliseconds left until the deadline, rounded up, 0 once it passed.
 int remaining_ms(std::chrono::steady_clock::time_point deadline) {

@@ -2,10 +2,12 @@
 #include "executor.hpp"
 
 #include "escape.hpp"
+#include "unique_fd.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <utility>
 
 namespace leftover {
 namespace {
@@ -14,7 +16,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Pinned {
     pid_t pid = 0;  // the pin is all that waiting needs: no copy of the decision
-    int pidfd = -1;
+    UniqueFd pidfd;
 };
 
 class Executor {
@@ -34,12 +36,13 @@ public:
         std::vector<Pinned> signalled;
         for (const Decision& target : targets) {
             KillRecord record = record_for(target, signal);
-            const int pidfd = calls_.pidfd_open(target.pid);
-            if (pidfd < 0) {
-                set_outcome(record, -pidfd);
+            const int opened = calls_.pidfd_open(target.pid);
+            if (opened < 0) {
+                set_outcome(record, -opened);
                 note(record);
                 continue;
             }
+            UniqueFd pidfd(opened);
             // pidfd_open pinned whatever process holds the pid now; only if it is still
             // the one that was decided on (same start time, same uids) may it be signalled.
             const auto identity = calls_.read_identity(options_.proc_root, target.pid);
@@ -49,15 +52,14 @@ public:
                        identity->uids.real != target.uid) {
                 record.outcome = Outcome::pid_reused;
             } else {
-                const int rc = calls_.pidfd_send_signal(pidfd, signal);
+                const int rc = calls_.pidfd_send_signal(pidfd.get(), signal);
                 set_outcome(record, -rc);
                 if (record.outcome == Outcome::signalled) {
                     note(record);
-                    signalled.push_back({target.pid, pidfd});
+                    signalled.push_back({target.pid, std::move(pidfd)});
                     continue;
                 }
             }
-            calls_.close(pidfd);
             note(record);
         }
         return signalled;
@@ -67,7 +69,7 @@ public:
     // counts as exited) or `until`; then closes the pins.
     void wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until) {
         std::vector<pollfd> fds;
-        for (const Pinned& p : pinned) fds.push_back({p.pidfd, POLLIN, 0});
+        for (const Pinned& p : pinned) fds.push_back({p.pidfd.get(), POLLIN, 0});
         until = std::min(until, options_.deadline);
         while (!fds.empty()) {
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
@@ -77,7 +79,6 @@ public:
             fds.erase(std::remove_if(fds.begin(), fds.end(), [](const pollfd& f) { return f.revents != 0; }),
                       fds.end());
         }
-        for (const Pinned& p : pinned) calls_.close(p.pidfd);
         pinned.clear();
     }
 

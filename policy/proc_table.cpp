@@ -117,7 +117,7 @@ Status Scanner::list() {
 // Reads stat, status and cgroup through one directory fd: if the pid is reused
 // meanwhile, the old fd fails instead of mixing two processes. false: p is gone.
 Result<bool> Scanner::load_detail(Process& p) {
-    Fd dir;
+    UniqueFd dir;
     const char* file = "";
     int err = open_pid_dir(root_, p.pid, dir);
     if (!err) {
@@ -188,7 +188,7 @@ Result<const std::optional<Node>*> Scanner::ancestor(pid_t pid) {
 // Re-reads the parent of a process whose ancestor went away. false: it is gone too
 // (or its pid now belongs to a younger process).
 Result<bool> Scanner::refresh(pid_t pid, std::uint64_t start_time, pid_t& ppid) {
-    Fd dir;
+    UniqueFd dir;
     StatFields stat;
     int err = open_pid_dir(root_, pid, dir);
     if (!err) err = read_stat(dir.get(), pid, stat, buf_);
@@ -265,7 +265,7 @@ Status Scanner::resolve_ancestry() {
 }  // namespace
 
 Result<ProcessTable> scan_processes(const ScanOptions& options) {
-    Fd root(::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd root(::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0)
         return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root,
                                          std::error_code(errno, std::generic_category()).message()));
@@ -277,7 +277,7 @@ Result<ProcessTable> scan_processes(const ScanOptions& options) {
 }
 
 Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids) {
-    Fd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0)
         return Error::lookup(fmt::format("cannot open {}: {}", proc_root,
                                          std::error_code(errno, std::generic_category()).message()));
@@ -298,8 +298,8 @@ Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const
 }
 
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) {
-    Fd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    Fd dir;
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd dir;
     std::string buf;
     StatFields stat;
     if (root.get() < 0 || open_pid_dir(root.get(), pid, dir) != 0 || read_stat(dir.get(), pid, stat, buf) != 0 ||
@@ -316,12 +316,12 @@ std::vector<pid_t> read_ancestry(const std::string& proc_root, pid_t pid) {
     // exited meanwhile) still protects the part that was read.
     constexpr std::size_t max_depth = 512;
     std::vector<pid_t> chain;
-    procfs::Fd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0) return chain;
     std::string buf;
     procfs::StatFields stat;
     for (pid_t next = pid; chain.size() < max_depth;) {
-        procfs::Fd dir;
+        UniqueFd dir;
         if (procfs::open_pid_dir(root.get(), next, dir) != 0 || procfs::read_stat(dir.get(), next, stat, buf) != 0)
             break;
         next = stat.ppid;

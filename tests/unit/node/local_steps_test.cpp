@@ -31,10 +31,12 @@
 #include <vector>
 
 #include "local_steps.hpp"
+#include "unique_fd.hpp"
 
 namespace {
 
 using leftover::ErrorKind;
+using leftover::UniqueFd;
 using leftover::node::LocalJobState;
 using leftover::node::parse_step_socket_name;
 using leftover::node::read_local_steps;
@@ -81,19 +83,18 @@ sockaddr_un unix_address(const std::string& path) {
     return addr;
 }
 
-int bind_unix(const std::string& path) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
+UniqueFd bind_unix(const std::string& path) {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    REQUIRE(fd.valid());
     const sockaddr_un addr = unix_address(path);
-    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
+    REQUIRE(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
     return fd;
 }
 
 // A socket file nobody listens on: what a crashed slurmstepd leaves behind.
 void make_stale_socket(const std::string& path) {
-    const int fd = bind_unix(path);
-    REQUIRE(::listen(fd, 4) == 0);
-    ::close(fd);
+    const UniqueFd fd = bind_unix(path);
+    REQUIRE(::listen(fd.get(), 4) == 0);
 }
 
 void make_regular_file(const std::string& path) { std::ofstream(path) << "not a socket\n"; }
@@ -112,16 +113,16 @@ public:
     FakeStepd(std::string path, std::uint32_t uid, std::int32_t state,
               Behaviour behaviour = Behaviour::answer)
         : path_(std::move(path)), uid_(uid), state_(state), behaviour_(behaviour) {
-        REQUIRE(::pipe2(stop_pipe_, O_CLOEXEC) == 0);
+        int stop_pipe[2];
+        REQUIRE(::pipe2(stop_pipe, O_CLOEXEC) == 0);
+        stop_read_.reset(stop_pipe[0]);
+        stop_write_.reset(stop_pipe[1]);
         listen_fd_ = bind_unix(path_);
-        REQUIRE(::listen(listen_fd_, 32) == 0);
+        REQUIRE(::listen(listen_fd_.get(), 32) == 0);
         thread_ = std::thread([this] { serve(); });
     }
     ~FakeStepd() {
         stop();
-        ::close(listen_fd_);
-        ::close(stop_pipe_[0]);
-        ::close(stop_pipe_[1]);
         ::unlink(path_.c_str());
     }
     FakeStepd(const FakeStepd&) = delete;
@@ -132,7 +133,7 @@ public:
     void stop() {
         if (!thread_.joinable()) return;
         const char byte = 'x';
-        (void)!::write(stop_pipe_[1], &byte, 1);
+        (void)!::write(stop_write_.get(), &byte, 1);
         thread_.join();
     }
 
@@ -146,7 +147,7 @@ public:
 private:
     // Waits for fd to be readable; false when told to stop.
     bool wait_readable(int fd) {
-        pollfd pfds[2] = {{fd, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+        pollfd pfds[2] = {{fd, POLLIN, 0}, {stop_read_.get(), POLLIN, 0}};
         for (;;) {
             const int n = ::poll(pfds, 2, -1);
             if (n < 0 && errno == EINTR) continue;
@@ -213,27 +214,25 @@ private:
     }
 
     void serve() {
-        std::vector<int> held;  // silent connections, kept open until stop
-        while (wait_readable(listen_fd_)) {
-            const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd < 0) continue;
+        std::vector<UniqueFd> held;  // silent connections, kept open until stop
+        while (wait_readable(listen_fd_.get())) {
+            UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+            if (!fd.valid()) continue;
             ++connections_;
             if (behaviour_ == Behaviour::silent) {
-                held.push_back(fd);
+                held.push_back(std::move(fd));
                 continue;
             }
-            if (behaviour_ != Behaviour::close_at_once) handle(fd);
-            ::close(fd);
+            if (behaviour_ != Behaviour::close_at_once) handle(fd.get());
         }
-        for (const int fd : held) ::close(fd);
     }
 
     std::string path_;
     std::uint32_t uid_;
     std::int32_t state_;
     Behaviour behaviour_;
-    int stop_pipe_[2] = {-1, -1};
-    int listen_fd_ = -1;
+    UniqueFd stop_read_, stop_write_;  // a byte here ends serve()
+    UniqueFd listen_fd_;
     std::atomic<int> connections_{0};
     std::atomic<std::int32_t> client_version_{0};
     mutable std::mutex mutex_;
