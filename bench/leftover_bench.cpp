@@ -19,6 +19,7 @@
 //       start until every one of them has exited. Prints JSON with the time and the
 //       process's peak RSS before and after.
 #include "run_sweep.hpp"
+#include "errno_text.hpp"
 #include "evaluation.hpp"
 #include "exemptions.hpp"
 #include "proc_read.hpp"
@@ -65,7 +66,7 @@ double ms_since(Clock::time_point start) {
 }
 
 [[noreturn]] void die(const std::string& what) {
-    std::fprintf(stderr, "leftover_bench: %s: %s\n", what.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "leftover_bench: %s: %s\n", what.c_str(), leftover::errno_text(errno).c_str());
     std::exit(2);
 }
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "bounded_child.hpp"
 
+#include "errno_text.hpp"
 #include "unique_fd.hpp"
 
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -32,7 +32,7 @@ struct Pipe {
 
 Status open_pipe(Pipe& pipe) {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return Error::lookup(fmt::format("pipe: {}", std::strerror(errno)));
+    if (::pipe2(fds, O_CLOEXEC) != 0) return Error::lookup(fmt::format("pipe: {}", errno_text(errno)));
     pipe.read.reset(fds[0]);
     pipe.write.reset(fds[1]);
     return Ok{};
@@ -71,7 +71,7 @@ Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std:
     const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), environment.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    if (rc != 0) return Error::lookup(fmt::format("cannot run {}: {}", argv[0], std::strerror(rc)));
+    if (rc != 0) return Error::lookup(fmt::format("cannot run {}: {}", argv[0], errno_text(rc)));
     // Only the child writes now: its exit is then the end of both streams.
     out.write.reset();
     err.write.reset();

@@ -21,6 +21,7 @@
 //                           SLURM_MIN_PROTOCOL_VERSION = SLURM_20_11 = (36 << 8) | 0.
 #include "local_steps.hpp"
 
+#include "errno_text.hpp"
 #include "unique_fd.hpp"
 
 #include <dirent.h>
@@ -41,7 +42,6 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
-#include <system_error>
 #include <tuple>
 #include <utility>
 
@@ -71,8 +71,6 @@ constexpr std::int32_t request_step_uid = 20;  // REQUEST_STEP_UID
 static_assert(sizeof(int) == sizeof(std::int32_t), "the protocol sends C ints");
 static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies a 4-byte uid_t");
 static_assert(static_cast<int>(StepdState::ending) == 3, "SLURMSTEPD_STEP_ENDING");
-
-std::string errno_text(int err) { return std::generic_category().message(err); }
 
 // Milliseconds left until the deadline, rounded up, 0 once it passed.
 int remaining_ms(std::chrono::steady_clock::time_point deadline) {

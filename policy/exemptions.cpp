@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "exemptions.hpp"
 
+#include "errno_text.hpp"
 #include "trusted_file.hpp"
 
 #include <fmt/format.h>
-
-#include <cstring>
 
 namespace leftover {
 namespace {
@@ -76,7 +75,7 @@ Exemption Exemptions::classify(uid_t uid, const AccountDatabase& accounts) const
         case AccountLookup::Status::no_account:
             return {Protection::unknown_uid, {}, "no account has this uid"};
         case AccountLookup::Status::failed:
-            return {Protection::unknown_uid, {}, fmt::format("account lookup failed: {}", std::strerror(lookup.error))};
+            return {Protection::unknown_uid, {}, fmt::format("account lookup failed: {}", errno_text(lookup.error))};
         case AccountLookup::Status::found:
             break;
     }

@@ -4,6 +4,7 @@
 // caller wants, and the ancestry of those resolved lazily.
 #include "proc_table.hpp"
 
+#include "errno_text.hpp"
 #include "proc_read.hpp"
 
 #include <dirent.h>
@@ -15,7 +16,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <system_error>
 #include <unordered_map>
 
 namespace leftover {
@@ -73,8 +73,7 @@ private:
 };
 
 Error Scanner::failure(pid_t pid, const char* file, int err) const {
-    const auto what = err == EBADMSG ? std::string("unexpected contents")
-                                     : std::error_code(err, std::generic_category()).message();
+    const auto what = err == EBADMSG ? std::string("unexpected contents") : errno_text(err);
     const auto path = *file ? fmt::format("{}/{}/{}", options_.proc_root, pid, file)
                             : fmt::format("{}/{}", options_.proc_root, pid);
     return Error::lookup(fmt::format("cannot read {}: {}", path, what));
@@ -86,8 +85,7 @@ Status Scanner::list() {
     for (;;) {
         const ssize_t n = ::getdents64(root_, buf, sizeof buf);
         if (n < 0)
-            return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root,
-                                             std::error_code(errno, std::generic_category()).message()));
+            return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root, errno_text(errno)));
         if (n == 0) break;
         for (ssize_t offset = 0; offset < n;) {
             unsigned short reclen = 0;
@@ -267,8 +265,7 @@ Status Scanner::resolve_ancestry() {
 Result<ProcessTable> scan_processes(const ScanOptions& options) {
     UniqueFd root(::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0)
-        return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root,
-                                         std::error_code(errno, std::generic_category()).message()));
+        return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root, errno_text(errno)));
     if (auto view = check_view(root.get(), options); !view) return view.error();
     Scanner scanner(root.get(), options);
     for (auto step : {&Scanner::list, &Scanner::load_details, &Scanner::resolve_ancestry})
@@ -279,8 +276,7 @@ Result<ProcessTable> scan_processes(const ScanOptions& options) {
 Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids) {
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0)
-        return Error::lookup(fmt::format("cannot open {}: {}", proc_root,
-                                         std::error_code(errno, std::generic_category()).message()));
+        return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
     std::string buf;
     for (const pid_t pid : pids) {
         Process* p = find_mutable(table, pid);
@@ -290,8 +286,7 @@ Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const
         const int err = read_file(root.get(), fmt::format("{}/cgroup", pid).c_str(), buf);
         if (vanished(err)) continue;
         if (err)
-            return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid,
-                                             std::error_code(err, std::generic_category()).message()));
+            return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid, errno_text(err)));
         p->job_cgroup = slurm_job_cgroup(buf);
     }
     return Ok{};

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "report.hpp"
 
+#include "errno_text.hpp"
+
 #include <fmt/format.h>
 
 #include <csignal>
-#include <cstring>
 #include <map>
 #include <set>
 
@@ -40,7 +41,7 @@ std::string format_action(const KillRecord& r) {
         case Outcome::permission_denied:
             return fmt::format("{} failed: {}: permission denied", signal_name(r.signal), who(r));
         case Outcome::failed:
-            return fmt::format("{} failed: {}: {}", signal_name(r.signal), who(r), std::strerror(r.error));
+            return fmt::format("{} failed: {}: {}", signal_name(r.signal), who(r), errno_text(r.error));
     }
     return "?";
 }

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "trusted_file.hpp"
 
+#include "errno_text.hpp"
 #include "unique_fd.hpp"
 
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,12 +28,12 @@ Result<UniqueFd, FileError> open_trusted(const std::string& path, uid_t required
         const int err = errno;
         if (err == ENOENT) return fault(FileFault::missing, path, "does not exist");
         if (err == ELOOP) return fault(FileFault::symlink, path, "is a symbolic link; expected a regular file");
-        return fault(FileFault::unreadable, path, fmt::format("cannot open: {}", std::strerror(err)));
+        return fault(FileFault::unreadable, path, fmt::format("cannot open: {}", errno_text(err)));
     }
 
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0)
-        return fault(FileFault::unreadable, path, fmt::format("cannot stat: {}", std::strerror(errno)));
+        return fault(FileFault::unreadable, path, fmt::format("cannot stat: {}", errno_text(errno)));
     if (!S_ISREG(st.st_mode))
         return fault(FileFault::not_regular, path,
                      S_ISDIR(st.st_mode) ? "is a directory; expected a regular file" : "is not a regular file");
@@ -67,7 +67,7 @@ Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t 
         const ssize_t n = ::read(fd, buffer, sizeof buffer);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return fault(FileFault::unreadable, path, fmt::format("cannot read: {}", std::strerror(errno)));
+            return fault(FileFault::unreadable, path, fmt::format("cannot read: {}", errno_text(errno)));
         }
         if (n == 0) break;
         content.append(buffer, static_cast<std::size_t>(n));
