@@ -2,6 +2,7 @@
 #include "bounded_child.hpp"
 
 #include "errno_text.hpp"
+#include "poll_timeout.hpp"
 #include "unique_fd.hpp"
 
 #include <fmt/format.h>
@@ -82,12 +83,12 @@ Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std:
     int open_streams = 2;
     bool timed_out = false;
     while (open_streams > 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0) {
+        const int left_ms = poll_timeout_ms(deadline);
+        if (left_ms == 0) {
             timed_out = true;
             break;
         }
-        const int ready = ::poll(fds_to_poll, 2, static_cast<int>(std::min<long long>(left, 1000)));
+        const int ready = ::poll(fds_to_poll, 2, std::min(left_ms, 1000));
         if (ready < 0 && errno != EINTR) break;
         for (int i = 0; i < 2; ++i) {
             if (fds_to_poll[i].fd < 0 || fds_to_poll[i].revents == 0) continue;

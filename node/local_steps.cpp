@@ -22,6 +22,7 @@
 #include "local_steps.hpp"
 
 #include "errno_text.hpp"
+#include "poll_timeout.hpp"
 #include "unique_fd.hpp"
 
 #include <dirent.h>
@@ -37,7 +38,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <climits>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -72,14 +72,6 @@ static_assert(sizeof(int) == sizeof(std::int32_t), "the protocol sends C ints");
 static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies a 4-byte uid_t");
 static_assert(static_cast<int>(StepdState::ending) == 3, "SLURMSTEPD_STEP_ENDING");
 
-// Milliseconds left until the deadline, rounded up, 0 once it passed.
-int remaining_ms(std::chrono::steady_clock::time_point deadline) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return 0;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    return static_cast<int>(std::min<std::chrono::milliseconds::rep>(left, INT_MAX));
-}
-
 // Waits until fd is ready for events; an error message on timeout or failure.
 // Once the deadline passed it still takes whatever is ready right now.
 std::optional<std::string> wait_ready(int fd, short events,
@@ -87,7 +79,7 @@ std::optional<std::string> wait_ready(int fd, short events,
                                       const char* what) {
     for (;;) {
         pollfd pfd{fd, events, 0};
-        const int ms = remaining_ms(deadline);
+        const int ms = poll_timeout_ms(deadline);
         const int n = ::poll(&pfd, 1, ms);
         if (n < 0) {
             if (errno == EINTR) continue;
@@ -176,9 +168,9 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
         if (err == EAGAIN) {
             // AF_UNIX: the listen backlog is full. Linux does not complete such a
             // connect asynchronously, so try again until the deadline.
-            if (remaining_ms(deadline) == 0)
+            if (poll_timeout_ms(deadline) == 0)
                 return {std::nullopt, "timed out connecting (listen backlog full)"};
-            ::poll(nullptr, 0, std::min(remaining_ms(deadline), 10));
+            ::poll(nullptr, 0, std::min(poll_timeout_ms(deadline), 10));
             continue;
         }
         if (err == EINPROGRESS || err == EINTR) {

@@ -2,6 +2,7 @@
 #include "executor.hpp"
 
 #include "escape.hpp"
+#include "poll_timeout.hpp"
 #include "unique_fd.hpp"
 
 #include <algorithm>
@@ -72,9 +73,9 @@ public:
         for (const Pinned& p : pinned) fds.push_back({p.pidfd.get(), POLLIN, 0});
         until = std::min(until, options_.deadline);
         while (!fds.empty()) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
-            if (left.count() <= 0) break;
-            const int rc = calls_.poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1000)));
+            const int left_ms = poll_timeout_ms(until);
+            if (left_ms == 0) break;
+            const int rc = calls_.poll(fds.data(), fds.size(), std::min(left_ms, 1000));
             if (rc < 0 && rc != -EINTR) break;
             fds.erase(std::remove_if(fds.begin(), fds.end(), [](const pollfd& f) { return f.revents != 0; }),
                       fds.end());
