@@ -15,6 +15,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The one way a decision becomes the record of what was done to its process.
+KillRecord record_for(const Decision& target, int signal, Outcome outcome, int round) {
+    KillRecord record;
+    record.pid = target.pid;
+    record.uid = target.uid;
+    record.user = target.user;
+    record.comm = escape_for_log(target.comm);
+    record.signal = signal;
+    record.reason = target.reason;
+    record.detail = target.detail;
+    record.outcome = outcome;
+    record.round = round;
+    return record;
+}
+
 struct Pinned {
     pid_t pid = 0;  // the pin is all that waiting needs: no copy of the decision
     UniqueFd pidfd;
@@ -25,18 +40,18 @@ public:
     Executor(const KillOptions& options, SystemCalls& calls, KillReport& report)
         : options_(options), calls_(calls), report_(report) {}
 
-    // Pins every target, checks its identity through the pin and signals it.
-    // Returns the pinned processes that were signalled, for waiting.
     // Every action goes into the report and, as it happens, to the observer.
     void note(const KillRecord& r) {
         report_.actions.push_back(r);
         if (options_.observer.on_action) options_.observer.on_action(r);
     }
 
+    // Pins every target, checks its identity through the pin and signals it.
+    // Returns the pinned processes that were signalled, for waiting.
     std::vector<Pinned> signal_all(const std::vector<Decision>& targets, int signal) {
         std::vector<Pinned> signalled;
         for (const Decision& target : targets) {
-            KillRecord record = record_for(target, signal);
+            KillRecord record = record_for(target, signal, Outcome::signalled, report_.rounds);
             const int opened = calls_.pidfd_open(target.pid);
             if (opened < 0) {
                 set_outcome(record, -opened);
@@ -84,19 +99,6 @@ public:
     }
 
 private:
-    KillRecord record_for(const Decision& target, int signal) const {
-        KillRecord record;
-        record.pid = target.pid;
-        record.uid = target.uid;
-        record.user = target.user;
-        record.comm = escape_for_log(target.comm);
-        record.signal = signal;
-        record.reason = target.reason;
-        record.detail = target.detail;
-        record.round = report_.rounds;
-        return record;
-    }
-
     static void set_outcome(KillRecord& record, int error) {
         record.error = error;
         if (error == 0) record.outcome = Outcome::signalled;
@@ -147,18 +149,9 @@ KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, S
         return true;
     };
     if (options.dry_run) {
-        for (const Decision& d : plan->kills()) {
-            KillRecord record;
-            record.pid = d.pid;
-            record.uid = d.uid;
-            record.user = d.user;
-            record.comm = escape_for_log(d.comm);
-            record.signal = options.grace.count() > 0 ? SIGTERM : SIGKILL;
-            record.reason = d.reason;
-            record.detail = d.detail;
-            record.outcome = Outcome::dry_run;
-            executor.note(record);
-        }
+        const int first_signal = options.grace.count() > 0 ? SIGTERM : SIGKILL;
+        for (const Decision& d : plan->kills())
+            executor.note(record_for(d, first_signal, Outcome::dry_run, report.rounds));
         report.survivors = plan->kills();
         return report;
     }
