@@ -336,7 +336,6 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir,
         step.step_id = candidate.name.step_id;
         step.het_component = candidate.name.het_component;
         step.uid = outcome.answer->uid;
-        step.state = outcome.answer->state;
         step.ending = outcome.answer->state == static_cast<int>(StepdState::ending);
         step.socket_path = std::move(candidate.path);
         state.live.push_back(std::move(step));

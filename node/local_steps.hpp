@@ -36,8 +36,7 @@ struct LocalStep {
                                 // interactive 0xfffffffa
     std::optional<std::uint32_t> het_component;  // <job>.<step>.<component> sockets
     uid_t uid = 0;                               // the job owner, as the slurmstepd reports it
-    int state = 0;                               // a StepdState value
-    bool ending = false;                         // state == StepdState::ending
+    bool ending = false;                         // its state is StepdState::ending
     std::string socket_path;
 };
 

@@ -16,7 +16,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The one way a decision becomes the record of what was done to its process.
-KillRecord record_for(const Decision& target, int signal, Outcome outcome, int round) {
+KillRecord record_for(const Decision& target, int signal, Outcome outcome) {
     KillRecord record;
     record.pid = target.pid;
     record.uid = target.uid;
@@ -26,7 +26,6 @@ KillRecord record_for(const Decision& target, int signal, Outcome outcome, int r
     record.reason = target.reason;
     record.detail = target.detail;
     record.outcome = outcome;
-    record.round = round;
     return record;
 }
 
@@ -51,7 +50,7 @@ public:
     std::vector<Pinned> signal_all(const std::vector<Decision>& targets, int signal) {
         std::vector<Pinned> signalled;
         for (const Decision& target : targets) {
-            KillRecord record = record_for(target, signal, Outcome::signalled, report_.rounds);
+            KillRecord record = record_for(target, signal, Outcome::signalled);
             const int opened = calls_.pidfd_open(target.pid);
             if (opened < 0) {
                 set_outcome(record, -opened);
@@ -151,7 +150,7 @@ KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, S
     if (options.dry_run) {
         const int first_signal = options.grace.count() > 0 ? SIGTERM : SIGKILL;
         for (const Decision& d : plan->kills())
-            executor.note(record_for(d, first_signal, Outcome::dry_run, report.rounds));
+            executor.note(record_for(d, first_signal, Outcome::dry_run));
         report.survivors = plan->kills();
         return report;
     }
@@ -189,18 +188,6 @@ KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, S
     }
     report.survivors = plan->kills();
     return report;
-}
-
-const char* to_string(Outcome outcome) {
-    switch (outcome) {
-        case Outcome::signalled: return "signalled";
-        case Outcome::dry_run: return "dry_run";
-        case Outcome::gone: return "gone";
-        case Outcome::pid_reused: return "pid_reused";
-        case Outcome::permission_denied: return "permission_denied";
-        case Outcome::failed: return "failed";
-    }
-    return "?";
 }
 
 }  // namespace leftover

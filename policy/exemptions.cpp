@@ -106,18 +106,4 @@ const Exemption& ExemptionCache::get(uid_t uid) {
     return found->second;
 }
 
-const char* to_string(Protection protection) {
-    switch (protection) {
-        case Protection::none: return "none";
-        case Protection::root: return "root";
-        case Protection::below_uid_min: return "below_uid_min";
-        case Protection::above_uid_max: return "above_uid_max";
-        case Protection::slurm_account: return "slurm_account";
-        case Protection::protected_users: return "protected_users";
-        case Protection::protected_users_file: return "protected_users_file";
-        case Protection::unknown_uid: return "unknown_uid";
-    }
-    return "?";
-}
-
 }  // namespace leftover

@@ -41,7 +41,6 @@ Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const
 struct Identity {
     std::uint64_t start_time = 0;
     Uids uids;
-    char state = '?';
     bool operator==(const Identity&) const = default;
 };
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);

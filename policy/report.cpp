@@ -46,11 +46,6 @@ std::string format_action(const KillRecord& r) {
     return "?";
 }
 
-bool is_notable(const KillRecord& r) {
-    return r.outcome == Outcome::signalled || r.outcome == Outcome::dry_run ||
-           r.outcome == Outcome::permission_denied || r.outcome == Outcome::failed;
-}
-
 std::string format_summary(const SummaryInput& in, const KillReport& report) {
     std::string trigger = in.trigger;
     if (in.trigger_uid)

@@ -15,7 +15,6 @@ LocalStep step(std::uint32_t job, std::uint32_t id, uid_t uid, bool ending = fal
     s.step_id = id;
     s.uid = uid;
     s.ending = ending;
-    s.state = ending ? 3 : 2;
     return s;
 }
 

@@ -204,7 +204,7 @@ TEST_CASE("proc scan of the real /proc finds this test process as it is") {
 
     const auto identity = read_identity("/proc", getpid());
     REQUIRE(identity.has_value());
-    CHECK(*identity == Identity{start_time, self->uids, 'R'});
+    CHECK(*identity == Identity{start_time, self->uids});
     CHECK(read_ancestry("/proc", getpid()) == self->ancestors);
 }
 
