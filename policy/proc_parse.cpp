@@ -120,12 +120,12 @@ std::optional<std::uint64_t> parse_hex(std::string_view value) {
     return parse_number<std::uint64_t>(value, 16);
 }
 
-bool is_slurmstepd_exe(std::string_view link) {
+std::string_view exe_program(std::string_view link) {
     // After a package upgrade the running binary's link reads "<path> (deleted)".
     constexpr std::string_view deleted = " (deleted)";
     if (link.ends_with(deleted)) link.remove_suffix(deleted.size());
     const auto slash = link.rfind('/');
-    return link.substr(slash == std::string_view::npos ? 0 : slash + 1) == "slurmstepd";
+    return link.substr(slash == std::string_view::npos ? 0 : slash + 1);
 }
 
 namespace {

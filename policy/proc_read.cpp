@@ -87,7 +87,7 @@ int probe_process(int root, pid_t pid, Probe& out, std::string& buf) {
     const int err = read_link(dir.get(), "exe", buf);
     if (err == ENOENT) return 0;  // no exe: a zombie, or exiting right now
     if (err) return err;
-    out.slurmstepd = is_slurmstepd_exe(buf);
+    out.slurmstepd = exe_program(buf) == "slurmstepd";
     return 0;
 }
 

@@ -78,8 +78,9 @@ std::optional<std::uint64_t> parse_hex(std::string_view value);
 // in a job_<id> cgroup created by Slurm itself (see the .cpp for the layouts).
 std::optional<std::uint64_t> slurm_job_cgroup(std::string_view cgroup_file);
 
-// True for an exe link naming a slurmstepd binary, also after it was replaced on disk.
-bool is_slurmstepd_exe(std::string_view link);
+// The program an exe link names: its last component, also after the binary was replaced
+// on disk ("/usr/sbin/slurmstepd (deleted)" -> "slurmstepd").
+std::string_view exe_program(std::string_view link);
 
 struct Mount {
     std::string fstype;

@@ -113,9 +113,31 @@ Status check_hidepid(int root, const ScanOptions& options) {
         options.proc_root, hide->mode, hide->gid ? fmt::format(" or in group {}", *hide->gid) : std::string()));
 }
 
+// The daemon's pid must still name a Slurm daemon here: a pid file can be stale, and a
+// pid from another pid namespace names some other process (or none) in this one.
+Status check_slurm_daemon(int root, const ScanOptions& options, pid_t daemon) {
+    std::string link;
+    const auto path = fmt::format("{}/exe", daemon);
+    if (const int err = read_link(root, path.c_str(), link)) {
+        if (vanished(err))
+            return Error::lookup(fmt::format("Slurm daemon pid {} is not in {}: it has exited, or the pid is from "
+                                             "another pid namespace",
+                                             daemon, options.proc_root));
+        return Error::lookup(fmt::format("cannot read {}/{} of Slurm daemon pid {}: {}", options.proc_root, path,
+                                         daemon, errno_text(err)));
+    }
+    const auto program = exe_program(link);
+    if (program != "slurmd" && program != "slurmstepd")
+        return Error::lookup(fmt::format("pid {} in {} runs {}, not slurmd or slurmstepd: a stale pid file, or a pid "
+                                         "from another pid namespace",
+                                         daemon, options.proc_root, link));
+    return Ok{};
+}
+
 Status check_pid_namespace(int root, const ScanOptions& options) {
     if (!options.slurm_daemon_pid) return Ok{};
     const pid_t daemon = *options.slurm_daemon_pid;
+    if (auto status = check_slurm_daemon(root, options, daemon); !status) return status;
     std::string mine, theirs;
     if (const int err = read_link(root, "self/ns/pid", mine))
         return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", options.proc_root, errno_text(err)));
