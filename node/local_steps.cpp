@@ -136,6 +136,14 @@ std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
     return std::nullopt;
 }
 
+// One request of the protocol: an int out, a reply of `reply_size` bytes back.
+std::optional<std::string> exchange(int fd, std::int32_t request, void* reply, std::size_t reply_size,
+                                    std::chrono::steady_clock::time_point deadline, const char* sending,
+                                    const char* reading) {
+    if (auto msg = send_all(fd, &request, sizeof(request), deadline, sending)) return msg;
+    return recv_all(fd, reply, reply_size, deadline, reading);
+}
+
 struct StepAnswer {
     uid_t uid;
     int state;
@@ -187,13 +195,9 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
         return {std::nullopt, fmt::format("connect: {}", errno_text(err))};
     }
 
-    const std::int32_t hello = wire::protocol_version;
-    if (auto msg = send_all(fd.get(), &hello, sizeof(hello), deadline,
-                            "sending the protocol version"))
-        return {std::nullopt, std::move(msg)};
     std::int32_t their_version = 0;
-    if (auto msg = recv_all(fd.get(), &their_version, sizeof(their_version), deadline,
-                            "reading the protocol version reply"))
+    if (auto msg = exchange(fd.get(), wire::protocol_version, &their_version, sizeof(their_version), deadline,
+                            "sending the protocol version", "reading the protocol version reply"))
         return {std::nullopt, std::move(msg)};
     if (their_version < 0)
         return {std::nullopt, fmt::format("slurmstepd refused the protocol version {} (replied {})",
@@ -203,23 +207,15 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
                 fmt::format("unexpected protocol version reply {} (expected {} to {})",
                             their_version, wire::min_protocol_version, wire::protocol_version)};
 
-    const std::int32_t uid_request = wire::request_step_uid;
-    if (auto msg = send_all(fd.get(), &uid_request, sizeof(uid_request), deadline,
-                            "sending REQUEST_STEP_UID"))
-        return {std::nullopt, std::move(msg)};
     std::uint32_t uid = 0;
-    if (auto msg = recv_all(fd.get(), &uid, sizeof(uid), deadline,
+    if (auto msg = exchange(fd.get(), wire::request_step_uid, &uid, sizeof(uid), deadline, "sending REQUEST_STEP_UID",
                             "reading the REQUEST_STEP_UID reply"))
         return {std::nullopt, std::move(msg)};
     if (uid == static_cast<std::uint32_t>(-1))
         return {std::nullopt, "unexpected REQUEST_STEP_UID reply: uid -1"};
 
-    const std::int32_t state_request = wire::request_state;
-    if (auto msg = send_all(fd.get(), &state_request, sizeof(state_request), deadline,
-                            "sending REQUEST_STATE"))
-        return {std::nullopt, std::move(msg)};
     std::int32_t state = 0;
-    if (auto msg = recv_all(fd.get(), &state, sizeof(state), deadline,
+    if (auto msg = exchange(fd.get(), wire::request_state, &state, sizeof(state), deadline, "sending REQUEST_STATE",
                             "reading the REQUEST_STATE reply"))
         return {std::nullopt, std::move(msg)};
     if (state < static_cast<int>(StepdState::not_running) ||
