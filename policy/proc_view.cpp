@@ -113,6 +113,14 @@ Status check_hidepid(int root, const ScanOptions& options) {
         options.proc_root, hide->mode, hide->gid ? fmt::format(" or in group {}", *hide->gid) : std::string()));
 }
 
+// slurmd or slurmstepd, also as Debian installs them: slurmd-wlm and slurmstepd-wlm
+// behind alternatives symlinks (an exe link names the real file).
+bool is_slurm_daemon(std::string_view program) {
+    constexpr std::string_view debian_suffix = "-wlm";
+    if (program.ends_with(debian_suffix)) program.remove_suffix(debian_suffix.size());
+    return program == "slurmd" || program == "slurmstepd";
+}
+
 // The daemon's pid must still name a Slurm daemon here: a pid file can be stale, and a
 // pid from another pid namespace names some other process (or none) in this one.
 Status check_slurm_daemon(int root, const ScanOptions& options, pid_t daemon) {
@@ -126,8 +134,7 @@ Status check_slurm_daemon(int root, const ScanOptions& options, pid_t daemon) {
         return Error::lookup(fmt::format("cannot read {}/{} of Slurm daemon pid {}: {}", options.proc_root, path,
                                          daemon, errno_text(err)));
     }
-    const auto program = exe_program(link);
-    if (program != "slurmd" && program != "slurmstepd")
+    if (!is_slurm_daemon(exe_program(link)))
         return Error::lookup(fmt::format("pid {} in {} runs {}, not slurmd or slurmstepd: a stale pid file, or a pid "
                                          "from another pid namespace",
                                          daemon, options.proc_root, link));

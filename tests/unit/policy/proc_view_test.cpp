@@ -169,9 +169,12 @@ TEST_CASE("proc view: the caller must share the Slurm daemon's pid namespace") {
         fake.remove(std::to_string(FakeProc::caller_pid) + "/ns/pid");
         CHECK(contains(scan_error(options), "self/ns/pid"));
     }
-    SUBCASE("slurmd upgraded on disk, or a slurmstepd: still a Slurm daemon") {
+    SUBCASE("slurmd upgraded on disk, Debian's slurmd-wlm, or a slurmstepd: still a Slurm daemon") {
         fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40,
                           .exe = "/usr/sbin/slurmd (deleted)", .gids = {0, 0, 0, 0}});
+        CHECK(scan_error(options) == "");
+        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40,
+                          .exe = "/usr/sbin/slurmd-wlm", .gids = {0, 0, 0, 0}});
         CHECK(scan_error(options) == "");
         fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmstepd", .start_time = 40,
                           .exe = "/usr/sbin/slurmstepd", .gids = {0, 0, 0, 0}});
@@ -189,6 +192,9 @@ TEST_CASE("proc view: the caller must share the Slurm daemon's pid namespace") {
                           .gids = {0, 0, 0, 0}});
         options.slurm_daemon_pid = slurmd;
         CHECK(contains(scan_error(options), "runs /usr/bin/slurmdx, not slurmd"));
+        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40, .exe = "/usr/sbin/wlm",
+                          .gids = {0, 0, 0, 0}});
+        CHECK(contains(scan_error(options), "runs /usr/sbin/wlm, not slurmd"));
     }
 }
 
