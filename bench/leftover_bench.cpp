@@ -19,10 +19,12 @@
 //       start until every one of them has exited. Prints JSON with the time and the
 //       process's peak RSS before and after.
 #include "run_sweep.hpp"
+#include "errno_text.hpp"
 #include "evaluation.hpp"
 #include "exemptions.hpp"
 #include "proc_read.hpp"
 #include "proc_table.hpp"
+#include "unique_fd.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -50,6 +52,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -63,7 +66,7 @@ double ms_since(Clock::time_point start) {
 }
 
 [[noreturn]] void die(const std::string& what) {
-    std::fprintf(stderr, "leftover_bench: %s: %s\n", what.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "leftover_bench: %s: %s\n", what.c_str(), leftover::errno_text(errno).c_str());
     std::exit(2);
 }
 
@@ -99,8 +102,8 @@ int spawn(uid_t uid, long count) {
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &chld, nullptr) != 0) die("sigprocmask");
-    const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0) die("signalfd");
+    const leftover::UniqueFd sfd(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sfd.valid()) die("signalfd");
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the driver died: so do we (and then our children)
     const pid_t parent = ::getpid();
     std::vector<pid_t> children;
@@ -112,8 +115,9 @@ int spawn(uid_t uid, long count) {
     };
     // Each child writes one byte here once it is set up (uid, dumpable, death signal):
     // "ready" must not be printed while a child still runs as root.
-    int setup[2];
-    if (::pipe2(setup, O_CLOEXEC) != 0) die("pipe2");
+    int setup_fds[2];
+    if (::pipe2(setup_fds, O_CLOEXEC) != 0) die("pipe2");
+    leftover::UniqueFd setup_read(setup_fds[0]), setup_write(setup_fds[1]);
     for (long i = 0; i < count; ++i) {
         const pid_t pid = ::fork();
         if (pid < 0) {
@@ -136,9 +140,9 @@ int spawn(uid_t uid, long count) {
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the uid change: set it after
             if (::getppid() != parent) ::_exit(0);
             const char byte = 1;
-            if (::write(setup[1], &byte, 1) != 1) ::_exit(4);
-            ::close(setup[1]);
-            ::close(setup[0]);
+            if (::write(setup_write.get(), &byte, 1) != 1) ::_exit(4);
+            setup_write.reset();
+            setup_read.reset();
             sigset_t none;
             sigemptyset(&none);
             sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -146,10 +150,10 @@ int spawn(uid_t uid, long count) {
         }
         children.push_back(pid);
     }
-    ::close(setup[1]);
+    setup_write.reset();
     for (long done = 0; done < count;) {
         char buf[4096];
-        const ssize_t n = ::read(setup[0], buf, sizeof buf);
+        const ssize_t n = ::read(setup_read.get(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {  // every child is gone or failed before writing
             kill_all();
@@ -158,7 +162,7 @@ int spawn(uid_t uid, long count) {
         }
         done += n;
     }
-    ::close(setup[0]);
+    setup_read.reset();
     std::string ready = "ready";
     for (const pid_t pid : children) ready += fmt::format(" {}", pid);
     ready += "\n";
@@ -167,12 +171,12 @@ int spawn(uid_t uid, long count) {
         return 1;
     }
     long alive = count;
-    pollfd fds[2] = {{0, POLLIN, 0}, {sfd, POLLIN, 0}};
+    pollfd fds[2] = {{0, POLLIN, 0}, {sfd.get(), POLLIN, 0}};
     while (alive > 0) {
         if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
         if (fds[1].revents) {
             signalfd_siginfo info{};
-            while (::read(sfd, &info, sizeof info) > 0) {
+            while (::read(sfd.get(), &info, sizeof info) > 0) {
             }
             while (::waitpid(-1, nullptr, WNOHANG) > 0) --alive;
         }
@@ -187,6 +191,8 @@ int spawn(uid_t uid, long count) {
 }
 
 // ---- floors and pgrep ------------------------------------------------------------
+
+int open_proc() { return ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
 
 // Calls fn(root_fd, name) for every numeric entry of /proc.
 template <class Fn>
@@ -212,31 +218,27 @@ std::size_t for_each_pid(int root, Fn&& fn) {
 
 // Busy floor: a bare pass over /proc, getdents and one fstatat per pid.
 std::size_t floor_stat() {
-    const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const leftover::UniqueFd root(open_proc());
     std::size_t dirs = 0;
-    for_each_pid(root, [&](int dir, const char* name) {
+    for_each_pid(root.get(), [&](int dir, const char* name) {
         struct stat st {};
         if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) ++dirs;
     });
-    ::close(root);
     return dirs;
 }
 
 // Dirty floor: getdents and one read of /proc/<pid>/status per pid (the least that
 // tells all four uids).
 std::size_t floor_status() {
-    const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const leftover::UniqueFd root(open_proc());
     std::size_t read_ok = 0;
     char path[64];
     char buf[4096];
-    for_each_pid(root, [&](int dir, const char* name) {
+    for_each_pid(root.get(), [&](int dir, const char* name) {
         std::snprintf(path, sizeof path, "%s/status", name);
-        const int fd = ::openat(dir, path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return;
-        if (::read(fd, buf, sizeof buf) > 0) ++read_ok;
-        ::close(fd);
+        const leftover::UniqueFd fd(::openat(dir, path, O_RDONLY | O_CLOEXEC));
+        if (fd.valid() && ::read(fd.get(), buf, sizeof buf) > 0) ++read_ok;
     });
-    ::close(root);
     return read_ok;
 }
 
@@ -332,12 +334,11 @@ int costs(uid_t uid, int reps) {
     const auto exemptions = load_exemptions(uid);
     std::vector<std::string> user_pids;  // pids of processes whose /proc/<pid> uid is uid
     {
-        const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        for_each_pid(root, [&](int dir, const char* name) {
+        const leftover::UniqueFd root(open_proc());
+        for_each_pid(root.get(), [&](int dir, const char* name) {
             struct stat st {};
             if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == uid) user_pids.emplace_back(name);
         });
-        ::close(root);
     }
     auto median_of = [&](auto&& body) {
         std::vector<double> v;
@@ -351,33 +352,25 @@ int costs(uid_t uid, int reps) {
     };
     // Reads `file` of every user pid, through a pid directory fd when file is not empty.
     auto pass = [&](const char* file, bool via_dir) {
-        const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        const leftover::UniqueFd root(open_proc());
         char path[64];
         char buf[8192];
+        const auto read_all = [&](int dir, const char* name, int flags) {
+            const leftover::UniqueFd fd(::openat(dir, name, O_RDONLY | O_CLOEXEC | flags));
+            if (!fd.valid()) return;
+            while (::read(fd.get(), buf, sizeof buf) > 0) {
+            }
+        };
         for (const auto& pid : user_pids) {
             if (via_dir) {
-                const int dir = ::openat(root, pid.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (dir < 0) continue;
-                if (*file) {
-                    const int fd = ::openat(dir, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                    if (fd >= 0) {
-                        while (::read(fd, buf, sizeof buf) > 0) {
-                        }
-                        ::close(fd);
-                    }
-                }
-                ::close(dir);
+                const leftover::UniqueFd dir(
+                    ::openat(root.get(), pid.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+                if (dir.valid() && *file) read_all(dir.get(), file, O_NOFOLLOW);
             } else {
                 std::snprintf(path, sizeof path, "%s/%s", pid.c_str(), file);
-                const int fd = ::openat(root, path, O_RDONLY | O_CLOEXEC);
-                if (fd >= 0) {
-                    while (::read(fd, buf, sizeof buf) > 0) {
-                    }
-                    ::close(fd);
-                }
+                read_all(root.get(), path, 0);
             }
         }
-        ::close(root);
     };
     leftover::ScanOptions scan_options;
     scan_options.caller_pid = ::getpid();
@@ -404,9 +397,8 @@ int costs(uid_t uid, int reps) {
     std::printf(", \"scan_processes, no detail\": %.3f",
                 median_of([&] { (void)leftover::scan_processes(list_only); }));
     std::printf(", \"check_view\": %.3f", median_of([&] {
-                    const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                    (void)leftover::procfs::check_view(root, scan_options);
-                    ::close(root);
+                    const leftover::UniqueFd root(open_proc());
+                    (void)leftover::procfs::check_view(root.get(), scan_options);
                 }));
     std::printf(", \"read_ancestry(self)\": %.3f",
                 median_of([&] { (void)leftover::read_ancestry("/proc", ::getpid()); }));
@@ -439,17 +431,16 @@ public:
 };
 
 // Pins every live process whose real uid is uid.
-std::vector<int> pin_user(uid_t uid) {
-    std::vector<int> pidfds;
-    const int root = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+std::vector<leftover::UniqueFd> pin_user(uid_t uid) {
+    std::vector<leftover::UniqueFd> pidfds;
+    const leftover::UniqueFd root(open_proc());
     char path[64];
     char buf[4096];
-    for_each_pid(root, [&](int dir, const char* name) {
+    for_each_pid(root.get(), [&](int dir, const char* name) {
         std::snprintf(path, sizeof path, "%s/status", name);
-        const int fd = ::openat(dir, path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return;
-        const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-        ::close(fd);
+        const leftover::UniqueFd fd(::openat(dir, path, O_RDONLY | O_CLOEXEC));
+        if (!fd.valid()) return;
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
         if (n <= 0) return;
         buf[n] = '\0';
         const char* state = std::strstr(buf, "\nState:");
@@ -458,23 +449,22 @@ std::vector<int> pin_user(uid_t uid) {
         const char code = state[7 + std::strspn(state + 7, " \t")];
         if (code == 'Z' || code == 'X') return;
         if (std::strtoul(line + 5, nullptr, 10) != uid) return;
-        const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, std::atoi(name), 0));
-        if (pidfd >= 0) pidfds.push_back(pidfd);
+        leftover::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, std::atoi(name), 0)));
+        if (pidfd.valid()) pidfds.push_back(std::move(pidfd));
     });
-    ::close(root);
     return pidfds;
 }
 
-// Waits until every pinned process has exited; false after 60 s.
-bool wait_exited(std::vector<int>& pidfds) {
+// Waits until every pinned process has exited, then releases the pins; false after 60 s.
+bool wait_exited(std::vector<leftover::UniqueFd>& pidfds) {
     std::vector<pollfd> fds;
-    for (const int fd : pidfds) fds.push_back({fd, POLLIN, 0});
+    for (const auto& pidfd : pidfds) fds.push_back({pidfd.get(), POLLIN, 0});
     const auto until = Clock::now() + std::chrono::seconds(60);
     while (!fds.empty() && Clock::now() < until) {
         if (::poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) die("poll");
         std::erase_if(fds, [](const pollfd& f) { return f.revents != 0; });
     }
-    for (const int fd : pidfds) ::close(fd);
+    pidfds.clear();
     return fds.empty();
 }
 
@@ -499,7 +489,6 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     if (pidfds.size() != expect) {
         std::fprintf(stderr, "leftover_bench: found %zu processes of uid %u, expected %zu\n", pidfds.size(), uid,
                      expect);
-        for (const int fd : pidfds) ::close(fd);
         fs::remove_all(dir);
         return 2;
     }

@@ -98,6 +98,7 @@ bool is_listed(const Decision& decision, bool all) {
         case Reason::init:
         case Reason::self:
         case Reason::caller_ancestor:
+        case Reason::never_touch:
         case Reason::kernel_thread:
         case Reason::protected_owner: return false;
         default: return true;

@@ -28,8 +28,8 @@ struct CheckResult {
 int check_exit_status(const CheckResult& result);
 
 // Without --all a row is left out when its owner is protected by uid alone (root,
-// system and Slurm accounts: never inspected), or it is a kernel thread, pid 1, or
-// the command and its callers. Those never hold a stray.
+// system and Slurm accounts: never inspected), or it is a kernel thread, pid 1,
+// slurmd, or the command and its callers. Those never hold a stray.
 bool is_listed(const Decision& decision, bool all);
 
 struct UserSummary {

@@ -24,7 +24,13 @@ using NodeDiscovery = std::function<Result<node::NodeInfo>(const NodeOverrides&)
 // ran here (or the name is wrong), and reading "no steps" from it would be a lie.
 Status check_spool_dir(const std::string& path);
 
-// libslurm's answer, with the overrides applied. Defined in slurm_node.cpp, which only
+// The pid in slurmd's pid file (SlurmdPidFile; slurmd writes it at start and removes it
+// when it stops). Whether it still names slurmd, in this pid namespace, the evaluation
+// checks on every scan. A missing or malformed file is a lookup error: without a
+// running slurmd there is no pid namespace to compare with.
+Result<pid_t> read_slurmd_pid(const std::string& pid_file);
+
+// libslurm's answer (slurmd's pid included), with the overrides applied. Defined in slurm_node.cpp, which only
 // the executable links: the unit tests pass their own NodeDiscovery.
 Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides);
 

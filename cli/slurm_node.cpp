@@ -3,7 +3,8 @@
 // slurmd (src/slurmd/slurmd/slurmd.c, _read_config in 22.05) takes its NodeName from -N,
 // else the NodeName whose NodeHostname is the short host name, else one matching the
 // host's aliases, else the node "localhost"; and it expands the first %h of
-// SlurmdSpoolDir to the short host name and the first %n to the node name.
+// SlurmdSpoolDir and SlurmdPidFile to the short host name and the first %n to the node
+// name. slurmd's pid comes from that pid file.
 #include "node.hpp"
 
 #include "slurm_conf.hpp"
@@ -102,6 +103,9 @@ Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
 
     if (node.spool_dir.empty()) return Error::not_a_slurm_node(fmt::format("{} sets no SlurmdSpoolDir", *conf_path));
     if (auto spool = check_spool_dir(node.spool_dir); !spool.ok()) return spool.error();
+    auto slurmd = read_slurmd_pid(node.slurmd_pid_file);
+    if (!slurmd.ok()) return slurmd.error();
+    node.slurmd_pid = slurmd.value();
     return node;
 }
 

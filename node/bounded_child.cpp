@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "bounded_child.hpp"
 
+#include "errno_text.hpp"
+#include "poll_timeout.hpp"
+#include "unique_fd.hpp"
+
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -25,12 +28,16 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 }
 
 struct Pipe {
-    int read = -1, write = -1;
-    ~Pipe() {
-        if (read >= 0) ::close(read);
-        if (write >= 0) ::close(write);
-    }
+    UniqueFd read, write;
 };
+
+Status open_pipe(Pipe& pipe) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return Error::lookup(fmt::format("pipe: {}", errno_text(errno)));
+    pipe.read.reset(fds[0]);
+    pipe.write.reset(fds[1]);
+    return Ok{};
+}
 
 // slurmstepd blocks most signals and the mask is inherited: give the child a clean slate.
 void clean_signal_state(posix_spawnattr_t& attr) {
@@ -47,17 +54,14 @@ void clean_signal_state(posix_spawnattr_t& attr) {
 Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                                 Clock::time_point deadline) {
     Pipe out, err;
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return Error::lookup(fmt::format("pipe: {}", std::strerror(errno)));
-    out.read = fds[0], out.write = fds[1];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return Error::lookup(fmt::format("pipe: {}", std::strerror(errno)));
-    err.read = fds[0], err.write = fds[1];
+    for (Pipe* pipe : {&out, &err})
+        if (auto opened = open_pipe(*pipe); !opened.ok()) return opened.error();
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out.write, 1);
-    posix_spawn_file_actions_adddup2(&actions, err.write, 2);
+    posix_spawn_file_actions_adddup2(&actions, out.write.get(), 1);
+    posix_spawn_file_actions_adddup2(&actions, err.write.get(), 2);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     clean_signal_state(attr);
@@ -68,22 +72,23 @@ Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std:
     const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), environment.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    if (rc != 0) return Error::lookup(fmt::format("cannot run {}: {}", argv[0], std::strerror(rc)));
-    ::close(out.write), out.write = -1;
-    ::close(err.write), err.write = -1;
+    if (rc != 0) return Error::lookup(fmt::format("cannot run {}: {}", argv[0], errno_text(rc)));
+    // Only the child writes now: its exit is then the end of both streams.
+    out.write.reset();
+    err.write.reset();
 
     ChildOutput result;
-    pollfd fds_to_poll[2] = {{out.read, POLLIN, 0}, {err.read, POLLIN, 0}};
+    pollfd fds_to_poll[2] = {{out.read.get(), POLLIN, 0}, {err.read.get(), POLLIN, 0}};
     std::string* sinks[2] = {&result.out, &result.err};
     int open_streams = 2;
     bool timed_out = false;
     while (open_streams > 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0) {
+        const int left_ms = poll_timeout_ms(deadline);
+        if (left_ms == 0) {
             timed_out = true;
             break;
         }
-        const int ready = ::poll(fds_to_poll, 2, static_cast<int>(std::min<long long>(left, 1000)));
+        const int ready = ::poll(fds_to_poll, 2, std::min(left_ms, 1000));
         if (ready < 0 && errno != EINTR) break;
         for (int i = 0; i < 2; ++i) {
             if (fds_to_poll[i].fd < 0 || fds_to_poll[i].revents == 0) continue;

@@ -21,6 +21,10 @@
 //                           SLURM_MIN_PROTOCOL_VERSION = SLURM_20_11 = (36 << 8) | 0.
 #include "local_steps.hpp"
 
+#include "errno_text.hpp"
+#include "poll_timeout.hpp"
+#include "unique_fd.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -32,12 +36,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <climits>
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string_view>
-#include <system_error>
 #include <tuple>
 #include <utility>
 
@@ -55,30 +57,6 @@ constexpr std::int32_t request_sluid = 1;      // REQUEST_SLUID (25.11+)
 static_assert(sizeof(int) == sizeof(std::int32_t), "the protocol sends C ints");
 static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies a 4-byte uid_t");
 
-std::string errno_text(int err) { return std::generic_category().message(err); }
-
-class UniqueFd {
-public:
-    explicit UniqueFd(int fd) : fd_(fd) {}
-    UniqueFd(const UniqueFd&) = delete;
-    UniqueFd& operator=(const UniqueFd&) = delete;
-    ~UniqueFd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
-// Milliseconds left until the deadline, rounded up, 0 once it passed.
-int remaining_ms(std::chrono::steady_clock::time_point deadline) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return 0;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    return static_cast<int>(std::min<std::chrono::milliseconds::rep>(left, INT_MAX));
-}
-
 // Waits until fd is ready for events; an error message on timeout or failure.
 // Once the deadline passed it still takes whatever is ready right now.
 std::optional<std::string> wait_ready(int fd, short events,
@@ -86,7 +64,7 @@ std::optional<std::string> wait_ready(int fd, short events,
                                       const char* what) {
     for (;;) {
         pollfd pfd{fd, events, 0};
-        const int ms = remaining_ms(deadline);
+        const int ms = poll_timeout_ms(deadline);
         const int n = ::poll(&pfd, 1, ms);
         if (n < 0) {
             if (errno == EINTR) continue;
@@ -143,6 +121,14 @@ std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
     return std::nullopt;
 }
 
+// One request of the protocol: an int out, a reply of `reply_size` bytes back.
+std::optional<std::string> exchange(int fd, std::int32_t request, void* reply, std::size_t reply_size,
+                                    std::chrono::steady_clock::time_point deadline, const char* sending,
+                                    const char* reading) {
+    if (auto msg = send_all(fd, &request, sizeof(request), deadline, sending)) return msg;
+    return recv_all(fd, reply, reply_size, deadline, reading);
+}
+
 struct StepAnswer {
     uid_t uid;
     StepdState state;
@@ -179,9 +165,9 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
         if (err == EAGAIN) {
             // AF_UNIX: the listen backlog is full. Linux does not complete such a
             // connect asynchronously, so try again until the deadline.
-            if (remaining_ms(deadline) == 0)
+            if (poll_timeout_ms(deadline) == 0)
                 return {std::nullopt, "timed out connecting (listen backlog full)"};
-            ::poll(nullptr, 0, std::min(remaining_ms(deadline), 10));
+            ::poll(nullptr, 0, std::min(poll_timeout_ms(deadline), 10));
             continue;
         }
         if (err == EINPROGRESS || err == EINTR) {
@@ -198,13 +184,9 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
         return {std::nullopt, fmt::format("connect: {}", errno_text(err))};
     }
 
-    const std::int32_t hello = protocol.version;
-    if (auto msg = send_all(fd.get(), &hello, sizeof(hello), deadline,
-                            "sending the protocol version"))
-        return {std::nullopt, std::move(msg)};
     std::int32_t their_version = 0;
-    if (auto msg = recv_all(fd.get(), &their_version, sizeof(their_version), deadline,
-                            "reading the protocol version reply"))
+    if (auto msg = exchange(fd.get(), protocol.version, &their_version, sizeof(their_version), deadline,
+                            "sending the protocol version", "reading the protocol version reply"))
         return {std::nullopt, std::move(msg)};
     if (their_version < 0)
         return {std::nullopt, fmt::format("slurmstepd refused the protocol version {} of Slurm {} (replied {})",
@@ -217,23 +199,15 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
                 fmt::format("unexpected protocol version reply {} (expected {} to {})",
                             their_version, protocol.oldest_stepd, protocol.version)};
 
-    const std::int32_t uid_request = wire::request_step_uid;
-    if (auto msg = send_all(fd.get(), &uid_request, sizeof(uid_request), deadline,
-                            "sending REQUEST_STEP_UID"))
-        return {std::nullopt, std::move(msg)};
     std::uint32_t uid = 0;
-    if (auto msg = recv_all(fd.get(), &uid, sizeof(uid), deadline,
+    if (auto msg = exchange(fd.get(), wire::request_step_uid, &uid, sizeof(uid), deadline, "sending REQUEST_STEP_UID",
                             "reading the REQUEST_STEP_UID reply"))
         return {std::nullopt, std::move(msg)};
     if (uid == static_cast<std::uint32_t>(-1))
         return {std::nullopt, "unexpected REQUEST_STEP_UID reply: uid -1"};
 
-    const std::int32_t state_request = wire::request_state;
-    if (auto msg = send_all(fd.get(), &state_request, sizeof(state_request), deadline,
-                            "sending REQUEST_STATE"))
-        return {std::nullopt, std::move(msg)};
     std::int32_t state = 0;
-    if (auto msg = recv_all(fd.get(), &state, sizeof(state), deadline,
+    if (auto msg = exchange(fd.get(), wire::request_state, &state, sizeof(state), deadline, "sending REQUEST_STATE",
                             "reading the REQUEST_STATE reply"))
         return {std::nullopt, std::move(msg)};
     const auto decoded = decode_stepd_state(their_version, state);
@@ -244,11 +218,9 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     // 26.05 names the job's cgroup by its SLUID: ask for it where the stepd knows it.
     std::optional<std::uint64_t> sluid;
     if (their_version >= kFirstWithSluid) {
-        const std::int32_t sluid_request = wire::request_sluid;
-        if (auto msg = send_all(fd.get(), &sluid_request, sizeof(sluid_request), deadline, "sending REQUEST_SLUID"))
-            return {std::nullopt, std::move(msg)};
         std::uint64_t value = 0;
-        if (auto msg = recv_all(fd.get(), &value, sizeof(value), deadline, "reading the REQUEST_SLUID reply"))
+        if (auto msg = exchange(fd.get(), wire::request_sluid, &value, sizeof(value), deadline, "sending REQUEST_SLUID",
+                                "reading the REQUEST_SLUID reply"))
             return {std::nullopt, std::move(msg)};
         sluid = value;
     }

@@ -5,7 +5,7 @@
 
 namespace leftover::node {
 
-std::string expand_spool_dir(std::string pattern, const std::string& node_name, const std::string& short_host) {
+std::string expand_slurmd_path(std::string pattern, const std::string& node_name, const std::string& short_host) {
     if (const auto at = pattern.find("%h"); at != std::string::npos) pattern.replace(at, 2, short_host);
     if (const auto at = pattern.find("%n"); at != std::string::npos) pattern.replace(at, 2, node_name);
     return pattern;

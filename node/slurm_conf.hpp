@@ -10,9 +10,9 @@
 
 namespace leftover::node {
 
-// SlurmdSpoolDir (expanded as slurmd does), Slurm's accounts, PrologFlags=contain and
-// the slurm.conf path, for `node_name`. Requires a loaded slurm_conf; an empty spool
-// dir means Slurm did not say.
+// SlurmdSpoolDir and SlurmdPidFile (expanded as slurmd does), Slurm's accounts,
+// PrologFlags=contain and the slurm.conf path, for `node_name`. Requires a loaded
+// slurm_conf; an empty spool dir or pid file means Slurm did not say.
 NodeInfo node_info_from_slurm_conf(const std::string& node_name);
 
 // PrologFlags=contain: every allocation shows up locally as an extern step.

@@ -21,11 +21,10 @@ Result<Plan> Evaluation::operator()() {
     scan.caller_pid = context_.self;
     scan.slurm_daemon_pid = context_.slurm_daemon_pid;
     scan.wants_detail = [this](uid_t owner) { return !exemptions_.by_uid(owner).is_protected(); };
-    table_ = ProcessTable{};  // not two tables at once
     scan.read_cgroup = false;  // read below, and only if some job could protect by cgroup
-    auto table = scan_processes(scan);
-    if (!table.ok()) return table.error();
-    table_ = std::move(table).value();
+    auto scanned = scan_processes(scan);
+    if (!scanned.ok()) return scanned.error();
+    ProcessTable& table = scanned.value();
 
     auto live = job_state_();
     if (!live.ok()) return live.error();
@@ -36,13 +35,13 @@ Result<Plan> Evaluation::operator()() {
     std::set<pid_t> caller_ancestors(ancestry.begin(), ancestry.end());
 
     std::map<uid_t, Exemption> exemptions;
-    for (const Process& p : table_.processes) {
+    for (const Process& p : table.processes) {
         if (!p.detailed) exemptions.emplace(p.owner, exemptions_.by_uid(p.owner));
         else if (p.uids.all_equal()) exemptions.emplace(p.uids.real, cache_.get(p.uids.real));
     }
 
     const auto decide_now = [&] {
-        return decide(DecisionInput{table_, exemptions, live_, context_.event, context_.self, caller_ancestors,
+        return decide(DecisionInput{table, exemptions, live_, context_.event, context_.self, caller_ancestors,
                                     context_.never_touch, context_.ending_stepds});
     };
     Plan plan = decide_now();
@@ -54,7 +53,7 @@ Result<Plan> Evaluation::operator()() {
         for (const Decision& d : plan.decisions)
             if (d.verdict == Verdict::kill) candidates.insert(d.pid);
         if (!candidates.empty()) {
-            if (auto read = read_job_cgroups(context_.proc_root, table_, candidates); !read.ok()) return read.error();
+            if (auto read = read_job_cgroups(context_.proc_root, table, candidates); !read.ok()) return read.error();
             plan = decide_now();
         }
     }
@@ -64,7 +63,6 @@ Result<Plan> Evaluation::operator()() {
         for (const uid_t uid : plan.kill_uids())
             if (asked_allocations_.count(uid) == 0) unasked.insert(uid);
         if (!unasked.empty()) {
-            ++allocation_checks_;
             asked_allocations_.insert(unasked.begin(), unasked.end());
             auto holders = allocation_check_(unasked);
             if (!holders.ok()) return holders.error();

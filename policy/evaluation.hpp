@@ -26,8 +26,8 @@ using AllocationCheck = std::function<Result<std::set<uid_t>>(const std::set<uid
 struct EvaluationContext {
     std::string proc_root = "/proc";
     pid_t self = 0;                          // the caller's pid
-    std::optional<pid_t> slurm_daemon_pid;   // whose pid namespace the caller must share
-    std::set<pid_t> never_touch;
+    std::optional<pid_t> slurm_daemon_pid;   // whose pid namespace the caller must share (slurmd)
+    std::set<pid_t> never_touch;             // kept whatever their owner (slurmd)
     std::set<pid_t> ending_stepds;
     Event event;
 };
@@ -39,9 +39,7 @@ public:
 
     Result<Plan> operator()();
 
-    const ProcessTable& last_table() const { return table_; }
     const LiveWork& last_live_work() const { return live_; }
-    std::size_t allocation_checks() const { return allocation_checks_; }
 
 private:
     const Exemptions& exemptions_;
@@ -49,11 +47,9 @@ private:
     JobStateReader job_state_;
     AllocationCheck allocation_check_;
     EvaluationContext context_;
-    ProcessTable table_;
     LiveWork live_;
     std::set<uid_t> asked_allocations_;      // the controller is asked once per user per sweep
     std::set<uid_t> confirmed_allocations_;  // users it said hold an allocation here
-    std::size_t allocation_checks_ = 0;
 };
 
 }  // namespace leftover

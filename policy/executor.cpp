@@ -2,19 +2,36 @@
 #include "executor.hpp"
 
 #include "escape.hpp"
+#include "poll_timeout.hpp"
+#include "unique_fd.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <utility>
 
 namespace leftover {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The one way a decision becomes the record of what was done to its process.
+KillRecord record_for(const Decision& target, int signal, Outcome outcome) {
+    KillRecord record;
+    record.pid = target.pid;
+    record.uid = target.uid;
+    record.user = target.user;
+    record.comm = escape_for_log(target.comm);
+    record.signal = signal;
+    record.reason = target.reason;
+    record.detail = target.detail;
+    record.outcome = outcome;
+    return record;
+}
+
 struct Pinned {
     pid_t pid = 0;  // the pin is all that waiting needs: no copy of the decision
-    int pidfd = -1;
+    UniqueFd pidfd;
 };
 
 class Executor {
@@ -22,24 +39,25 @@ public:
     Executor(const KillOptions& options, SystemCalls& calls, KillReport& report)
         : options_(options), calls_(calls), report_(report) {}
 
-    // Pins every target, checks its identity through the pin and signals it.
-    // Returns the pinned processes that were signalled, for waiting.
     // Every action goes into the report and, as it happens, to the observer.
     void note(const KillRecord& r) {
         report_.actions.push_back(r);
         if (options_.observer.on_action) options_.observer.on_action(r);
     }
 
+    // Pins every target, checks its identity through the pin and signals it.
+    // Returns the pinned processes that were signalled, for waiting.
     std::vector<Pinned> signal_all(const std::vector<Decision>& targets, int signal) {
         std::vector<Pinned> signalled;
         for (const Decision& target : targets) {
-            KillRecord record = record_for(target, signal);
-            const int pidfd = calls_.pidfd_open(target.pid);
-            if (pidfd < 0) {
-                set_outcome(record, -pidfd);
+            KillRecord record = record_for(target, signal, Outcome::signalled);
+            const int opened = calls_.pidfd_open(target.pid);
+            if (opened < 0) {
+                set_outcome(record, -opened);
                 note(record);
                 continue;
             }
+            UniqueFd pidfd(opened);
             // pidfd_open pinned whatever process holds the pid now; only if it is still
             // the one that was decided on (same start time, same uids) may it be signalled.
             const auto identity = calls_.read_identity(options_.proc_root, target.pid);
@@ -49,15 +67,14 @@ public:
                        identity->uids.real != target.uid) {
                 record.outcome = Outcome::pid_reused;
             } else {
-                const int rc = calls_.pidfd_send_signal(pidfd, signal);
+                const int rc = calls_.pidfd_send_signal(pidfd.get(), signal);
                 set_outcome(record, -rc);
                 if (record.outcome == Outcome::signalled) {
                     note(record);
-                    signalled.push_back({target.pid, pidfd});
+                    signalled.push_back({target.pid, std::move(pidfd)});
                     continue;
                 }
             }
-            calls_.close(pidfd);
             note(record);
         }
         return signalled;
@@ -67,34 +84,20 @@ public:
     // counts as exited) or `until`; then closes the pins.
     void wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until) {
         std::vector<pollfd> fds;
-        for (const Pinned& p : pinned) fds.push_back({p.pidfd, POLLIN, 0});
+        for (const Pinned& p : pinned) fds.push_back({p.pidfd.get(), POLLIN, 0});
         until = std::min(until, options_.deadline);
         while (!fds.empty()) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
-            if (left.count() <= 0) break;
-            const int rc = calls_.poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1000)));
+            const int left_ms = poll_timeout_ms(until);
+            if (left_ms == 0) break;
+            const int rc = calls_.poll(fds.data(), fds.size(), std::min(left_ms, 1000));
             if (rc < 0 && rc != -EINTR) break;
             fds.erase(std::remove_if(fds.begin(), fds.end(), [](const pollfd& f) { return f.revents != 0; }),
                       fds.end());
         }
-        for (const Pinned& p : pinned) calls_.close(p.pidfd);
         pinned.clear();
     }
 
 private:
-    KillRecord record_for(const Decision& target, int signal) const {
-        KillRecord record;
-        record.pid = target.pid;
-        record.uid = target.uid;
-        record.user = target.user;
-        record.comm = escape_for_log(target.comm);
-        record.signal = signal;
-        record.reason = target.reason;
-        record.detail = target.detail;
-        record.round = report_.rounds;
-        return record;
-    }
-
     static void set_outcome(KillRecord& record, int error) {
         record.error = error;
         if (error == 0) record.outcome = Outcome::signalled;
@@ -145,18 +148,9 @@ KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, S
         return true;
     };
     if (options.dry_run) {
-        for (const Decision& d : plan->kills()) {
-            KillRecord record;
-            record.pid = d.pid;
-            record.uid = d.uid;
-            record.user = d.user;
-            record.comm = escape_for_log(d.comm);
-            record.signal = options.grace.count() > 0 ? SIGTERM : SIGKILL;
-            record.reason = d.reason;
-            record.detail = d.detail;
-            record.outcome = Outcome::dry_run;
-            executor.note(record);
-        }
+        const int first_signal = options.grace.count() > 0 ? SIGTERM : SIGKILL;
+        for (const Decision& d : plan->kills())
+            executor.note(record_for(d, first_signal, Outcome::dry_run));
         report.survivors = plan->kills();
         return report;
     }
@@ -194,18 +188,6 @@ KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, S
     }
     report.survivors = plan->kills();
     return report;
-}
-
-const char* to_string(Outcome outcome) {
-    switch (outcome) {
-        case Outcome::signalled: return "signalled";
-        case Outcome::dry_run: return "dry_run";
-        case Outcome::gone: return "gone";
-        case Outcome::pid_reused: return "pid_reused";
-        case Outcome::permission_denied: return "permission_denied";
-        case Outcome::failed: return "failed";
-    }
-    return "?";
 }
 
 }  // namespace leftover

@@ -34,7 +34,6 @@ struct KillRecord {
     std::string detail;
     Outcome outcome = Outcome::signalled;
     int error = 0;  // errno for permission_denied / failed
-    int round = 0;
 };
 
 // Told about each action as it happens, so a front end logs it then and not after
@@ -69,7 +68,5 @@ using Evaluate = std::function<Result<Plan>()>;
 
 // Always returns, by the deadline at the latest (plus one bounded evaluation).
 KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls = real_system_calls());
-
-const char* to_string(Outcome outcome);
 
 }  // namespace leftover

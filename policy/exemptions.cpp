@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "exemptions.hpp"
 
+#include "errno_text.hpp"
 #include "trusted_file.hpp"
 
 #include <fmt/format.h>
-
-#include <cstring>
 
 namespace leftover {
 namespace {
@@ -76,7 +75,7 @@ Exemption Exemptions::classify(uid_t uid, const AccountDatabase& accounts) const
         case AccountLookup::Status::no_account:
             return {Protection::unknown_uid, {}, "no account has this uid"};
         case AccountLookup::Status::failed:
-            return {Protection::unknown_uid, {}, fmt::format("account lookup failed: {}", std::strerror(lookup.error))};
+            return {Protection::unknown_uid, {}, fmt::format("account lookup failed: {}", errno_text(lookup.error))};
         case AccountLookup::Status::found:
             break;
     }
@@ -105,20 +104,6 @@ const Exemption& ExemptionCache::get(uid_t uid) {
     auto found = cache_.find(uid);
     if (found == cache_.end()) found = cache_.emplace(uid, exemptions_.classify(uid, accounts_)).first;
     return found->second;
-}
-
-const char* to_string(Protection protection) {
-    switch (protection) {
-        case Protection::none: return "none";
-        case Protection::root: return "root";
-        case Protection::below_uid_min: return "below_uid_min";
-        case Protection::above_uid_max: return "above_uid_max";
-        case Protection::slurm_account: return "slurm_account";
-        case Protection::protected_users: return "protected_users";
-        case Protection::protected_users_file: return "protected_users_file";
-        case Protection::unknown_uid: return "unknown_uid";
-    }
-    return "?";
 }
 
 }  // namespace leftover

@@ -48,8 +48,6 @@ public:
     // The full rule, looking the account name up when the uid alone does not decide.
     Exemption classify(uid_t uid, const AccountDatabase& accounts) const;
 
-    std::size_t protected_name_count() const { return names_.size(); }
-
 private:
     uid_t uid_min_ = 1000;
     uid_t uid_max_ = 60000;
@@ -67,14 +65,11 @@ public:
     ExemptionCache(const Exemptions& exemptions, const AccountDatabase& accounts)
         : exemptions_(exemptions), accounts_(accounts) {}
     const Exemption& get(uid_t uid);
-    const std::map<uid_t, Exemption>& all() const { return cache_; }
 
 private:
     const Exemptions& exemptions_;
     const AccountDatabase& accounts_;
     std::map<uid_t, Exemption> cache_;
 };
-
-const char* to_string(Protection protection);
 
 }  // namespace leftover

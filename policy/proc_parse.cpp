@@ -120,15 +120,20 @@ std::optional<std::uint64_t> parse_hex(std::string_view value) {
     return parse_number<std::uint64_t>(value, 16);
 }
 
-bool is_slurmstepd_exe(std::string_view link) {
+std::string_view slurm_program_name(std::string_view program) {
+    // Debian installs slurmd-wlm and slurmstepd-wlm behind alternatives symlinks, and an
+    // exe link names the real file.
+    constexpr std::string_view debian_suffix = "-wlm";
+    if (program.ends_with(debian_suffix)) program.remove_suffix(debian_suffix.size());
+    return program;
+}
+
+std::string_view exe_program(std::string_view link) {
     // After a package upgrade the running binary's link reads "<path> (deleted)".
     constexpr std::string_view deleted = " (deleted)";
     if (link.ends_with(deleted)) link.remove_suffix(deleted.size());
     const auto slash = link.rfind('/');
-    const auto name = link.substr(slash == std::string_view::npos ? 0 : slash + 1);
-    // Debian installs it as slurmstepd-wlm behind an alternatives symlink, and the exe
-    // link names the file itself.
-    return name == "slurmstepd" || name == "slurmstepd-wlm";
+    return link.substr(slash == std::string_view::npos ? 0 : slash + 1);
 }
 
 namespace {

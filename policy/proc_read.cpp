@@ -12,20 +12,8 @@
 
 namespace leftover::procfs {
 
-Fd& Fd::operator=(Fd&& other) noexcept {
-    if (this != &other) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-}
-
-Fd::~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
-int open_dir(int dirfd, const char* path, Fd& out) {
-    out = Fd(::openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+int open_dir(int dirfd, const char* path, UniqueFd& out) {
+    out.reset(::openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     return out.get() >= 0 ? 0 : errno;
 }
 
@@ -34,7 +22,7 @@ int read_file(int dirfd, const char* path, std::string& out) {
     // stops a hostile fake or a runaway file from eating memory.
     constexpr std::size_t max_size = std::size_t{16} << 20;
     out.clear();
-    Fd fd(::openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
+    UniqueFd fd(::openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
     if (fd.get() < 0) return errno;
     out.resize(std::max<std::size_t>(out.capacity(), 4096));
     std::size_t used = 0;
@@ -66,7 +54,7 @@ int read_link(int dirfd, const char* path, std::string& out) {
     return 0;
 }
 
-int open_pid_dir(int root, pid_t pid, Fd& out) {
+int open_pid_dir(int root, pid_t pid, UniqueFd& out) {
     char name[16];
     const auto end = std::to_chars(name, name + sizeof name - 1, pid).ptr;
     *end = '\0';
@@ -82,7 +70,7 @@ int read_stat(int dir, pid_t pid, StatFields& out, std::string& buf) {
 }
 
 int probe_process(int root, pid_t pid, Probe& out, std::string& buf) {
-    Fd dir;
+    UniqueFd dir;
     out.failed_file = "";
     if (const int err = open_pid_dir(root, pid, dir)) return err;
     struct stat st {};
@@ -99,7 +87,7 @@ int probe_process(int root, pid_t pid, Probe& out, std::string& buf) {
     const int err = read_link(dir.get(), "exe", buf);
     if (err == ENOENT) return 0;  // no exe: a zombie, or exiting right now
     if (err) return err;
-    out.slurmstepd = is_slurmstepd_exe(buf);
+    out.slurmstepd = slurm_program_name(exe_program(buf)) == "slurmstepd";
     return 0;
 }
 

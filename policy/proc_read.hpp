@@ -7,6 +7,7 @@
 
 #include "process.hpp"
 #include "result.hpp"
+#include "unique_fd.hpp"
 
 #include <sys/types.h>
 
@@ -15,7 +16,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace leftover {
@@ -24,29 +24,12 @@ struct ScanOptions;
 
 namespace leftover::procfs {
 
-// Owns one file descriptor, closed on destruction.
-class Fd {
-public:
-    Fd() = default;
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    Fd& operator=(Fd&& other) noexcept;
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd();
-
-    int get() const { return fd_; }
-
-private:
-    int fd_ = -1;
-};
-
 // The I/O functions return 0 or an errno value, so callers can tell a process that
 // went away (vanished) from a real failure without looking at errno later.
 inline bool vanished(int err) { return err == ENOENT || err == ESRCH; }
 
 // Opens a directory below dirfd without following a symlink in its last component.
-int open_dir(int dirfd, const char* path, Fd& out);
+int open_dir(int dirfd, const char* path, UniqueFd& out);
 // Reads the whole file into out (reusing its capacity). The last component is
 // not followed if it is a symlink.
 int read_file(int dirfd, const char* path, std::string& out);
@@ -55,7 +38,7 @@ int read_link(int dirfd, const char* path, std::string& out);
 // "1234" -> 1234; anything else (signs, leading zeros, overflow) -> nullopt.
 std::optional<pid_t> parse_pid(std::string_view text);
 
-int open_pid_dir(int root, pid_t pid, Fd& out);
+int open_pid_dir(int root, pid_t pid, UniqueFd& out);
 
 inline constexpr std::uint64_t pf_kthread = 0x00200000;
 
@@ -95,8 +78,12 @@ std::optional<std::uint64_t> parse_hex(std::string_view value);
 // in a job_<id> cgroup created by Slurm itself (see the .cpp for the layouts).
 std::optional<std::string> slurm_job_cgroup(std::string_view cgroup_file);
 
-// True for an exe link naming a slurmstepd binary, also after it was replaced on disk.
-bool is_slurmstepd_exe(std::string_view link);
+// The program an exe link names: its last component, also after the binary was replaced
+// on disk ("/usr/sbin/slurmstepd (deleted)" -> "slurmstepd").
+std::string_view exe_program(std::string_view link);
+
+// A Slurm program's own name, also as Debian installs it ("slurmstepd-wlm" -> "slurmstepd").
+std::string_view slurm_program_name(std::string_view program);
 
 struct Mount {
     std::string fstype;

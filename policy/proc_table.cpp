@@ -4,6 +4,7 @@
 // caller wants, and the ancestry of those resolved lazily.
 #include "proc_table.hpp"
 
+#include "errno_text.hpp"
 #include "proc_read.hpp"
 
 #include <dirent.h>
@@ -15,7 +16,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <system_error>
 #include <unordered_map>
 
 namespace leftover {
@@ -73,8 +73,7 @@ private:
 };
 
 Error Scanner::failure(pid_t pid, const char* file, int err) const {
-    const auto what = err == EBADMSG ? std::string("unexpected contents")
-                                     : std::error_code(err, std::generic_category()).message();
+    const auto what = err == EBADMSG ? std::string("unexpected contents") : errno_text(err);
     const auto path = *file ? fmt::format("{}/{}/{}", options_.proc_root, pid, file)
                             : fmt::format("{}/{}", options_.proc_root, pid);
     return Error::lookup(fmt::format("cannot read {}: {}", path, what));
@@ -86,8 +85,7 @@ Status Scanner::list() {
     for (;;) {
         const ssize_t n = ::getdents64(root_, buf, sizeof buf);
         if (n < 0)
-            return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root,
-                                             std::error_code(errno, std::generic_category()).message()));
+            return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root, errno_text(errno)));
         if (n == 0) break;
         for (ssize_t offset = 0; offset < n;) {
             unsigned short reclen = 0;
@@ -117,7 +115,7 @@ Status Scanner::list() {
 // Reads stat, status and cgroup through one directory fd: if the pid is reused
 // meanwhile, the old fd fails instead of mixing two processes. false: p is gone.
 Result<bool> Scanner::load_detail(Process& p) {
-    Fd dir;
+    UniqueFd dir;
     const char* file = "";
     int err = open_pid_dir(root_, p.pid, dir);
     if (!err) {
@@ -188,7 +186,7 @@ Result<const std::optional<Node>*> Scanner::ancestor(pid_t pid) {
 // Re-reads the parent of a process whose ancestor went away. false: it is gone too
 // (or its pid now belongs to a younger process).
 Result<bool> Scanner::refresh(pid_t pid, std::uint64_t start_time, pid_t& ppid) {
-    Fd dir;
+    UniqueFd dir;
     StatFields stat;
     int err = open_pid_dir(root_, pid, dir);
     if (!err) err = read_stat(dir.get(), pid, stat, buf_);
@@ -265,10 +263,9 @@ Status Scanner::resolve_ancestry() {
 }  // namespace
 
 Result<ProcessTable> scan_processes(const ScanOptions& options) {
-    Fd root(::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd root(::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0)
-        return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root,
-                                         std::error_code(errno, std::generic_category()).message()));
+        return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root, errno_text(errno)));
     if (auto view = check_view(root.get(), options); !view) return view.error();
     Scanner scanner(root.get(), options);
     for (auto step : {&Scanner::list, &Scanner::load_details, &Scanner::resolve_ancestry})
@@ -277,10 +274,9 @@ Result<ProcessTable> scan_processes(const ScanOptions& options) {
 }
 
 Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids) {
-    Fd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0)
-        return Error::lookup(fmt::format("cannot open {}: {}", proc_root,
-                                         std::error_code(errno, std::generic_category()).message()));
+        return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
     std::string buf;
     for (const pid_t pid : pids) {
         Process* p = find_mutable(table, pid);
@@ -290,16 +286,15 @@ Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const
         const int err = read_file(root.get(), fmt::format("{}/cgroup", pid).c_str(), buf);
         if (vanished(err)) continue;
         if (err)
-            return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid,
-                                             std::error_code(err, std::generic_category()).message()));
+            return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid, errno_text(err)));
         p->job_cgroup = slurm_job_cgroup(buf);
     }
     return Ok{};
 }
 
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) {
-    Fd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    Fd dir;
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd dir;
     std::string buf;
     StatFields stat;
     if (root.get() < 0 || open_pid_dir(root.get(), pid, dir) != 0 || read_stat(dir.get(), pid, stat, buf) != 0 ||
@@ -308,7 +303,7 @@ std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) {
     const auto value = status_value(buf, "Uid");
     const auto uids = value ? parse_uids(*value) : std::nullopt;
     if (!uids) return std::nullopt;
-    return Identity{stat.start_time, *uids, stat.state};
+    return Identity{stat.start_time, *uids};
 }
 
 std::vector<pid_t> read_ancestry(const std::string& proc_root, pid_t pid) {
@@ -316,12 +311,12 @@ std::vector<pid_t> read_ancestry(const std::string& proc_root, pid_t pid) {
     // exited meanwhile) still protects the part that was read.
     constexpr std::size_t max_depth = 512;
     std::vector<pid_t> chain;
-    procfs::Fd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0) return chain;
     std::string buf;
     procfs::StatFields stat;
     for (pid_t next = pid; chain.size() < max_depth;) {
-        procfs::Fd dir;
+        UniqueFd dir;
         if (procfs::open_pid_dir(root.get(), next, dir) != 0 || procfs::read_stat(dir.get(), next, stat, buf) != 0)
             break;
         next = stat.ppid;

@@ -23,8 +23,8 @@ struct ScanOptions {
     bool read_cgroup = true;
     // The pid the caller has in the pid namespace it runs in: <proc_root>/self must name it.
     pid_t caller_pid = 0;
-    // A Slurm daemon (slurmd, or the calling slurmstepd) whose pid namespace the caller
-    // must share; unset skips that check.
+    // A Slurm daemon (slurmd, or a slurmstepd) whose pid namespace the caller must share;
+    // its exe must name slurmd or slurmstepd. Unset skips that check.
     std::optional<pid_t> slurm_daemon_pid;
 };
 
@@ -41,7 +41,6 @@ Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const
 struct Identity {
     std::uint64_t start_time = 0;
     Uids uids;
-    char state = '?';
     bool operator==(const Identity&) const = default;
 };
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);

@@ -2,6 +2,7 @@
 // Before trusting a /proc root, make sure it shows every process of the caller's
 // pid namespace. A /proc of another namespace, or one mounted with hidepid=, would
 // give a plausible but partial table; the sweep must then decide nothing at all.
+#include "errno_text.hpp"
 #include "proc_read.hpp"
 #include "proc_table.hpp"
 
@@ -13,7 +14,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <system_error>
 
 namespace leftover::procfs {
 
@@ -21,12 +21,10 @@ namespace {
 
 constexpr unsigned cap_sys_ptrace = 19;
 
-std::string message(int err) { return std::error_code(err, std::generic_category()).message(); }
-
 Status check_self(int root, const ScanOptions& options) {
     std::string link;
     if (const int err = read_link(root, "self", link))
-        return Error::lookup(fmt::format("cannot resolve {}/self: {}", options.proc_root, message(err)));
+        return Error::lookup(fmt::format("cannot resolve {}/self: {}", options.proc_root, errno_text(err)));
     if (parse_pid(link) != options.caller_pid)
         return Error::lookup(fmt::format("{}/self names pid '{}' but the caller is pid {}: "
                                          "this /proc belongs to another pid namespace",
@@ -83,17 +81,17 @@ bool exempt(std::string_view status, const HidePid& hide) {
 Status check_hidepid(int root, const ScanOptions& options) {
     struct statfs fs {};
     if (::fstatfs(root, &fs) != 0)
-        return Error::lookup(fmt::format("cannot statfs {}: {}", options.proc_root, message(errno)));
+        return Error::lookup(fmt::format("cannot statfs {}: {}", options.proc_root, errno_text(errno)));
     const bool procfs = fs.f_type == PROC_SUPER_MAGIC;
     std::string text;
     const int err = read_file(root, "self/mountinfo", text);
     if (err == ENOENT && !procfs) return Ok{};  // a fake tree that models no mounts
     if (err)
-        return Error::lookup(fmt::format("cannot read {}/self/mountinfo: {}", options.proc_root, message(err)));
+        return Error::lookup(fmt::format("cannot read {}/self/mountinfo: {}", options.proc_root, errno_text(err)));
 
     char* resolved = ::realpath(options.proc_root.c_str(), nullptr);
     if (!resolved)
-        return Error::lookup(fmt::format("cannot resolve {}: {}", options.proc_root, message(errno)));
+        return Error::lookup(fmt::format("cannot resolve {}: {}", options.proc_root, errno_text(errno)));
     const std::string mount_point = resolved;
     std::free(resolved);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
 
@@ -107,7 +105,7 @@ Status check_hidepid(int root, const ScanOptions& options) {
     const auto hide = hidepid_of(mount->super_options);
     if (!hide) return Ok{};
     if (const int status_err = read_file(root, "self/status", text))
-        return Error::lookup(fmt::format("cannot read {}/self/status: {}", options.proc_root, message(status_err)));
+        return Error::lookup(fmt::format("cannot read {}/self/status: {}", options.proc_root, errno_text(status_err)));
     if (exempt(text, *hide)) return Ok{};
     return Error::lookup(fmt::format(
         "{} is mounted with hidepid={}: the caller may not see every process (it needs to be root with "
@@ -115,16 +113,42 @@ Status check_hidepid(int root, const ScanOptions& options) {
         options.proc_root, hide->mode, hide->gid ? fmt::format(" or in group {}", *hide->gid) : std::string()));
 }
 
+bool is_slurm_daemon(std::string_view program) {
+    program = slurm_program_name(program);
+    return program == "slurmd" || program == "slurmstepd";
+}
+
+// The daemon's pid must still name a Slurm daemon here: a pid file can be stale, and a
+// pid from another pid namespace names some other process (or none) in this one.
+Status check_slurm_daemon(int root, const ScanOptions& options, pid_t daemon) {
+    std::string link;
+    const auto path = fmt::format("{}/exe", daemon);
+    if (const int err = read_link(root, path.c_str(), link)) {
+        if (vanished(err))
+            return Error::lookup(fmt::format("Slurm daemon pid {} is not in {}: it has exited, or the pid is from "
+                                             "another pid namespace",
+                                             daemon, options.proc_root));
+        return Error::lookup(fmt::format("cannot read {}/{} of Slurm daemon pid {}: {}", options.proc_root, path,
+                                         daemon, errno_text(err)));
+    }
+    if (!is_slurm_daemon(exe_program(link)))
+        return Error::lookup(fmt::format("pid {} in {} runs {}, not slurmd or slurmstepd: a stale pid file, or a pid "
+                                         "from another pid namespace",
+                                         daemon, options.proc_root, link));
+    return Ok{};
+}
+
 Status check_pid_namespace(int root, const ScanOptions& options) {
     if (!options.slurm_daemon_pid) return Ok{};
     const pid_t daemon = *options.slurm_daemon_pid;
+    if (auto status = check_slurm_daemon(root, options, daemon); !status) return status;
     std::string mine, theirs;
     if (const int err = read_link(root, "self/ns/pid", mine))
-        return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", options.proc_root, message(err)));
+        return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", options.proc_root, errno_text(err)));
     const auto path = fmt::format("{}/ns/pid", daemon);
     if (const int err = read_link(root, path.c_str(), theirs))
         return Error::lookup(fmt::format("cannot read the pid namespace of Slurm daemon pid {} ({}/{}): {}", daemon,
-                                         options.proc_root, path, message(err)));
+                                         options.proc_root, path, errno_text(err)));
     if (mine != theirs)
         return Error::lookup(fmt::format("the caller runs in pid namespace {} but Slurm daemon pid {} in {}: "
                                          "its processes are not all visible here",

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "report.hpp"
 
+#include "errno_text.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)
 
 #include <csignal>
-#include <cstring>
 #include <map>
 #include <set>
 
@@ -41,14 +42,9 @@ std::string format_action(const KillRecord& r) {
         case Outcome::permission_denied:
             return fmt::format("{} failed: {}: permission denied", signal_name(r.signal), who(r));
         case Outcome::failed:
-            return fmt::format("{} failed: {}: {}", signal_name(r.signal), who(r), std::strerror(r.error));
+            return fmt::format("{} failed: {}: {}", signal_name(r.signal), who(r), errno_text(r.error));
     }
     return "?";
-}
-
-bool is_notable(const KillRecord& r) {
-    return r.outcome == Outcome::signalled || r.outcome == Outcome::dry_run ||
-           r.outcome == Outcome::permission_denied || r.outcome == Outcome::failed;
 }
 
 std::string format_summary(const SummaryInput& in, const KillReport& report) {

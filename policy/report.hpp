@@ -16,9 +16,6 @@ namespace leftover {
 // or, in a dry run, "would kill pid=123 ...". Failures say what failed.
 std::string format_action(const KillRecord& record);
 
-// True when the action belongs in syslog too (kills, would-kills, failures).
-bool is_notable(const KillRecord& record);
-
 struct SummaryInput {
     std::string trigger;              // "job 12 step 0", "job 12 epilog", "node sweep"
     std::optional<uid_t> trigger_uid;

@@ -23,8 +23,6 @@ int SystemCalls::poll(pollfd* fds, nfds_t count, int timeout_ms) {
     return rc < 0 ? -errno : rc;
 }
 
-void SystemCalls::close(int fd) { ::close(fd); }
-
 std::optional<Identity> SystemCalls::read_identity(const std::string& proc_root, pid_t pid) {
     return leftover::read_identity(proc_root, pid);
 }

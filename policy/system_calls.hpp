@@ -19,7 +19,6 @@ public:
     virtual int pidfd_open(pid_t pid);
     virtual int pidfd_send_signal(int pidfd, int signal);
     virtual int poll(pollfd* fds, nfds_t count, int timeout_ms);
-    virtual void close(int fd);
     // open/read of /proc/<pid>/{stat,status}; nullopt when gone or unreadable.
     virtual std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
 };

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "trusted_file.hpp"
 
+#include "errno_text.hpp"
+#include "unique_fd.hpp"
+
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <utility>
 
 namespace leftover {
 namespace {
@@ -18,37 +18,22 @@ FileError fault(FileFault kind, const std::string& path, const std::string& why)
     return {kind, fmt::format("{}: {}", path, why)};
 }
 
-class FdCloser {
-public:
-    explicit FdCloser(int fd) : fd_(fd) {}
-    ~FdCloser() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    int release() { return std::exchange(fd_, -1); }
-    FdCloser(const FdCloser&) = delete;
-    FdCloser& operator=(const FdCloser&) = delete;
-
-private:
-    int fd_;
-};
-
 // Opens `path` and checks the opened file itself: regular, owned by `required_owner`,
 // not writable by group or others. Returns the descriptor.
-Result<int, FileError> open_trusted(const std::string& path, uid_t required_owner) {
+Result<UniqueFd, FileError> open_trusted(const std::string& path, uid_t required_owner) {
     // O_NOFOLLOW refuses a symlink at the last component; O_NONBLOCK keeps a fifo from
     // blocking the open before fstat can reject it.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+    if (!fd.valid()) {
         const int err = errno;
         if (err == ENOENT) return fault(FileFault::missing, path, "does not exist");
         if (err == ELOOP) return fault(FileFault::symlink, path, "is a symbolic link; expected a regular file");
-        return fault(FileFault::unreadable, path, fmt::format("cannot open: {}", std::strerror(err)));
+        return fault(FileFault::unreadable, path, fmt::format("cannot open: {}", errno_text(err)));
     }
-    FdCloser closer(fd);
 
     struct stat st {};
-    if (::fstat(fd, &st) != 0)
-        return fault(FileFault::unreadable, path, fmt::format("cannot stat: {}", std::strerror(errno)));
+    if (::fstat(fd.get(), &st) != 0)
+        return fault(FileFault::unreadable, path, fmt::format("cannot stat: {}", errno_text(errno)));
     if (!S_ISREG(st.st_mode))
         return fault(FileFault::not_regular, path,
                      S_ISDIR(st.st_mode) ? "is a directory; expected a regular file" : "is not a regular file");
@@ -60,23 +45,21 @@ Result<int, FileError> open_trusted(const std::string& path, uid_t required_owne
                      fmt::format("has mode {:04o}; it must not be writable by group or others", st.st_mode & 07777));
     if (static_cast<std::size_t>(st.st_size) > kMaxTrustedFileSize)
         return fault(FileFault::too_large, path, fmt::format("is larger than {} bytes", kMaxTrustedFileSize));
-    return closer.release();
+    return fd;
 }
 
 }  // namespace
 
 Status check_trusted_file(const std::string& path, uid_t required_owner) {
-    auto fd = open_trusted(path, required_owner);
-    if (!fd.ok()) return Error::lookup(fd.error().message);
-    ::close(fd.value());
+    const auto opened = open_trusted(path, required_owner);
+    if (!opened.ok()) return Error::lookup(opened.error().message);
     return Ok{};
 }
 
 Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t required_owner) {
     auto opened = open_trusted(path, required_owner);
     if (!opened.ok()) return opened.error();
-    const int fd = opened.value();
-    FdCloser closer(fd);
+    const int fd = opened.value().get();
 
     std::string content;
     char buffer[8192];
@@ -84,7 +67,7 @@ Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t 
         const ssize_t n = ::read(fd, buffer, sizeof buffer);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return fault(FileFault::unreadable, path, fmt::format("cannot read: {}", std::strerror(errno)));
+            return fault(FileFault::unreadable, path, fmt::format("cannot read: {}", errno_text(errno)));
         }
         if (n == 0) break;
         content.append(buffer, static_cast<std::size_t>(n));

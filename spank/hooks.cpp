@@ -41,7 +41,7 @@ const sweep::ConfigAndExemptions& load_once(const PluginArgs& args, const node::
 }
 
 void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t> ending_stepds,
-           std::chrono::steady_clock::time_point started) {
+                  std::optional<pid_t> slurmd_pid, std::chrono::steady_clock::time_point started) {
     SlurmLogSink sink;
     Logger log(sink);
     log_unknown_args(args, log);
@@ -53,6 +53,7 @@ void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t
     sweep::SweepRequest request;
     request.trigger = std::move(trigger);
     request.node = node.value();
+    request.node.slurmd_pid = slurmd_pid;
     request.self = ::getpid();
     request.ending_stepds = std::move(ending_stepds);
     request.started = started;
@@ -113,12 +114,19 @@ void on_step_exit(spank_t sp, int ac, char** av) noexcept {
         trigger.job_id = *job;
         trigger.ending_step = node::StepId{*job, *step};
         // This slurmstepd is the ending step's: its own children get no step protection.
-        sweep_at_end(args, std::move(trigger), {::getpid()}, started);
+        // slurmd's pid stays unknown here: slurmd double-forks slurmstepd (22.05 req.c,
+        // _forkexec_slurmstepd), so our parent is init by now; and SlurmdPidFile is gone
+        // while slurmd restarts, which must not stop a step end's sweep. Forked by
+        // slurmd, a slurmstepd shares its pid namespace anyway.
+        sweep_at_end(args, std::move(trigger), {::getpid()}, std::nullopt, started);
     });
 }
 
 void on_job_epilog(spank_t sp, int ac, char** av) noexcept {
     const auto started = std::chrono::steady_clock::now();
+    // slurmd runs `slurmstepd spank epilog` as its own child and waits for it (22.05
+    // prep_script_slurmd.c, _run_spank_job_script): our parent is slurmd.
+    const pid_t slurmd_pid = ::getppid();
     guarded("job epilog", [&] {
         if (::geteuid() != 0) return;  // only where Slurm runs us as root on the node
         const PluginArgs args = parse_plugin_args(ac, av);
@@ -133,7 +141,7 @@ void on_job_epilog(spank_t sp, int ac, char** av) noexcept {
         trigger.uid = *uid;
         trigger.job_id = *job;
         trigger.job_ending = true;
-        sweep_at_end(args, std::move(trigger), {}, started);
+        sweep_at_end(args, std::move(trigger), {}, slurmd_pid, started);
     });
 }
 

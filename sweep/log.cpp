@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "log.hpp"
 
+#include "unique_fd.hpp"
+
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -33,8 +35,8 @@ void Logger::emit(LogLevel level, const std::string& text, bool to_syslog) {
 }
 
 void send_to_syslog(LogLevel level, const std::string& text) {
-    const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) return;
+    const UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd.valid()) return;
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     constexpr char kPath[] = "/dev/log";
@@ -46,9 +48,8 @@ void send_to_syslog(LogLevel level, const std::string& text) {
     const std::string message = fmt::format("<{}>{:%b %e %H:%M:%S} leftover[{}]: {}", LOG_DAEMON | syslog_priority(level),
                                             local, ::getpid(), text);
     // Best effort: a missing or full syslog must never hold up a job's end.
-    (void)::sendto(fd, message.data(), message.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+    (void)::sendto(fd.get(), message.data(), message.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
                    reinterpret_cast<const sockaddr*>(&address), sizeof address);
-    ::close(fd);
 }
 
 }  // namespace leftover::sweep

@@ -113,6 +113,10 @@ Evaluation make_evaluation(const Config& config, const Exemptions& exemptions, c
     EvaluationContext context;
     context.proc_root = request.proc_root;
     context.self = request.self;
+    if (request.node.slurmd_pid) {
+        context.slurm_daemon_pid = request.node.slurmd_pid;
+        context.never_touch = {*request.node.slurmd_pid};
+    }
     context.ending_stepds = request.ending_stepds;
     // A node-wide sweep has no job user that scope job_user could narrow it to.
     context.event = Event{request.trigger.uid ? config.scope : Scope::node, request.trigger.uid};

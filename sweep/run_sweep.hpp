@@ -42,7 +42,7 @@ struct Trigger {
 
 struct SweepRequest {
     Trigger trigger;
-    node::NodeInfo node;
+    node::NodeInfo node;  // with node.slurmd_pid, the evaluation checks the pid namespace
     pid_t self = 0;
     std::set<pid_t> ending_stepds;
     std::string proc_root = "/proc";

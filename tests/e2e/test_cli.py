@@ -59,6 +59,16 @@ def on_node(cluster, *args: str) -> list[str]:
     return [*args, "--node", cluster.node]
 
 
+def slurm_conf_with(cluster, tmp_path: Path, **settings: str) -> Path:
+    """A copy of the cluster's slurm.conf with some of its settings replaced."""
+    text = cluster.conf_path.read_text()
+    for key, value in settings.items():
+        text = re.sub(rf"^{key}=.*$", f"{key}={value}", text, flags=re.MULTILINE)
+    path = tmp_path / "slurm.conf"
+    path.write_text(text)
+    return path
+
+
 def table_rows(stdout: str) -> dict[int, list[str]]:
     """pid -> [user, uid, pid, comm, decision, reason, detail...] of check's first table."""
     rows = {}
@@ -238,12 +248,12 @@ def test_a_config_error_exits_2_and_kills_nothing(cluster, conf_dir):
 
 def test_node_name_and_spool_dir_come_from_slurm_conf_as_slurmd_finds_them(cluster, tmp_path, conf_dir):
     # A slurm.conf in which this host is a node, with %n in SlurmdSpoolDir: no flags needed.
+    # The test node's slurmd stands in for lo-self's: the command needs a running slurmd.
     host = socket.gethostname().split(".")[0]
-    text = re.sub(r"^SlurmdSpoolDir=.*$", f"SlurmdSpoolDir={tmp_path}/spool-%n", cluster.conf_path.read_text(),
-                  flags=re.MULTILINE)
-    text += f"NodeName=lo-self NodeHostname={host} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
-    slurm_conf = tmp_path / "slurm.conf"
-    slurm_conf.write_text(text)
+    slurm_conf = slurm_conf_with(cluster, tmp_path, SlurmdSpoolDir=f"{tmp_path}/spool-%n",
+                                 SlurmdPidFile=str(cluster.dir / "run" / f"slurmd-{cluster.node}.pid"))
+    with slurm_conf.open("a") as conf:
+        conf.write(f"NodeName=lo-self NodeHostname={host} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n")
     (tmp_path / "spool-lo-self").mkdir()
     nobody_in_range = write_leftover_conf(conf_dir, f"uid_min: {TEST_UID_MAX}\nuid_max: {TEST_UID_MAX}\n",
                                           "nobody.conf")
@@ -253,6 +263,27 @@ def test_node_name_and_spool_dir_come_from_slurm_conf_as_slurmd_finds_them(clust
     doc = json.loads(result.stdout)
     assert doc["node"] == "lo-self"
     assert doc["spool_dir"] == f"{tmp_path}/spool-lo-self"
+
+
+def test_without_its_running_slurmd_it_decides_nothing_and_exits_2(cluster, tmp_path, conf_dir):
+    # slurmd's pid (SlurmdPidFile) names the slurmd whose pid namespace the command must share.
+    conf = str(write_config(conf_dir, ONLY_SWEEP_USER, "sweep.conf"))
+    missing = tmp_path / "slurmd.pid"
+    env = {"SLURM_CONF": str(slurm_conf_with(cluster, tmp_path, SlurmdPidFile=str(missing)))}
+    result = cli(cluster, *on_node(cluster, "check", "--json", "--config", conf), env_extra=env)
+    assert result.returncode == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "lookup"
+    assert error["message"] == f"slurmd's pid file {missing} does not exist: slurmd does not run on this node"
+
+    # A stale pid file: its pid now names another program (here: this test).
+    stale = tmp_path / "stale.pid"
+    stale.write_text(f"{os.getpid()}\n")
+    env = {"SLURM_CONF": str(slurm_conf_with(cluster, tmp_path, SlurmdPidFile=str(stale)))}
+    result = cli(cluster, *on_node(cluster, "sweep", "--dry-run", "--no-slew", "--config", conf), env_extra=env)
+    assert result.returncode == 2
+    assert re.search(rf"^leftover: error: lookup error: pid {os.getpid()} in /proc runs \S+, not slurmd or slurmstepd",
+                     result.stderr, re.MULTILINE), result.stderr
 
 
 def test_config_command_on_valid_invalid_and_untrusted_files(conf_dir):

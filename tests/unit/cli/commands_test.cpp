@@ -50,10 +50,11 @@ FakeProcess user_process(pid_t pid, uid_t uid, std::string comm = "sleep") {
             .gids = {uid, uid, uid, uid}};
 }
 
-// One node: a fake /proc with a stray, a protected user's process, a process of a user
-// with a job, and a system account's; an empty spool directory (no local steps, no
-// PrologFlags=contain, so slurmctld is asked before anyone is killed).
+// One node: a fake /proc with slurmd, a stray, a protected user's process, a process of
+// a user with a job, and a system account's; an empty spool directory (no local steps,
+// no PrologFlags=contain, so slurmctld is asked before anyone is killed).
 struct Node {
+    static constexpr pid_t kSlurmd = 90;
     FakeProc proc;
     TempDir dir;
     FakeAccounts accounts;
@@ -62,10 +63,14 @@ struct Node {
     std::ostringstream err;
     std::vector<double> slept;
     std::optional<Error> discovery_error;
+    std::optional<pid_t> slurmd_pid = kSlurmd;  // what discovery found in slurmd's pid file
     bool is_root = true;
 
     Node() {
         ::mkdir((dir / "spool").c_str(), 0755);
+        proc.add_process({.pid = kSlurmd, .uids = {}, .comm = "slurmd", .start_time = 40, .exe = "/usr/sbin/slurmd",
+                          .gids = {0, 0, 0, 0}});
+        proc.set_pid_ns(kSlurmd, "pid:[4026531836]");
         accounts.names = {{kAlice, "lo_alice"}, {kBob, "lo_bob"}, {kProtected, "alice"}, {kSystem, "daemonish"}};
         proc.add_process(user_process(200, kAlice));
         proc.add_process(user_process(201, kProtected));
@@ -83,6 +88,7 @@ struct Node {
         node.node_name = "n1";
         node.spool_dir = dir / "spool";
         node.slurm_uids = {64030};
+        node.slurmd_pid = slurmd_pid;
         return node;
     }
 
@@ -218,6 +224,28 @@ TEST_CASE("check: config and lookup errors exit 2 and kill nothing") {
     }
 }
 
+TEST_CASE("check and sweep: slurmd is never touched, and must share the command's pid namespace") {
+    Node node;
+    CHECK(node.check_decisions().at(Node::kSlurmd) == "keep never_touch");
+    CHECK(node.run({"check", "--json"}) == kExitStrays);
+    for (const auto& p : YAML::Load(node.out.str())["processes"]) CHECK(p["pid"].as<pid_t>() != Node::kSlurmd);
+
+    SUBCASE("slurmd in another pid namespace") {
+        node.proc.set_pid_ns(Node::kSlurmd, "pid:[4026532000]");
+        CHECK(node.run({"check"}) == kExitError);
+        CHECK(has(node.err.str(), "leftover: lookup error: the caller runs in pid namespace pid:[4026531836] but "
+                                  "Slurm daemon pid 90 in pid:[4026532000]"));
+        CHECK(node.run({"sweep", "--no-slew"}) == kExitError);
+        CHECK(has(node.err.str(), "leftover: error: lookup error: the caller runs in pid namespace"));
+        CHECK(has(node.err.str(), "leftover: node sweep: swept []; killed 0;"));
+    }
+    SUBCASE("a stale pid file: its pid now runs something else") {
+        node.slurmd_pid = 200;
+        CHECK(node.run({"check"}) == kExitError);
+        CHECK(has(node.err.str(), "pid 200 in " + node.proc.root() + " runs /usr/bin/sleep, not slurmd or slurmstepd"));
+    }
+}
+
 TEST_CASE("check, sweep --dry-run and the plugin's epilog sweep decide the same") {
     Node node;
     node.proc.add_process(user_process(204, kAlice, "helper"));
@@ -289,6 +317,7 @@ TEST_CASE("sweep: a real stray is killed and the sweep exits 0") {
     become_subreaper();
     kill_all_of(kStray);
     Node node;
+    node.slurmd_pid.reset();  // the real /proc of a build machine has no slurmd
     node.accounts.names = {{kStray, "cli.stray"}};
     node.controller.live = {};
     node.config("grace: 2\n");

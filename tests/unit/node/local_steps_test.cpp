@@ -33,10 +33,12 @@
 
 #include "local_steps.hpp"
 #include "support/unix_sockets.hpp"
+#include "unique_fd.hpp"
 
 namespace {
 
 using leftover::ErrorKind;
+using leftover::UniqueFd;
 using leftover::node::LocalJobState;
 using leftover::node::parse_step_socket_name;
 using leftover::node::read_local_steps;
@@ -113,16 +115,16 @@ public:
               std::int32_t oldest_client = kMinProtocolVersion)
         : path_(std::move(path)), uid_(uid), state_(state), behaviour_(behaviour), version_(version),
           oldest_client_(oldest_client) {
-        REQUIRE(::pipe2(stop_pipe_, O_CLOEXEC) == 0);
+        int stop_pipe[2];
+        REQUIRE(::pipe2(stop_pipe, O_CLOEXEC) == 0);
+        stop_read_.reset(stop_pipe[0]);
+        stop_write_.reset(stop_pipe[1]);
         listen_fd_ = bind_unix(path_);
-        REQUIRE(::listen(listen_fd_, 32) == 0);
+        REQUIRE(::listen(listen_fd_.get(), 32) == 0);
         thread_ = std::thread([this] { serve(); });
     }
     ~FakeStepd() {
         stop();
-        ::close(listen_fd_);
-        ::close(stop_pipe_[0]);
-        ::close(stop_pipe_[1]);
         ::unlink(path_.c_str());
     }
     FakeStepd(const FakeStepd&) = delete;
@@ -133,7 +135,7 @@ public:
     void stop() {
         if (!thread_.joinable()) return;
         const char byte = 'x';
-        (void)!::write(stop_pipe_[1], &byte, 1);
+        (void)!::write(stop_write_.get(), &byte, 1);
         thread_.join();
     }
 
@@ -147,7 +149,7 @@ public:
 private:
     // Waits for fd to be readable; false when told to stop.
     bool wait_readable(int fd) {
-        pollfd pfds[2] = {{fd, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+        pollfd pfds[2] = {{fd, POLLIN, 0}, {stop_read_.get(), POLLIN, 0}};
         for (;;) {
             const int n = ::poll(pfds, 2, -1);
             if (n < 0 && errno == EINTR) continue;
@@ -216,19 +218,17 @@ private:
     }
 
     void serve() {
-        std::vector<int> held;  // silent connections, kept open until stop
-        while (wait_readable(listen_fd_)) {
-            const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd < 0) continue;
+        std::vector<UniqueFd> held;  // silent connections, kept open until stop
+        while (wait_readable(listen_fd_.get())) {
+            UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+            if (!fd.valid()) continue;
             ++connections_;
             if (behaviour_ == Behaviour::silent) {
-                held.push_back(fd);
+                held.push_back(std::move(fd));
                 continue;
             }
-            if (behaviour_ != Behaviour::close_at_once) handle(fd);
-            ::close(fd);
+            if (behaviour_ != Behaviour::close_at_once) handle(fd.get());
         }
-        for (const int fd : held) ::close(fd);
     }
 
     std::string path_;
@@ -238,8 +238,8 @@ private:
     std::int32_t version_;
     std::int32_t oldest_client_;
     std::uint64_t sluid_ = 0x0123456789abcdefULL;
-    int stop_pipe_[2] = {-1, -1};
-    int listen_fd_ = -1;
+    UniqueFd stop_read_, stop_write_;  // a byte here ends serve()
+    UniqueFd listen_fd_;
     std::atomic<int> connections_{0};
     std::atomic<std::int32_t> client_version_{0};
     mutable std::mutex mutex_;

@@ -131,20 +131,51 @@ TEST_CASE("proc view: a mountinfo that cannot be read is a lookup error") {
 
 TEST_CASE("proc view: the caller must share the Slurm daemon's pid namespace") {
     FakeProc fake;
+    constexpr pid_t slurmd = 90;
+    fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40, .exe = "/usr/sbin/slurmd",
+                      .gids = {0, 0, 0, 0}});
+    fake.set_pid_ns(slurmd, "pid:[4026531836]");
     auto options = fake.options();
-    options.slurm_daemon_pid = 1;
+    options.slurm_daemon_pid = slurmd;
     CHECK(scan_error(options) == "");
     SUBCASE("different namespace") {
-        fake.set_pid_ns(1, "pid:[4026532000]");
+        fake.set_pid_ns(slurmd, "pid:[4026532000]");
         CHECK(contains(scan_error(options), "pid:[4026532000]"));
     }
     SUBCASE("daemon's namespace unreadable") {
-        options.slurm_daemon_pid = 4242;
-        CHECK(contains(scan_error(options), "4242"));
+        fake.remove("90/ns/pid");
+        CHECK(contains(scan_error(options), "the pid namespace of Slurm daemon pid 90"));
     }
     SUBCASE("own namespace unreadable") {
         fake.remove(std::to_string(FakeProc::caller_pid) + "/ns/pid");
         CHECK(contains(scan_error(options), "self/ns/pid"));
+    }
+    SUBCASE("slurmd upgraded on disk, Debian's slurmd-wlm, or a slurmstepd: still a Slurm daemon") {
+        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40,
+                          .exe = "/usr/sbin/slurmd (deleted)", .gids = {0, 0, 0, 0}});
+        CHECK(scan_error(options) == "");
+        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40,
+                          .exe = "/usr/sbin/slurmd-wlm", .gids = {0, 0, 0, 0}});
+        CHECK(scan_error(options) == "");
+        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmstepd", .start_time = 40,
+                          .exe = "/usr/sbin/slurmstepd", .gids = {0, 0, 0, 0}});
+        CHECK(scan_error(options) == "");
+    }
+    SUBCASE("a pid that names no process: slurmd exited, or the pid is another namespace's") {
+        options.slurm_daemon_pid = 4242;
+        CHECK(contains(scan_error(options), "Slurm daemon pid 4242 is not in " + fake.root()));
+    }
+    SUBCASE("a pid that names another program: a stale pid file, or another namespace's pid") {
+        options.slurm_daemon_pid = 1;  // same namespace as the caller, but systemd
+        CHECK(contains(scan_error(options), "pid 1 in " + fake.root() +
+                                                " runs /usr/lib/systemd/systemd, not slurmd or slurmstepd"));
+        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40, .exe = "/usr/bin/slurmdx",
+                          .gids = {0, 0, 0, 0}});
+        options.slurm_daemon_pid = slurmd;
+        CHECK(contains(scan_error(options), "runs /usr/bin/slurmdx, not slurmd"));
+        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40, .exe = "/usr/sbin/wlm",
+                          .gids = {0, 0, 0, 0}});
+        CHECK(contains(scan_error(options), "runs /usr/sbin/wlm, not slurmd"));
     }
 }
 
@@ -164,7 +195,6 @@ TEST_CASE("proc scan of the real /proc finds this test process as it is") {
 
     ScanOptions options;
     options.caller_pid = getpid();
-    options.slurm_daemon_pid = getppid();
     options.wants_detail = [](uid_t owner) { return owner == geteuid(); };
     const auto table = scan_processes(options);
     REQUIRE_MESSAGE(table.ok(), (table.ok() ? std::string() : table.error().message));
@@ -185,7 +215,7 @@ TEST_CASE("proc scan of the real /proc finds this test process as it is") {
 
     const auto identity = read_identity("/proc", getpid());
     REQUIRE(identity.has_value());
-    CHECK(*identity == Identity{start_time, self->uids, 'R'});
+    CHECK(*identity == Identity{start_time, self->uids});
     CHECK(read_ancestry("/proc", getpid()) == self->ancestors);
 }
 

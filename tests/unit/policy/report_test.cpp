@@ -52,15 +52,6 @@ TEST_CASE("report: an unknown user is a question mark, a reason without detail s
     CHECK(signal_name(SIGHUP) == "signal 1");
 }
 
-TEST_CASE("report: kills, would-kills and failures are notable, a process already gone is not") {
-    CHECK(is_notable(stray_sleep(Outcome::signalled)));
-    CHECK(is_notable(stray_sleep(Outcome::dry_run)));
-    CHECK(is_notable(stray_sleep(Outcome::permission_denied)));
-    CHECK(is_notable(stray_sleep(Outcome::failed)));
-    CHECK_FALSE(is_notable(stray_sleep(Outcome::gone)));
-    CHECK_FALSE(is_notable(stray_sleep(Outcome::pid_reused)));
-}
-
 TEST_CASE("report: the summary names the trigger, the users swept, what was kept and why") {
     KillReport report;
     report.first_plan.decisions = {decided(1, Reason::init), decided(50, Reason::protected_owner),

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "support/processes.hpp"
 
+#include "unique_fd.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
@@ -56,10 +58,11 @@ pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vecto
     // already runs with its final uids and name when the test looks at it.
     int sync[2];
     if (::pipe2(sync, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+    UniqueFd sync_read(sync[0]), sync_write(sync[1]);
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
-        ::close(sync[0]);
+        sync_read.reset();
         ::setsid();
         // Our stdout may be a pipe someone reads to the end: never hold it open.
         const int null = ::open("/dev/null", O_RDWR);
@@ -70,15 +73,15 @@ pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vecto
             ::_exit(126);
         ::execvp(args[0], args.data());
         const char failed = 1;
-        (void)!::write(sync[1], &failed, 1);
+        (void)!::write(sync_write.get(), &failed, 1);
         ::_exit(127);
     }
-    ::close(sync[1]);
+    sync_write.reset();
     char byte = 0;
     ssize_t n;
-    while ((n = ::read(sync[0], &byte, 1)) < 0 && errno == EINTR) {
+    while ((n = ::read(sync_read.get(), &byte, 1)) < 0 && errno == EINTR) {
     }
-    ::close(sync[0]);
+    sync_read.reset();
     if (n != 0) throw std::runtime_error("exec failed: " + argv.front());
     // The kernel gives /proc/<pid> its owner a moment after exec (and root for good when
     // the process is not dumpable, as when euid != ruid): wait for the final owner.

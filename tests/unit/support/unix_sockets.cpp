@@ -22,18 +22,17 @@ sockaddr_un unix_address(const std::string& path) {
 
 }  // namespace
 
-int bind_unix(const std::string& path) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
+UniqueFd bind_unix(const std::string& path) {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    REQUIRE(fd.valid());
     const sockaddr_un addr = unix_address(path);
-    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
+    REQUIRE(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
     return fd;
 }
 
 void make_stale_socket(const std::string& path) {
-    const int fd = bind_unix(path);
-    REQUIRE(::listen(fd, 4) == 0);
-    ::close(fd);
+    const UniqueFd fd = bind_unix(path);
+    REQUIRE(::listen(fd.get(), 4) == 0);
 }
 
 }  // namespace leftover::test

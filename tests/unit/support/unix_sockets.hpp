@@ -2,12 +2,14 @@
 // Unix stream sockets in a spool directory, as slurmstepd makes them.
 #pragma once
 
+#include "unique_fd.hpp"
+
 #include <string>
 
 namespace leftover::test {
 
-// A socket bound to `path`, not yet listening; the caller closes it.
-int bind_unix(const std::string& path);
+// A socket bound to `path`, not yet listening.
+UniqueFd bind_unix(const std::string& path);
 
 // A socket file nobody listens on: what a crashed slurmstepd leaves behind.
 void make_stale_socket(const std::string& path);
