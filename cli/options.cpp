@@ -36,17 +36,15 @@ std::optional<Command> command_named(const std::string& word) {
 }
 
 void apply(Options& options, const std::string& flag, const std::string& value) {
-    if (flag == "--config") {
+    // Switches take no value; the others take the next argument.
+    static const std::map<std::string, bool Options::*> switches = {
+        {"--json", &Options::json}, {"--all", &Options::all}, {"--dry-run", &Options::dry_run},
+        {"--no-slew", &Options::no_slew}};
+    if (const auto it = switches.find(flag); it != switches.end()) {
+        options.*(it->second) = true;
+    } else if (flag == "--config") {
         options.config_path = value;
         options.config_path_given = true;
-    } else if (flag == "--json") {
-        options.json = true;
-    } else if (flag == "--all") {
-        options.all = true;
-    } else if (flag == "--dry-run") {
-        options.dry_run = true;
-    } else if (flag == "--no-slew") {
-        options.no_slew = true;
     } else if (flag == "--node") {
         options.node = value;
     } else if (flag == "--spool-dir") {
