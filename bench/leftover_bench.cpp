@@ -110,8 +110,7 @@ int spawn(uid_t uid, long count) {
     children.reserve(static_cast<std::size_t>(count));
     auto kill_all = [&] {
         for (const pid_t pid : children) ::kill(pid, SIGKILL);
-        while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
-        }
+        while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {}
     };
     // Each child writes one byte here once it is set up (uid, dumpable, death signal):
     // "ready" must not be printed while a child still runs as root.
@@ -176,8 +175,7 @@ int spawn(uid_t uid, long count) {
         if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
         if (fds[1].revents) {
             signalfd_siginfo info{};
-            while (::read(sfd.get(), &info, sizeof info) > 0) {
-            }
+            while (::read(sfd.get(), &info, sizeof info) > 0) {}
             while (::waitpid(-1, nullptr, WNOHANG) > 0) --alive;
         }
         if (fds[0].revents) {
@@ -284,8 +282,7 @@ std::size_t leftover_scan_decide(const leftover::Exemptions& exemptions, uid_t u
     context.self = ::getpid();
     context.event = leftover::Event{leftover::Scope::job_user, uid};
     leftover::Evaluation evaluation(
-        exemptions, accounts, [] { return leftover::Result<leftover::LiveWork>(leftover::LiveWork{}); }, {},
-        context);
+        exemptions, accounts, [] { return leftover::Result<leftover::LiveWork>(leftover::LiveWork{}); }, {}, context);
     auto plan = evaluation();
     if (!plan.ok()) {
         std::fprintf(stderr, "leftover_bench: evaluation: %s\n", plan.error().message.c_str());
@@ -321,10 +318,11 @@ int scan(uid_t uid, const std::string& user, int reps, bool leftover_only) {
             }
         }
     }
-    std::printf("{\"processes\": %zu, \"kills\": %zu, \"leftover\": %s, \"floor_stat\": %s, \"floor_status\": %s, "
-                "\"pgrep\": %s, \"hwm_before_kb\": %ld, \"hwm_after_kb\": %ld}\n",
-                dirs, kills, json_list(leftover_ms).c_str(), json_list(stat_ms).c_str(),
-                json_list(status_ms).c_str(), json_list(pgrep_ms).c_str(), hwm_before, maxrss_kb());
+    std::printf(
+        "{\"processes\": %zu, \"kills\": %zu, \"leftover\": %s, \"floor_stat\": %s, \"floor_status\": %s, "
+        "\"pgrep\": %s, \"hwm_before_kb\": %ld, \"hwm_after_kb\": %ld}\n",
+        dirs, kills, json_list(leftover_ms).c_str(), json_list(stat_ms).c_str(), json_list(status_ms).c_str(),
+        json_list(pgrep_ms).c_str(), hwm_before, maxrss_kb());
     return 0;
 }
 
@@ -358,8 +356,7 @@ int costs(uid_t uid, int reps) {
         const auto read_all = [&](int dir, const char* name, int flags) {
             const leftover::UniqueFd fd(::openat(dir, name, O_RDONLY | O_CLOEXEC | flags));
             if (!fd.valid()) return;
-            while (::read(fd.get(), buf, sizeof buf) > 0) {
-            }
+            while (::read(fd.get(), buf, sizeof buf) > 0) {}
         };
         for (const auto& pid : user_pids) {
             if (via_dir) {
@@ -394,33 +391,33 @@ int costs(uid_t uid, int reps) {
                 }));
     leftover::ScanOptions list_only = scan_options;
     list_only.wants_detail = [](uid_t) { return false; };
-    std::printf(", \"scan_processes, no detail\": %.3f",
-                median_of([&] { (void)leftover::scan_processes(list_only); }));
+    std::printf(", \"scan_processes, no detail\": %.3f", median_of([&] { (void)leftover::scan_processes(list_only); }));
     std::printf(", \"check_view\": %.3f", median_of([&] {
                     const leftover::UniqueFd root(open_proc());
                     (void)leftover::procfs::check_view(root.get(), scan_options);
                 }));
     std::printf(", \"read_ancestry(self)\": %.3f",
                 median_of([&] { (void)leftover::read_ancestry("/proc", ::getpid()); }));
-    std::printf(", \"account lookup\": %.3f",
-                median_of([&] { (void)leftover::SystemAccounts{}.name_of(uid); }));
+    std::printf(", \"account lookup\": %.3f", median_of([&] { (void)leftover::SystemAccounts{}.name_of(uid); }));
     {
         auto table = leftover::scan_processes(scan_options);
         leftover::SystemAccounts accounts;
         leftover::ExemptionCache cache(exemptions, accounts);
         std::map<uid_t, leftover::Exemption> by_uid;
         for (const auto& p : table->processes) {
-            if (!p.detailed) by_uid.emplace(p.owner, exemptions.by_uid(p.owner));
-            else if (p.uids.all_equal()) by_uid.emplace(p.uids.real, cache.get(p.uids.real));
+            if (!p.detailed)
+                by_uid.emplace(p.owner, exemptions.by_uid(p.owner));
+            else if (p.uids.all_equal())
+                by_uid.emplace(p.uids.real, cache.get(p.uids.real));
         }
         const leftover::LiveWork live;
-        std::printf(", \"decide\": %.3f", median_of([&] {
-                        (void)leftover::decide(leftover::DecisionInput{
-                            *table, by_uid, live, leftover::Event{leftover::Scope::job_user, uid}, ::getpid(), {}, {}, {}});
-                    }));
+        std::printf(
+            ", \"decide\": %.3f", median_of([&] {
+                (void)leftover::decide(leftover::DecisionInput{
+                    *table, by_uid, live, leftover::Event{leftover::Scope::job_user, uid}, ::getpid(), {}, {}, {}});
+            }));
     }
-    std::printf(", \"scan + decide (Evaluation)\": %.3f}\n",
-                median_of([&] { leftover_scan_decide(exemptions, uid); }));
+    std::printf(", \"scan + decide (Evaluation)\": %.3f}\n", median_of([&] { leftover_scan_decide(exemptions, uid); }));
     return 0;
 }
 
@@ -510,8 +507,7 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
         request.started = start;
         NullSink sink;
         leftover::sweep::Logger log(sink);
-        const auto report =
-            leftover::sweep::run_sweep(prepared, request, nullptr, leftover::SystemAccounts{}, log);
+        const auto report = leftover::sweep::run_sweep(prepared, request, nullptr, leftover::SystemAccounts{}, log);
         if (report.error) std::fprintf(stderr, "leftover_bench: sweep error: %s\n", report.error->message.c_str());
         std::vector<pid_t> signalled;  // distinct pids: a slow exit can be signalled again next round
         for (const auto& action : report.actions)
@@ -532,11 +528,11 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     const bool all_gone = wait_exited(pidfds);
     const double total_ms = ms_since(start);
     fs::remove_all(dir);
-    std::printf("{\"method\": \"%s\", \"ms\": %.4f, \"returned_ms\": %.4f, \"all_gone\": %s, \"killed\": %zu, "
-                "\"rounds\": %d, \"evaluations\": %zu, \"maxrss_before_kb\": %ld, \"maxrss_kb\": %ld}\n",
-                method.c_str(), total_ms, signalled_ms, all_gone ? "true" : "false", killed, rounds, evaluations,
-                rss_before,
-                maxrss_kb());
+    std::printf(
+        "{\"method\": \"%s\", \"ms\": %.4f, \"returned_ms\": %.4f, \"all_gone\": %s, \"killed\": %zu, "
+        "\"rounds\": %d, \"evaluations\": %zu, \"maxrss_before_kb\": %ld, \"maxrss_kb\": %ld}\n",
+        method.c_str(), total_ms, signalled_ms, all_gone ? "true" : "false", killed, rounds, evaluations, rss_before,
+        maxrss_kb());
     return all_gone ? 0 : 1;
 }
 

@@ -27,9 +27,7 @@ std::vector<Decision> listed_rows(const CheckResult& result) {
     return rows;
 }
 
-std::string user_or_uid(const std::string& user, uid_t uid) {
-    return user.empty() ? fmt::format("uid {}", uid) : user;
-}
+std::string user_or_uid(const std::string& user, uid_t uid) { return user.empty() ? fmt::format("uid {}", uid) : user; }
 
 std::string reasons_text(const std::map<Reason, std::size_t>& reasons) {
     std::string text;
@@ -77,12 +75,9 @@ Json process_json(const Decision& d) {
 Json user_json(const UserSummary& u) {
     Json reasons = Json::object();
     for (const auto& [reason, count] : u.reasons) reasons[to_string(reason)] = count;
-    return {{"user", text_or_null(u.user)},
-            {"uid", u.uid},
-            {"processes", u.processes},
-            {"kill", u.kill},
-            {"keep", u.processes - u.kill},
-            {"reasons", std::move(reasons)}};
+    return {{"user", text_or_null(u.user)}, {"uid", u.uid},
+            {"processes", u.processes},     {"kill", u.kill},
+            {"keep", u.processes - u.kill}, {"reasons", std::move(reasons)}};
 }
 
 }  // namespace
@@ -149,13 +144,16 @@ std::string format_check_table(const CheckResult& result) {
     std::set<std::string> stray_users;
     for (const Decision& d : kills) stray_users.insert(user_or_uid(d.user, d.uid));
     const std::size_t hidden = check.plan.decisions.size() - rows.size();
-    if (kills.empty()) out += "no strays: a sweep now would kill nothing";
+    if (kills.empty())
+        out += "no strays: a sweep now would kill nothing";
     else
         out += fmt::format("{} stray process{} of {} user{} ({}): a sweep now would kill {}", kills.size(),
                            kills.size() == 1 ? "" : "es", stray_users.size(), stray_users.size() == 1 ? "" : "s",
                            fmt::join(stray_users, ", "), kills.size() == 1 ? "it" : "them");
     out += fmt::format("; {} processes in all", check.plan.decisions.size());
-    if (hidden > 0) out += fmt::format(", {} of protected owners, kernel threads and this command not listed (--all lists them)", hidden);
+    if (hidden > 0)
+        out += fmt::format(", {} of protected owners, kernel threads and this command not listed (--all lists them)",
+                           hidden);
     return out + "\n";
 }
 
@@ -166,7 +164,9 @@ std::string format_check_json(const CheckResult& result) {
                 {"node", text_or_null(result.node)},
                 {"spool_dir", text_or_null(result.spool_dir)},
                 {"config", text_or_null(result.config)},
-                {"status", status == kExitClean ? "clean" : status == kExitStrays ? "strays" : "error"},
+                {"status", status == kExitClean    ? "clean"
+                           : status == kExitStrays ? "strays"
+                                                   : "error"},
                 {"exit_status", status},
                 {"error", error_json(result.error)},
                 // Every key also on an error, so a consumer never has to test for its presence.

@@ -16,10 +16,10 @@ namespace leftover::cli {
 inline constexpr int kCheckJsonFormat = 1;
 
 struct CheckResult {
-    std::string node;       // empty when the node is not known
+    std::string node;  // empty when the node is not known
     std::string spool_dir;
-    std::string config;     // the config file read; empty: all defaults (or not read)
-    bool all = false;       // --all: every process, not only those of unprotected users
+    std::string config;                     // the config file read; empty: all defaults (or not read)
+    bool all = false;                       // --all: every process, not only those of unprotected users
     std::optional<sweep::NodeCheck> check;  // set unless error is
     std::optional<Error> error;
 };

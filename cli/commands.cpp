@@ -51,8 +51,10 @@ int check_command(const Options& options, Environment& env) {
     CheckResult result;
     result.all = options.all;
     const auto emit = [&] {
-        if (options.json) env.out << format_check_json(result);
-        else env.out << format_check_table(result);
+        if (options.json)
+            env.out << format_check_json(result);
+        else
+            env.out << format_check_table(result);
         if (result.error) env.err << "leftover: " << describe(*result.error) << "\n";
         return check_exit_status(result);
     };
@@ -64,7 +66,8 @@ int check_command(const Options& options, Environment& env) {
     }
     result.node = node->node_name;
     result.spool_dir = node->spool_dir;
-    const sweep::ConfigAndExemptions loaded = sweep::load_config_and_exemptions(options.config_path, options.config_path_given, node->slurm_uids);
+    const sweep::ConfigAndExemptions loaded =
+        sweep::load_config_and_exemptions(options.config_path, options.config_path_given, node->slurm_uids);
     if (loaded.config.ok()) result.config = loaded.config->loaded_from;
 
     StreamLogSink sink(env.err);
@@ -72,8 +75,10 @@ int check_command(const Options& options, Environment& env) {
     auto controller = env.make_controller(node.value());
     auto check = sweep::check_node(loaded, node_wide_request("node check", node.value(), env), controller.get(),
                                    env.accounts, log);
-    if (check.ok()) result.check = std::move(check).value();
-    else result.error = check.error();
+    if (check.ok())
+        result.check = std::move(check).value();
+    else
+        result.error = check.error();
     return emit();
 }
 
@@ -89,7 +94,8 @@ int sweep_command(const Options& options, Environment& env) {
         log.error(describe(node.error()));
         return kExitError;
     }
-    sweep::ConfigAndExemptions loaded = sweep::load_config_and_exemptions(options.config_path, options.config_path_given, node->slurm_uids);
+    sweep::ConfigAndExemptions loaded =
+        sweep::load_config_and_exemptions(options.config_path, options.config_path_given, node->slurm_uids);
     if (loaded.config.ok()) {
         Config& config = loaded.config.value();
         if (options.dry_run) config.dry_run = true;
@@ -104,7 +110,7 @@ int sweep_command(const Options& options, Environment& env) {
     auto controller = env.make_controller(node.value());
     // Started after the slew: the evaluation's deadline covers the sweep, not the wait.
     const KillReport report = sweep::run_sweep(loaded, node_wide_request("node sweep", node.value(), env),
-                                                    controller.get(), env.accounts, log);
+                                               controller.get(), env.accounts, log);
     if (report.error) return kExitError;
     return report.survivors.empty() ? kExitClean : kExitStrays;
 }

@@ -31,7 +31,6 @@ struct Environment {
     std::function<double()> random_unit;  // in [0, 1), for slew
 };
 
-
 // Runs what the options ask for; returns the exit status (0, 1 or 2, see leftover(8)).
 int run(const Options& options, Environment& env);
 

@@ -48,8 +48,8 @@ ConfigReport report_config(const Config& c, const std::string& path) {
         const UsersFileStatus status = users_file_status(file);
         switch (status.state) {
             case UsersFileStatus::State::usable:
-                report.text += fmt::format("  {}: read, trusted, {} name{}\n", file, status.names,
-                                           status.names == 1 ? "" : "s");
+                report.text +=
+                    fmt::format("  {}: read, trusted, {} name{}\n", file, status.names, status.names == 1 ? "" : "s");
                 continue;
             case UsersFileStatus::State::not_read:
                 report.text += fmt::format("  {}: not read: {}\n", file, status.problem);

@@ -13,10 +13,10 @@ namespace leftover::cli {
 
 struct UsersFileStatus {
     enum class State {
-        usable,      // read and trusted (a root-owned regular file nobody else can write), well formed
-        not_read,    // missing, unreadable or too large
-        untrusted,   // a symlink, not a regular file, not root's, or writable by group or others
-        malformed,   // read and trusted, but not one account name per line
+        usable,     // read and trusted (a root-owned regular file nobody else can write), well formed
+        not_read,   // missing, unreadable or too large
+        untrusted,  // a symlink, not a regular file, not root's, or writable by group or others
+        malformed,  // read and trusted, but not one account name per line
     };
     std::string path;
     State state = State::not_read;

@@ -19,9 +19,10 @@ namespace leftover::cli {
 Status check_spool_dir(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
-        return Error::not_a_slurm_node(fmt::format("slurmd's spool directory {} cannot be used: {}; slurmd has "
-                                         "not run here, or --node / --spool-dir is wrong",
-                                         path, errno_text(errno)));
+        return Error::not_a_slurm_node(
+            fmt::format("slurmd's spool directory {} cannot be used: {}; slurmd has "
+                        "not run here, or --node / --spool-dir is wrong",
+                        path, errno_text(errno)));
     if (!S_ISDIR(st.st_mode))
         return Error::not_a_slurm_node(fmt::format("slurmd's spool directory {} is not a directory", path));
     return Ok{};
@@ -32,8 +33,8 @@ Result<pid_t> read_slurmd_pid(const std::string& pid_file) {
     const UniqueFd fd(::open(pid_file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
     if (!fd.valid()) {
         if (errno == ENOENT)
-            return Error::lookup(fmt::format("slurmd's pid file {} does not exist: slurmd does not run on this node",
-                                             pid_file));
+            return Error::lookup(
+                fmt::format("slurmd's pid file {} does not exist: slurmd does not run on this node", pid_file));
         return Error::lookup(fmt::format("cannot open slurmd's pid file {}: {}", pid_file, errno_text(errno)));
     }
     char buffer[32];  // "<pid>\n", as slurmd's create_pidfile writes it

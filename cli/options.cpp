@@ -37,9 +37,10 @@ std::optional<Command> command_named(const std::string& word) {
 
 void apply(Options& options, const std::string& flag, const std::string& value) {
     // Switches take no value; the others take the next argument.
-    static const std::map<std::string, bool Options::*> switches = {
-        {"--json", &Options::json}, {"--all", &Options::all}, {"--dry-run", &Options::dry_run},
-        {"--no-slew", &Options::no_slew}};
+    static const std::map<std::string, bool Options::*> switches = {{"--json", &Options::json},
+                                                                    {"--all", &Options::all},
+                                                                    {"--dry-run", &Options::dry_run},
+                                                                    {"--no-slew", &Options::no_slew}};
     if (const auto it = switches.find(flag); it != switches.end()) {
         options.*(it->second) = true;
     } else if (flag == "--config") {
@@ -89,13 +90,18 @@ Result<Options, UsageError> parse_options(const std::vector<std::string>& args) 
             return UsageError{fmt::format("{}: unknown argument '{}'", to_string(*options.command), arg)};
         const auto& commands = flag->second.commands;
         if (std::find(commands.begin(), commands.end(), *options.command) == commands.end())
-            return UsageError{fmt::format("{}: {} is not an option of this command", to_string(*options.command), name)};
+            return UsageError{
+                fmt::format("{}: {} is not an option of this command", to_string(*options.command), name)};
         std::string value;
         if (flag->second.takes_value) {
-            if (equals != std::string::npos) value = arg.substr(equals + 1);
-            else if (i + 1 < args.size()) value = args[++i];
-            else return UsageError{fmt::format("{}: {} needs a value", to_string(*options.command), name)};
-            if (value.empty()) return UsageError{fmt::format("{}: {} needs a value", to_string(*options.command), name)};
+            if (equals != std::string::npos)
+                value = arg.substr(equals + 1);
+            else if (i + 1 < args.size())
+                value = args[++i];
+            else
+                return UsageError{fmt::format("{}: {} needs a value", to_string(*options.command), name)};
+            if (value.empty())
+                return UsageError{fmt::format("{}: {} needs a value", to_string(*options.command), name)};
         } else if (equals != std::string::npos) {
             return UsageError{fmt::format("{}: {} takes no value", to_string(*options.command), name)};
         }
@@ -129,24 +135,26 @@ std::string help_text(std::optional<Command> command) {
                "See leftover(8) and leftover.conf(5).\n";
     switch (*command) {
         case Command::check:
-            return std::string("usage: leftover check [--config PATH] [--json] [--all] [--node NAME] [--spool-dir DIR]\n"
-                               "\n"
-                               "One node-wide evaluation, as the plugin makes with scope: node; nothing is signalled.\n"
-                               "Prints every process of an unprotected user with its decision and reason, then one\n"
-                               "line per user.\n"
-                               "\n") +
+            return std::string(
+                       "usage: leftover check [--config PATH] [--json] [--all] [--node NAME] [--spool-dir DIR]\n"
+                       "\n"
+                       "One node-wide evaluation, as the plugin makes with scope: node; nothing is signalled.\n"
+                       "Prints every process of an unprotected user with its decision and reason, then one\n"
+                       "line per user.\n"
+                       "\n") +
                    config_flag +
                    "  --json            the same as a JSON document (see leftover(8))\n"
                    "  --all             also list processes of protected owners, kernel threads and this command\n" +
                    node_flags +
                    "\nexit status: 0 no strays, 1 strays found, 2 config or lookup error, or not a Slurm node\n";
         case Command::sweep:
-            return std::string("usage: leftover sweep [--config PATH] [--dry-run] [--no-slew] [--node NAME] [--spool-dir DIR]\n"
-                               "\n"
-                               "One node-wide evaluation and sweep: SIGTERM, grace, SIGKILL on a fresh evaluation.\n"
-                               "Waits a random time between slew and slew_max first. Logs to standard error and\n"
-                               "copies kills, dry-run decisions and errors to syslog (ident leftover).\n"
-                               "\n") +
+            return std::string(
+                       "usage: leftover sweep [--config PATH] [--dry-run] [--no-slew] [--node NAME] [--spool-dir DIR]\n"
+                       "\n"
+                       "One node-wide evaluation and sweep: SIGTERM, grace, SIGKILL on a fresh evaluation.\n"
+                       "Waits a random time between slew and slew_max first. Logs to standard error and\n"
+                       "copies kills, dry-run decisions and errors to syslog (ident leftover).\n"
+                       "\n") +
                    config_flag +
                    "  --dry-run         decide and log 'would kill', signal nothing (as dry_run: true)\n"
                    "  --no-slew         start at once, ignoring slew and slew_max\n" +
@@ -154,11 +162,12 @@ std::string help_text(std::optional<Command> command) {
                    "\nexit status: 0 nothing left to kill, 1 strays left (or would be killed, with --dry-run),\n"
                    "2 config or lookup error, or not a Slurm node\n";
         case Command::config:
-            return std::string("usage: leftover config [--config PATH]\n"
-                               "\n"
-                               "Validates the config and every protected users file it names, and prints the\n"
-                               "effective settings next to their defaults. Needs no Slurm.\n"
-                               "\n") +
+            return std::string(
+                       "usage: leftover config [--config PATH]\n"
+                       "\n"
+                       "Validates the config and every protected users file it names, and prints the\n"
+                       "effective settings next to their defaults. Needs no Slurm.\n"
+                       "\n") +
                    config_flag + "\nexit status: 0 valid, 2 invalid (nothing would be killed with it)\n";
     }
     return {};

@@ -20,10 +20,10 @@ struct Options {
     bool version = false;
     std::string config_path = kDefaultConfigPath;
     bool config_path_given = false;
-    bool json = false;       // check
-    bool all = false;        // check: also processes of protected owners, kernel threads, ourselves
-    bool dry_run = false;    // sweep
-    bool no_slew = false;    // sweep
+    bool json = false;                     // check
+    bool all = false;                      // check: also processes of protected owners, kernel threads, ourselves
+    bool dry_run = false;                  // sweep
+    bool no_slew = false;                  // sweep
     std::optional<std::string> node;       // check, sweep: instead of slurmd's own choice
     std::optional<std::string> spool_dir;  // check, sweep: instead of SlurmdSpoolDir
 };

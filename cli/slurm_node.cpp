@@ -47,9 +47,10 @@ Result<std::string> slurm_conf_path() {
     }
     for (const char* path : {kDefaultSlurmConf, kConfiglessSlurmConf})
         if (exists(path)) return std::string(path);
-    return Error::not_a_slurm_node(fmt::format("no slurm.conf (SLURM_CONF is not set, and neither {} nor {} "
-                                     "exists)",
-                                     kDefaultSlurmConf, kConfiglessSlurmConf));
+    return Error::not_a_slurm_node(
+        fmt::format("no slurm.conf (SLURM_CONF is not set, and neither {} nor {} "
+                    "exists)",
+                    kDefaultSlurmConf, kConfiglessSlurmConf));
 }
 
 // libslurm calls exit(1) on a slurm.conf it cannot parse, after printing why. Our exit
@@ -92,9 +93,10 @@ Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
     std::optional<std::string> name = overrides.node_name ? overrides.node_name : slurmd_node_name(short_host);
     if (!name) {
         slurm_fini();
-        return Error::not_a_slurm_node(fmt::format("no NodeName in {} has NodeHostname {} (this host); give "
-                                                   "--node NAME if slurmd runs here with -N",
-                                                   *conf_path, short_host));
+        return Error::not_a_slurm_node(
+            fmt::format("no NodeName in {} has NodeHostname {} (this host); give "
+                        "--node NAME if slurmd runs here with -N",
+                        *conf_path, short_host));
     }
     node::NodeInfo node = node::node_info_from_slurm_conf(*name);
     if (overrides.spool_dir) node.spool_dir = *overrides.spool_dir;

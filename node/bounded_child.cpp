@@ -104,8 +104,7 @@ Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std:
     }
     if (timed_out || open_streams > 0) ::kill(pid, SIGKILL);
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (timed_out) return Error::lookup(fmt::format("{} did not finish before the deadline; killed", argv[0]));
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;

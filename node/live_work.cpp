@@ -31,9 +31,10 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
         if (step.sluid) live.job_sluids.insert(sluid_name(*step.sluid));
     }
     if (ending_step && !ending_step_seen)
-        return Error::lookup(fmt::format("the ending step {} has no answering socket in {}; the spool dir or "
-                                         "node name is not the one this slurmd uses",
-                                         describe_step(ending_step->job_id, ending_step->step_id), where));
+        return Error::lookup(
+            fmt::format("the ending step {} has no answering socket in {}; the spool dir or "
+                        "node name is not the one this slurmd uses",
+                        describe_step(ending_step->job_id, ending_step->step_id), where));
     return live;
 }
 

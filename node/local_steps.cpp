@@ -59,8 +59,7 @@ static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies 
 
 // Waits until fd is ready for events; an error message on timeout or failure.
 // Once the deadline passed it still takes whatever is ready right now.
-std::optional<std::string> wait_ready(int fd, short events,
-                                      std::chrono::steady_clock::time_point deadline,
+std::optional<std::string> wait_ready(int fd, short events, std::chrono::steady_clock::time_point deadline,
                                       const char* what) {
     for (;;) {
         pollfd pfd{fd, events, 0};
@@ -71,14 +70,12 @@ std::optional<std::string> wait_ready(int fd, short events,
             return fmt::format("poll while {}: {}", what, errno_text(errno));
         }
         if (n > 0) return std::nullopt;  // ready, or an error/hangup the next call reports
-        if (ms == 0 || std::chrono::steady_clock::now() >= deadline)
-            return fmt::format("timed out {}", what);
+        if (ms == 0 || std::chrono::steady_clock::now() >= deadline) return fmt::format("timed out {}", what);
     }
 }
 
 std::optional<std::string> send_all(int fd, const void* data, std::size_t size,
-                                    std::chrono::steady_clock::time_point deadline,
-                                    const char* what) {
+                                    std::chrono::steady_clock::time_point deadline, const char* what) {
     const auto* p = static_cast<const unsigned char*>(data);
     std::size_t done = 0;
     while (done < size) {
@@ -98,8 +95,7 @@ std::optional<std::string> send_all(int fd, const void* data, std::size_t size,
 }
 
 std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
-                                    std::chrono::steady_clock::time_point deadline,
-                                    const char* what) {
+                                    std::chrono::steady_clock::time_point deadline, const char* what) {
     auto* p = static_cast<unsigned char*>(data);
     std::size_t done = 0;
     while (done < size) {
@@ -108,9 +104,7 @@ std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
             done += static_cast<std::size_t>(n);
             continue;
         }
-        if (n == 0)
-            return fmt::format("{}: short read, connection closed after {} of {} bytes", what,
-                               done, size);
+        if (n == 0) return fmt::format("{}: short read, connection closed after {} of {} bytes", what, done, size);
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
             if (auto err = wait_ready(fd, POLLIN, deadline, what)) return err;
@@ -165,14 +159,12 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
         if (err == EAGAIN) {
             // AF_UNIX: the listen backlog is full. Linux does not complete such a
             // connect asynchronously, so try again until the deadline.
-            if (poll_timeout_ms(deadline) == 0)
-                return {std::nullopt, "timed out connecting (listen backlog full)"};
+            if (poll_timeout_ms(deadline) == 0) return {std::nullopt, "timed out connecting (listen backlog full)"};
             ::poll(nullptr, 0, std::min(poll_timeout_ms(deadline), 10));
             continue;
         }
         if (err == EINPROGRESS || err == EINTR) {
-            if (auto msg = wait_ready(fd.get(), POLLOUT, deadline, "connecting"))
-                return {std::nullopt, std::move(msg)};
+            if (auto msg = wait_ready(fd.get(), POLLOUT, deadline, "connecting")) return {std::nullopt, std::move(msg)};
             int so_error = 0;
             socklen_t len = sizeof(so_error);
             if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len) != 0)
@@ -189,22 +181,20 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
                             "sending the protocol version", "reading the protocol version reply"))
         return {std::nullopt, std::move(msg)};
     if (their_version < 0)
-        return {std::nullopt, fmt::format("slurmstepd refused the protocol version {} of Slurm {} (replied {})",
-                                          protocol.version, describe_protocol_version(protocol.version),
-                                          their_version)};
+        return {std::nullopt,
+                fmt::format("slurmstepd refused the protocol version {} of Slurm {} (replied {})", protocol.version,
+                            describe_protocol_version(protocol.version), their_version)};
     // Newer than the build: its state numbering is unknown. Older than the oldest stepd
     // this release's slurmd can run beside: not a stepd we know how to read.
     if (their_version < protocol.oldest_stepd || their_version > protocol.version)
-        return {std::nullopt,
-                fmt::format("unexpected protocol version reply {} (expected {} to {})",
-                            their_version, protocol.oldest_stepd, protocol.version)};
+        return {std::nullopt, fmt::format("unexpected protocol version reply {} (expected {} to {})", their_version,
+                                          protocol.oldest_stepd, protocol.version)};
 
     std::uint32_t uid = 0;
     if (auto msg = exchange(fd.get(), wire::request_step_uid, &uid, sizeof(uid), deadline, "sending REQUEST_STEP_UID",
                             "reading the REQUEST_STEP_UID reply"))
         return {std::nullopt, std::move(msg)};
-    if (uid == static_cast<std::uint32_t>(-1))
-        return {std::nullopt, "unexpected REQUEST_STEP_UID reply: uid -1"};
+    if (uid == static_cast<std::uint32_t>(-1)) return {std::nullopt, "unexpected REQUEST_STEP_UID reply: uid -1"};
 
     std::int32_t state = 0;
     if (auto msg = exchange(fd.get(), wire::request_state, &state, sizeof(state), deadline, "sending REQUEST_STATE",
@@ -230,8 +220,7 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
 }
 
 std::optional<std::uint32_t> parse_u32(std::string_view text) {
-    if (text.empty() || !std::all_of(text.begin(), text.end(),
-                                     [](char c) { return c >= '0' && c <= '9'; }))
+    if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
         return std::nullopt;
     std::uint32_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -246,21 +235,18 @@ struct Candidate {
 
 }  // namespace
 
-std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name,
-                                                     const std::string& node_name) {
+std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name, const std::string& node_name) {
     if (node_name.empty()) return std::nullopt;
     const std::string prefix = node_name + "_";
-    if (file_name.size() <= prefix.size() || file_name.compare(0, prefix.size(), prefix) != 0)
-        return std::nullopt;
+    if (file_name.size() <= prefix.size() || file_name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
     const std::string_view rest = std::string_view(file_name).substr(prefix.size());
 
     const auto dot1 = rest.find('.');
     if (dot1 == std::string_view::npos) return std::nullopt;
     const auto dot2 = rest.find('.', dot1 + 1);
     const auto job = parse_u32(rest.substr(0, dot1));
-    const auto step = parse_u32(rest.substr(dot1 + 1, dot2 == std::string_view::npos
-                                                          ? std::string_view::npos
-                                                          : dot2 - dot1 - 1));
+    const auto step =
+        parse_u32(rest.substr(dot1 + 1, dot2 == std::string_view::npos ? std::string_view::npos : dot2 - dot1 - 1));
     if (!job || !step) return std::nullopt;
     StepSocketName name{*job, *step, std::nullopt};
     if (dot2 != std::string_view::npos) {
@@ -271,28 +257,24 @@ std::optional<StepSocketName> parse_step_socket_name(const std::string& file_nam
     return name;
 }
 
-Result<LocalJobState> read_local_steps(const std::string& spool_dir,
-                                       const std::string& node_name,
-                                       std::chrono::steady_clock::time_point deadline,
-                                       const StepdProtocol& protocol) {
-    if (node_name.empty())
-        return Error::lookup("slurmstepd sockets: the node name is empty");
+Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,
+                                       std::chrono::steady_clock::time_point deadline, const StepdProtocol& protocol) {
+    if (node_name.empty()) return Error::lookup("slurmstepd sockets: the node name is empty");
 
     std::vector<Candidate> candidates;
     {
         std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(spool_dir.c_str()), &::closedir);
         if (!dir)
-            return Error::lookup(fmt::format("slurmd spool directory {}: cannot list it: {}",
-                                             spool_dir, errno_text(errno)));
-        const std::string base =
-            (!spool_dir.empty() && spool_dir.back() == '/') ? spool_dir : spool_dir + "/";
+            return Error::lookup(
+                fmt::format("slurmd spool directory {}: cannot list it: {}", spool_dir, errno_text(errno)));
+        const std::string base = (!spool_dir.empty() && spool_dir.back() == '/') ? spool_dir : spool_dir + "/";
         for (;;) {
             errno = 0;
             const dirent* entry = ::readdir(dir.get());
             if (!entry) {
                 if (errno != 0)
-                    return Error::lookup(fmt::format("slurmd spool directory {}: readdir: {}",
-                                                     spool_dir, errno_text(errno)));
+                    return Error::lookup(
+                        fmt::format("slurmd spool directory {}: readdir: {}", spool_dir, errno_text(errno)));
                 break;
             }
             const std::string file_name = entry->d_name;
@@ -305,8 +287,7 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir,
                 struct stat st {};
                 if (::fstatat(::dirfd(dir.get()), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
                     if (errno != ENOENT)
-                        return Error::lookup(fmt::format("slurmstepd socket {}: stat: {}", path,
-                                                         errno_text(errno)));
+                        return Error::lookup(fmt::format("slurmstepd socket {}: stat: {}", path, errno_text(errno)));
                     continue;  // vanished between readdir and stat: nothing to ask
                 }
                 is_socket = S_ISSOCK(st.st_mode);
@@ -324,11 +305,9 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir,
     for (auto& candidate : candidates) {
         QueryOutcome outcome = query_step(candidate.path, deadline, protocol);
         if (outcome.error)
-            return Error::lookup(
-                fmt::format("slurmstepd socket {}: {}", candidate.path, *outcome.error));
+            return Error::lookup(fmt::format("slurmstepd socket {}: {}", candidate.path, *outcome.error));
         if (!outcome.answer) {
-            state.dead.push_back(
-                {candidate.name.job_id, candidate.name.step_id, std::move(candidate.path)});
+            state.dead.push_back({candidate.name.job_id, candidate.name.step_id, std::move(candidate.path)});
             continue;
         }
         LocalStep step;

@@ -24,14 +24,14 @@ namespace leftover::node {
 // A step whose slurmstepd answered on its socket.
 struct LocalStep {
     std::uint32_t job_id = 0;
-    std::uint32_t step_id = 0;  // may be a special id: batch 0xfffffffb, extern 0xfffffffc,
-                                // interactive 0xfffffffa
+    std::uint32_t step_id = 0;                   // may be a special id: batch 0xfffffffb, extern 0xfffffffc,
+                                                 // interactive 0xfffffffa
     std::optional<std::uint32_t> het_component;  // <job>.<step>.<component> sockets
     uid_t uid = 0;                               // the job owner, as the slurmstepd reports it
     StepdState state = StepdState::running;
-    std::int32_t raw_state = 0;                  // the number the stepd sent, for log lines
-    std::int32_t stepd_version = 0;              // the protocol version the stepd answered with
-    std::optional<std::uint64_t> sluid;          // the job's SLUID, from a 25.11+ stepd
+    std::int32_t raw_state = 0;          // the number the stepd sent, for log lines
+    std::int32_t stepd_version = 0;      // the protocol version the stepd answered with
+    std::optional<std::uint64_t> sluid;  // the job's SLUID, from a 25.11+ stepd
     std::string socket_path;
 };
 
@@ -58,8 +58,7 @@ struct StepSocketName {
 
 // Parses a spool directory entry name; nullopt unless it is a step socket name
 // of node_name (decimal 32-bit ids, nothing else before or after).
-std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name,
-                                                     const std::string& node_name);
+std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name, const std::string& node_name);
 
 // Lists spool_dir for node_name's step sockets and asks each slurmstepd for the
 // step's uid and state. Sockets of other node names (several slurmd sharing a
@@ -70,8 +69,7 @@ std::optional<StepSocketName> parse_step_socket_name(const std::string& file_nam
 // error other than "nobody listens"): an unanswered step may still be live,
 // so the caller must not decide on a partial picture.
 // `protocol`: the client's release (the build's; tests play other rows of the table).
-Result<LocalJobState> read_local_steps(const std::string& spool_dir,
-                                       const std::string& node_name,
+Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,
                                        std::chrono::steady_clock::time_point deadline,
                                        const StepdProtocol& protocol = build_stepd_protocol());
 

@@ -45,8 +45,8 @@ Result<LiveWork> QueryController::jobs_on_node(const std::string& node, std::opt
     if (output->exit_code != 0) {
         std::string why = output->err;
         while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-        return Error::lookup(fmt::format("asking slurmctld failed (exit {}): {}", output->exit_code,
-                                         why.empty() ? "no message" : why));
+        return Error::lookup(
+            fmt::format("asking slurmctld failed (exit {}): {}", output->exit_code, why.empty() ? "no message" : why));
     }
     return parse_query_output(output->out);
 }

@@ -23,8 +23,10 @@ NodeInfo node_info_from_slurm_conf(const std::string& node_name) {
     node.prolog_contain = prolog_contain();
     // From 23.02 on slurmstepd's slurm_conf has no path (slurmd sends a "lite" conf), but
     // slurmd exports SLURM_CONF to it and to the job epilog.
-    if (slurm_conf.slurm_conf != nullptr && *slurm_conf.slurm_conf != '\0') node.slurm_conf = slurm_conf.slurm_conf;
-    else if (const char* env = std::getenv("SLURM_CONF"); env != nullptr) node.slurm_conf = env;
+    if (slurm_conf.slurm_conf != nullptr && *slurm_conf.slurm_conf != '\0')
+        node.slurm_conf = slurm_conf.slurm_conf;
+    else if (const char* env = std::getenv("SLURM_CONF"); env != nullptr)
+        node.slurm_conf = env;
     return node;
 }
 

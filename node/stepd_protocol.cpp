@@ -20,9 +20,7 @@ constexpr std::int32_t kCancelledInserted = protocol_version(40);  // 23.11
 
 }  // namespace
 
-const StepdProtocol& build_stepd_protocol() {
-    return kStepdProtocols[kBuildRow];
-}
+const StepdProtocol& build_stepd_protocol() { return kStepdProtocols[kBuildRow]; }
 
 std::optional<StepdState> decode_stepd_state(std::int32_t stepd_version, std::int32_t raw) {
     switch (raw) {

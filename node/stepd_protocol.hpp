@@ -30,14 +30,10 @@ struct StepdProtocol {
 // Every release leftover builds for. A release missing here does not build: re-check the
 // files above for it and add a row.
 inline constexpr StepdProtocol kStepdProtocols[] = {
-    {22, 5, protocol_version(38), protocol_version(36)},
-    {23, 2, protocol_version(39), protocol_version(37)},
-    {23, 11, protocol_version(40), protocol_version(38)},
-    {24, 5, protocol_version(41), protocol_version(39)},
-    {24, 11, protocol_version(42), protocol_version(39)},
-    {25, 5, protocol_version(43), protocol_version(40)},
-    {25, 11, protocol_version(44), protocol_version(41)},
-    {26, 5, protocol_version(45), protocol_version(42)},
+    {22, 5, protocol_version(38), protocol_version(36)},  {23, 2, protocol_version(39), protocol_version(37)},
+    {23, 11, protocol_version(40), protocol_version(38)}, {24, 5, protocol_version(41), protocol_version(39)},
+    {24, 11, protocol_version(42), protocol_version(39)}, {25, 5, protocol_version(43), protocol_version(40)},
+    {25, 11, protocol_version(44), protocol_version(41)}, {26, 5, protocol_version(45), protocol_version(42)},
 };
 
 // The row's index, -1 when the release has none.

@@ -29,16 +29,19 @@ std::string where(const std::string& origin, const YAML::Mark& mark) {
 [[noreturn]] void fail(const std::string& origin, const std::string& key, const YAML::Node& node,
                        const std::string& expected) {
     std::string got;
-    if (node.IsScalar()) got = fmt::format(", got '{}'", node.Scalar());
-    else if (node.IsSequence()) got = ", got a list";
-    else if (node.IsMap()) got = ", got a mapping";
-    else if (node.IsNull()) got = ", got nothing";
+    if (node.IsScalar())
+        got = fmt::format(", got '{}'", node.Scalar());
+    else if (node.IsSequence())
+        got = ", got a list";
+    else if (node.IsMap())
+        got = ", got a mapping";
+    else if (node.IsNull())
+        got = ", got nothing";
     throw Invalid{fmt::format("{}: key '{}': expected {}{}", where(origin, node.Mark()), key, expected, got)};
 }
 
 // A YAML/JSON number, without yaml-cpp's leniency about trailing text.
-double number(const std::string& origin, const std::string& key, const YAML::Node& node,
-              const std::string& expected) {
+double number(const std::string& origin, const std::string& key, const YAML::Node& node, const std::string& expected) {
     if (!node.IsScalar() || node.Tag() == "!") fail(origin, key, node, expected);
     const std::string& text = node.Scalar();
     std::size_t used = 0;
@@ -59,12 +62,11 @@ uid_t uid_value(const std::string& origin, const std::string& key, const YAML::N
     return static_cast<uid_t>(value);
 }
 
-double seconds(const std::string& origin, const std::string& key, const YAML::Node& node, double min,
-               double max, bool min_exclusive) {
-    const std::string expected =
-        max == std::numeric_limits<double>::infinity()
-            ? fmt::format("a number of seconds {} {}", min_exclusive ? ">" : ">=", min)
-            : fmt::format("a number of seconds from {} to {}", min, max);
+double seconds(const std::string& origin, const std::string& key, const YAML::Node& node, double min, double max,
+               bool min_exclusive) {
+    const std::string expected = max == std::numeric_limits<double>::infinity()
+                                     ? fmt::format("a number of seconds {} {}", min_exclusive ? ">" : ">=", min)
+                                     : fmt::format("a number of seconds from {} to {}", min, max);
     const double value = number(origin, key, node, expected);
     if (value < min || (min_exclusive && value == min) || value > max) fail(origin, key, node, expected);
     return value;
@@ -112,12 +114,16 @@ void read_value(Config& config, const ConfigKey& spec, const std::string& origin
         [&](auto member) {
             auto& value = config.*member;
             using Value = std::remove_cvref_t<decltype(value)>;
-            if constexpr (std::is_same_v<Value, std::vector<std::string>>) value = string_list(origin, key, node, spec);
-            else if constexpr (std::is_same_v<Value, bool>) value = boolean(origin, key, node);
+            if constexpr (std::is_same_v<Value, std::vector<std::string>>)
+                value = string_list(origin, key, node, spec);
+            else if constexpr (std::is_same_v<Value, bool>)
+                value = boolean(origin, key, node);
             else if constexpr (std::is_same_v<Value, double> || std::is_same_v<Value, std::optional<double>>)
                 value = seconds(origin, key, node, spec.min, spec.max, spec.min_exclusive);
-            else if constexpr (std::is_enum_v<Value>) value = static_cast<Value>(word(origin, key, node, spec.words));
-            else value = uid_value(origin, key, node);
+            else if constexpr (std::is_enum_v<Value>)
+                value = static_cast<Value>(word(origin, key, node, spec.words));
+            else
+                value = uid_value(origin, key, node);
         },
         spec.field);
 }

@@ -77,7 +77,7 @@ constexpr ConfigKey kConfigKeys[] = {
      .default_text = "local",
      .words = kJobSourceWords,
      .doc = "where live work comes from: the node's slurmstepd sockets, or slurmctld (asked by the job epilog "
-             "and the command only: a step end with `controller` sweeps nothing)"},
+            "and the command only: a step end with `controller` sweeps nothing)"},
     {.name = "slurm_timeout",
      .field = &Config::slurm_timeout,
      .type = "seconds, > 0 and ≤ 60",
@@ -113,12 +113,16 @@ std::string value_text(const ConfigKey& key, const Config& config) {
             using Value = std::remove_cvref_t<decltype(value)>;
             if constexpr (std::is_same_v<Value, std::vector<std::string>>)
                 return fmt::format("[{}]", fmt::join(value, ", "));
-            else if constexpr (std::is_same_v<Value, bool>) return value ? "true" : "false";
-            else if constexpr (std::is_same_v<Value, double>) return seconds_text(value);
+            else if constexpr (std::is_same_v<Value, bool>)
+                return value ? "true" : "false";
+            else if constexpr (std::is_same_v<Value, double>)
+                return seconds_text(value);
             else if constexpr (std::is_same_v<Value, std::optional<double>>)
                 return value ? seconds_text(*value) : std::string(key.default_text);
-            else if constexpr (std::is_enum_v<Value>) return std::string(key.words[static_cast<std::size_t>(value)]);
-            else return std::to_string(value);  // a uid
+            else if constexpr (std::is_enum_v<Value>)
+                return std::string(key.words[static_cast<std::size_t>(value)]);
+            else
+                return std::to_string(value);  // a uid
         },
         key.field);
 }

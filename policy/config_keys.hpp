@@ -19,9 +19,9 @@ namespace leftover {
 // Where a key's value goes in Config. The member's type says how the value is read:
 // a list of strings, a uid, true/false, seconds (a double, or an optional one), or a
 // word of an enum.
-using ConfigField = std::variant<std::vector<std::string> Config::*, uid_t Config::*, bool Config::*,
-                                 double Config::*, std::optional<double> Config::*, LogLevel Config::*,
-                                 Scope Config::*, JobSource Config::*>;
+using ConfigField =
+    std::variant<std::vector<std::string> Config::*, uid_t Config::*, bool Config::*, double Config::*,
+                 std::optional<double> Config::*, LogLevel Config::*, Scope Config::*, JobSource Config::*>;
 
 struct ConfigKey {
     std::string_view name{};
@@ -34,7 +34,7 @@ struct ConfigKey {
     double min = 0;                             // a seconds key: the allowed range
     double max = std::numeric_limits<double>::infinity();
     bool min_exclusive = false;
-    std::string_view doc{};                     // one line, the README's "meaning"
+    std::string_view doc{};  // one line, the README's "meaning"
 };
 
 // Every key, in the order the README and leftover.conf(5) document them.

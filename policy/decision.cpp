@@ -65,8 +65,7 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
         if (auto job = live_job_of_cgroup(in.live, *p.job_cgroup))
             return keep(d, Reason::live_job_cgroup, fmt::format("job {}", *job));
     if (in.live.uids.count(d.uid) != 0) return keep(d, Reason::has_live_job);
-    if (in.event.scope == Scope::job_user && in.event.job_uid != d.uid)
-        return keep(d, Reason::out_of_scope);
+    if (in.event.scope == Scope::job_user && in.event.job_uid != d.uid) return keep(d, Reason::out_of_scope);
 
     d.verdict = Verdict::kill;
     d.reason = Reason::stray;

@@ -20,9 +20,9 @@ namespace leftover {
 
 // The work Slurm still has on the node, apart from what is ending.
 struct LiveWork {
-    std::set<uid_t> uids;                // users with a live step or allocation here
-    std::set<std::uint64_t> job_ids;     // jobs with a live step here
-    std::set<std::string> job_sluids;    // their SLUIDs ("s..."), where the stepd tells (25.11+)
+    std::set<uid_t> uids;              // users with a live step or allocation here
+    std::set<std::uint64_t> job_ids;   // jobs with a live step here
+    std::set<std::string> job_sluids;  // their SLUIDs ("s..."), where the stepd tells (25.11+)
 };
 
 // What ended, as far as the decision cares.
@@ -35,20 +35,20 @@ enum class Verdict { keep, kill };
 
 // In the order the rules are applied: the first that fits is the reason.
 enum class Reason {
-    init,              // pid 1
-    self,              // the caller
-    caller_ancestor,   // the caller's parent chain
-    never_touch,       // named by the caller
+    init,             // pid 1
+    self,             // the caller
+    caller_ancestor,  // the caller's parent chain
+    never_touch,      // named by the caller
     kernel_thread,
     zombie,
-    protected_owner,   // owner protected: only /proc/<pid>'s owner was read
-    mixed_uids,        // real/effective/saved/filesystem uids differ
-    protected_account, // printed "protected" (a C++ keyword)
-    inside_live_step,  // descends from a live slurmstepd
-    live_job_cgroup,   // in the cgroup of a job with a live step
-    has_live_job,      // its user has live work on the node
-    out_of_scope,      // scope job_user and another user
-    stray,             // kill
+    protected_owner,    // owner protected: only /proc/<pid>'s owner was read
+    mixed_uids,         // real/effective/saved/filesystem uids differ
+    protected_account,  // printed "protected" (a C++ keyword)
+    inside_live_step,   // descends from a live slurmstepd
+    live_job_cgroup,    // in the cgroup of a job with a live step
+    has_live_job,       // its user has live work on the node
+    out_of_scope,       // scope job_user and another user
+    stray,              // kill
 };
 
 struct Decision {
@@ -59,7 +59,7 @@ struct Decision {
     std::uint64_t start_time = 0;  // for the executor's pid-reuse check
     Verdict verdict = Verdict::keep;
     Reason reason = Reason::stray;
-    std::string detail;            // e.g. the exemption, the stepd pid, the job id
+    std::string detail;  // e.g. the exemption, the stepd pid, the job id
 };
 
 struct Plan {

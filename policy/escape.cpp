@@ -10,9 +10,12 @@ std::string escape_for_log(std::string_view raw) {
     out.reserve(raw.size());
     for (const char c : raw) {
         const auto byte = static_cast<unsigned char>(c);
-        if (byte == '\\') out += "\\\\";
-        else if (byte >= 0x20 && byte < 0x7f) out += c;
-        else out += fmt::format("\\x{:02x}", byte);
+        if (byte == '\\')
+            out += "\\\\";
+        else if (byte >= 0x20 && byte < 0x7f)
+            out += c;
+        else
+            out += fmt::format("\\x{:02x}", byte);
     }
     return out;
 }

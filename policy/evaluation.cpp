@@ -36,8 +36,10 @@ Result<Plan> Evaluation::operator()() {
 
     std::map<uid_t, Exemption> exemptions;
     for (const Process& p : table.processes) {
-        if (!p.detailed) exemptions.emplace(p.owner, exemptions_.by_uid(p.owner));
-        else if (p.uids.all_equal()) exemptions.emplace(p.uids.real, cache_.get(p.uids.real));
+        if (!p.detailed)
+            exemptions.emplace(p.owner, exemptions_.by_uid(p.owner));
+        else if (p.uids.all_equal())
+            exemptions.emplace(p.uids.real, cache_.get(p.uids.real));
     }
 
     const auto decide_now = [&] {

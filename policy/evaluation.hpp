@@ -25,9 +25,9 @@ using AllocationCheck = std::function<Result<std::set<uid_t>>(const std::set<uid
 
 struct EvaluationContext {
     std::string proc_root = "/proc";
-    pid_t self = 0;                          // the caller's pid
-    std::optional<pid_t> slurm_daemon_pid;   // whose pid namespace the caller must share (slurmd)
-    std::set<pid_t> never_touch;             // kept whatever their owner (slurmd)
+    pid_t self = 0;                         // the caller's pid
+    std::optional<pid_t> slurm_daemon_pid;  // whose pid namespace the caller must share (slurmd)
+    std::set<pid_t> never_touch;            // kept whatever their owner (slurmd)
     std::set<pid_t> ending_stepds;
     Event event;
 };

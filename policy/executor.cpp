@@ -100,10 +100,14 @@ public:
 private:
     static void set_outcome(KillRecord& record, int error) {
         record.error = error;
-        if (error == 0) record.outcome = Outcome::signalled;
-        else if (error == ESRCH) record.outcome = Outcome::gone;
-        else if (error == EPERM) record.outcome = Outcome::permission_denied;
-        else record.outcome = Outcome::failed;
+        if (error == 0)
+            record.outcome = Outcome::signalled;
+        else if (error == ESRCH)
+            record.outcome = Outcome::gone;
+        else if (error == EPERM)
+            record.outcome = Outcome::permission_denied;
+        else
+            record.outcome = Outcome::failed;
     }
 
     const KillOptions& options_;
@@ -149,8 +153,7 @@ KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, S
     };
     if (options.dry_run) {
         const int first_signal = options.grace.count() > 0 ? SIGTERM : SIGKILL;
-        for (const Decision& d : plan->kills())
-            executor.note(record_for(d, first_signal, Outcome::dry_run));
+        for (const Decision& d : plan->kills()) executor.note(record_for(d, first_signal, Outcome::dry_run));
         report.survivors = plan->kills();
         return report;
     }
@@ -168,7 +171,8 @@ KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, S
 
     if (options.grace.count() > 0) {
         auto pinned = signal_round(SIGTERM);
-        if (!pinned.empty() && options.observer.on_grace_wait) options.observer.on_grace_wait(pinned.size(), options.grace);
+        if (!pinned.empty() && options.observer.on_grace_wait)
+            options.observer.on_grace_wait(pinned.size(), options.grace);
         executor.wait_and_release(pinned, Clock::now() + options.grace);
         // Job state and processes are read again right before SIGKILL: a job that
         // started during grace protects its user's processes.

@@ -67,6 +67,7 @@ struct KillReport {
 using Evaluate = std::function<Result<Plan>()>;
 
 // Always returns, by the deadline at the latest (plus one bounded evaluation).
-KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls = real_system_calls());
+KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options,
+                         SystemCalls& calls = real_system_calls());
 
 }  // namespace leftover

@@ -26,14 +26,15 @@ Result<std::vector<std::string>> parse_users_file(const std::string& text, const
     std::size_t start = 0;
     while (start <= text.size()) {
         const auto end = text.find('\n', start);
-        const std::string line = trimmed(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        const std::string line =
+            trimmed(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
         ++line_number;
         if (!line.empty() && line.front() != '#') {
             // A name with blanks inside cannot be an account; guessing what was meant
             // could drop a protection, so the whole file is refused.
             if (line.find_first_of(kBlank) != std::string::npos)
-                return Error::lookup(fmt::format("{}:{}: expected one account name per line, got '{}'", origin,
-                                                 line_number, line));
+                return Error::lookup(
+                    fmt::format("{}:{}: expected one account name per line, got '{}'", origin, line_number, line));
             names.push_back(line);
         }
         if (end == std::string::npos) break;
@@ -72,12 +73,10 @@ Exemption Exemptions::classify(uid_t uid, const AccountDatabase& accounts) const
 
     const AccountLookup lookup = accounts.name_of(uid);
     switch (lookup.status) {
-        case AccountLookup::Status::no_account:
-            return {Protection::unknown_uid, {}, "no account has this uid"};
+        case AccountLookup::Status::no_account: return {Protection::unknown_uid, {}, "no account has this uid"};
         case AccountLookup::Status::failed:
             return {Protection::unknown_uid, {}, fmt::format("account lookup failed: {}", errno_text(lookup.error))};
-        case AccountLookup::Status::found:
-            break;
+        case AccountLookup::Status::found: break;
     }
     // Exact, literal, case-sensitive: a std::map lookup compares whole strings.
     const auto listed = names_.find(lookup.name);

@@ -44,8 +44,8 @@ std::optional<StatFields> parse_stat(std::string_view text) {
     // of the file is always the one that closes it.
     const auto open = text.find('(');
     const auto close = text.rfind(')');
-    if (open == std::string_view::npos || close == std::string_view::npos || close < open ||
-        open == 0 || text[open - 1] != ' ')
+    if (open == std::string_view::npos || close == std::string_view::npos || close < open || open == 0 ||
+        text[open - 1] != ' ')
         return std::nullopt;
     StatFields f;
     const auto pid = parse_pid(text.substr(0, open - 1));
@@ -175,9 +175,8 @@ std::optional<std::string> job_of_path(std::string_view path, bool unified) {
     const auto job = next_field(path, "/");
     if (unified) {
         constexpr std::string_view scope = "slurmstepd.scope";
-        const bool ours = middle == scope ||
-                          (middle.size() > scope.size() + 1 && middle.ends_with(scope) &&
-                           middle[middle.size() - scope.size() - 1] == '_');
+        const bool ours = middle == scope || (middle.size() > scope.size() + 1 && middle.ends_with(scope) &&
+                                              middle[middle.size() - scope.size() - 1] == '_');
         if (!top.ends_with(".slice") || top.size() == 6 || !ours) return std::nullopt;
     } else {
         const bool ours = top == "slurm" || (top.size() > 6 && top.starts_with("slurm_"));

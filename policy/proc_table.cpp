@@ -30,9 +30,7 @@ namespace {
 
 using namespace procfs;
 
-Process* find_mutable(ProcessTable& table, pid_t pid) {
-    return const_cast<Process*>(std::as_const(table).find(pid));
-}
+Process* find_mutable(ProcessTable& table, pid_t pid) { return const_cast<Process*>(std::as_const(table).find(pid)); }
 
 void apply_stat(Process& p, StatFields&& stat) {
     p.ppid = stat.ppid;
@@ -69,13 +67,13 @@ private:
     const ScanOptions& options_;
     ProcessTable table_;
     std::unordered_map<pid_t, std::optional<Node>> ancestors_;  // nullopt: gone
-    std::string buf_;  // reused for every file read
+    std::string buf_;                                           // reused for every file read
 };
 
 Error Scanner::failure(pid_t pid, const char* file, int err) const {
     const auto what = err == EBADMSG ? std::string("unexpected contents") : errno_text(err);
-    const auto path = *file ? fmt::format("{}/{}/{}", options_.proc_root, pid, file)
-                            : fmt::format("{}/{}", options_.proc_root, pid);
+    const auto path =
+        *file ? fmt::format("{}/{}/{}", options_.proc_root, pid, file) : fmt::format("{}/{}", options_.proc_root, pid);
     return Error::lookup(fmt::format("cannot read {}: {}", path, what));
 }
 
@@ -84,8 +82,7 @@ Status Scanner::list() {
     alignas(8) char buf[32768];
     for (;;) {
         const ssize_t n = ::getdents64(root_, buf, sizeof buf);
-        if (n < 0)
-            return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root, errno_text(errno)));
+        if (n < 0) return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root, errno_text(errno)));
         if (n == 0) break;
         for (ssize_t offset = 0; offset < n;) {
             unsigned short reclen = 0;
@@ -211,8 +208,8 @@ Result<bool> Scanner::walk(Process& p) {
         bool broken = false;
         while (next > 0) {
             if (next == p.pid || p.ancestors.size() >= max_depth || std::ranges::count(p.ancestors, next) > 0)
-                return Error::lookup(fmt::format("the parent chain of pid {} in {} loops or does not end",
-                                                 p.pid, options_.proc_root));
+                return Error::lookup(
+                    fmt::format("the parent chain of pid {} in {} loops or does not end", p.pid, options_.proc_root));
             const auto cached = ancestor(next);
             if (!cached) return cached.error();
             const std::optional<Node>& node = **cached;
@@ -244,8 +241,8 @@ Result<bool> Scanner::walk(Process& p) {
             if (Process* entry = find_mutable(table_, child)) entry->ppid = ppid;
         }
     }
-    return Error::lookup(fmt::format("the parent chain of pid {} in {} kept changing while it was read",
-                                     p.pid, options_.proc_root));
+    return Error::lookup(
+        fmt::format("the parent chain of pid {} in {} kept changing while it was read", p.pid, options_.proc_root));
 }
 
 Status Scanner::resolve_ancestry() {
@@ -264,8 +261,7 @@ Status Scanner::resolve_ancestry() {
 
 Result<ProcessTable> scan_processes(const ScanOptions& options) {
     UniqueFd root(::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (root.get() < 0)
-        return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root, errno_text(errno)));
+    if (root.get() < 0) return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root, errno_text(errno)));
     if (auto view = check_view(root.get(), options); !view) return view.error();
     Scanner scanner(root.get(), options);
     for (auto step : {&Scanner::list, &Scanner::load_details, &Scanner::resolve_ancestry})
@@ -275,8 +271,7 @@ Result<ProcessTable> scan_processes(const ScanOptions& options) {
 
 Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids) {
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (root.get() < 0)
-        return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
+    if (root.get() < 0) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
     std::string buf;
     for (const pid_t pid : pids) {
         Process* p = find_mutable(table, pid);
@@ -285,8 +280,7 @@ Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const
         // gone and the executor's identity check refuses to signal it whatever its cgroup.
         const int err = read_file(root.get(), fmt::format("{}/cgroup", pid).c_str(), buf);
         if (vanished(err)) continue;
-        if (err)
-            return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid, errno_text(err)));
+        if (err) return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid, errno_text(err)));
         p->job_cgroup = slurm_job_cgroup(buf);
     }
     return Ok{};

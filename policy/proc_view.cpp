@@ -26,9 +26,10 @@ Status check_self(int root, const ScanOptions& options) {
     if (const int err = read_link(root, "self", link))
         return Error::lookup(fmt::format("cannot resolve {}/self: {}", options.proc_root, errno_text(err)));
     if (parse_pid(link) != options.caller_pid)
-        return Error::lookup(fmt::format("{}/self names pid '{}' but the caller is pid {}: "
-                                         "this /proc belongs to another pid namespace",
-                                         options.proc_root, link, options.caller_pid));
+        return Error::lookup(
+            fmt::format("{}/self names pid '{}' but the caller is pid {}: "
+                        "this /proc belongs to another pid namespace",
+                        options.proc_root, link, options.caller_pid));
     return Ok{};
 }
 
@@ -86,21 +87,20 @@ Status check_hidepid(int root, const ScanOptions& options) {
     std::string text;
     const int err = read_file(root, "self/mountinfo", text);
     if (err == ENOENT && !procfs) return Ok{};  // a fake tree that models no mounts
-    if (err)
-        return Error::lookup(fmt::format("cannot read {}/self/mountinfo: {}", options.proc_root, errno_text(err)));
+    if (err) return Error::lookup(fmt::format("cannot read {}/self/mountinfo: {}", options.proc_root, errno_text(err)));
 
     char* resolved = ::realpath(options.proc_root.c_str(), nullptr);
-    if (!resolved)
-        return Error::lookup(fmt::format("cannot resolve {}: {}", options.proc_root, errno_text(errno)));
+    if (!resolved) return Error::lookup(fmt::format("cannot resolve {}: {}", options.proc_root, errno_text(errno)));
     const std::string mount_point = resolved;
     std::free(resolved);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
 
     const auto mount = find_mount(text, mount_point);
     if (!mount || mount->fstype != "proc") {
         if (!procfs) return Ok{};
-        return Error::lookup(fmt::format("{} is a procfs but {}/self/mountinfo has no proc mount on {}: "
-                                         "cannot tell whether hidepid= hides processes",
-                                         options.proc_root, options.proc_root, mount_point));
+        return Error::lookup(
+            fmt::format("{} is a procfs but {}/self/mountinfo has no proc mount on {}: "
+                        "cannot tell whether hidepid= hides processes",
+                        options.proc_root, options.proc_root, mount_point));
     }
     const auto hide = hidepid_of(mount->super_options);
     if (!hide) return Ok{};
@@ -125,16 +125,18 @@ Status check_slurm_daemon(int root, const ScanOptions& options, pid_t daemon) {
     const auto path = fmt::format("{}/exe", daemon);
     if (const int err = read_link(root, path.c_str(), link)) {
         if (vanished(err))
-            return Error::lookup(fmt::format("Slurm daemon pid {} is not in {}: it has exited, or the pid is from "
-                                             "another pid namespace",
-                                             daemon, options.proc_root));
+            return Error::lookup(
+                fmt::format("Slurm daemon pid {} is not in {}: it has exited, or the pid is from "
+                            "another pid namespace",
+                            daemon, options.proc_root));
         return Error::lookup(fmt::format("cannot read {}/{} of Slurm daemon pid {}: {}", options.proc_root, path,
                                          daemon, errno_text(err)));
     }
     if (!is_slurm_daemon(exe_program(link)))
-        return Error::lookup(fmt::format("pid {} in {} runs {}, not slurmd or slurmstepd: a stale pid file, or a pid "
-                                         "from another pid namespace",
-                                         daemon, options.proc_root, link));
+        return Error::lookup(
+            fmt::format("pid {} in {} runs {}, not slurmd or slurmstepd: a stale pid file, or a pid "
+                        "from another pid namespace",
+                        daemon, options.proc_root, link));
     return Ok{};
 }
 
@@ -150,9 +152,10 @@ Status check_pid_namespace(int root, const ScanOptions& options) {
         return Error::lookup(fmt::format("cannot read the pid namespace of Slurm daemon pid {} ({}/{}): {}", daemon,
                                          options.proc_root, path, errno_text(err)));
     if (mine != theirs)
-        return Error::lookup(fmt::format("the caller runs in pid namespace {} but Slurm daemon pid {} in {}: "
-                                         "its processes are not all visible here",
-                                         mine, daemon, theirs));
+        return Error::lookup(
+            fmt::format("the caller runs in pid namespace {} but Slurm daemon pid {} in {}: "
+                        "its processes are not all visible here",
+                        mine, daemon, theirs));
     return Ok{};
 }
 

@@ -20,19 +20,19 @@ struct Uids {
 struct Process {
     pid_t pid = 0;
     pid_t ppid = 0;
-    uid_t owner = 0;              // owner of /proc/<pid> (the effective uid at exec)
-    bool detailed = false;        // stat/status/cgroup were read (owner not protected)
-    Uids uids;                    // from status (detailed only)
-    std::string comm;             // raw bytes, may hold anything; escape before logging
-    char state = '?';             // from stat: R S D Z T t X I ...
-    std::uint64_t start_time = 0; // clock ticks since boot (stat field 22)
-    bool kernel_thread = false;   // PF_KTHREAD in stat flags, or a child of kthreadd (pid 2)
+    uid_t owner = 0;               // owner of /proc/<pid> (the effective uid at exec)
+    bool detailed = false;         // stat/status/cgroup were read (owner not protected)
+    Uids uids;                     // from status (detailed only)
+    std::string comm;              // raw bytes, may hold anything; escape before logging
+    char state = '?';              // from stat: R S D Z T t X I ...
+    std::uint64_t start_time = 0;  // clock ticks since boot (stat field 22)
+    bool kernel_thread = false;    // PF_KTHREAD in stat flags, or a child of kthreadd (pid 2)
     // The directory of a Slurm-owned job cgroup: "job_<id>", or the job's SLUID
     // ("s" and 13 base32 digits: 26.05 without CgroupJobIdPaths=yes).
     std::optional<std::string> job_cgroup;
-    bool is_slurmstepd = false;   // uid 0 and /proc/<pid>/exe is a slurmstepd binary
+    bool is_slurmstepd = false;           // uid 0 and /proc/<pid>/exe is a slurmstepd binary
     std::optional<pid_t> stepd_ancestor;  // nearest ancestor that is a slurmstepd
-    std::vector<pid_t> ancestors; // ppid chain up to pid 1 (detailed only), nearest first
+    std::vector<pid_t> ancestors;         // ppid chain up to pid 1 (detailed only), nearest first
 
     bool zombie() const { return state == 'Z' || state == 'X'; }
 };

@@ -17,7 +17,7 @@ namespace leftover {
 std::string format_action(const KillRecord& record);
 
 struct SummaryInput {
-    std::string trigger;              // "job 12 step 0", "job 12 epilog", "node sweep"
+    std::string trigger;  // "job 12 step 0", "job 12 epilog", "node sweep"
     std::optional<uid_t> trigger_uid;
     std::string trigger_user;
     bool dry_run = false;

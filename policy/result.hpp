@@ -10,8 +10,8 @@
 namespace leftover {
 
 enum class ErrorKind {
-    config,  // the configuration is invalid or untrusted
-    lookup,  // something needed to decide could not be learned: never kill on it
+    config,            // the configuration is invalid or untrusted
+    lookup,            // something needed to decide could not be learned: never kill on it
     not_a_slurm_node,  // the command runs where no slurmd's state can be read
 };
 
@@ -36,8 +36,8 @@ inline const char* to_string(ErrorKind kind) {
 template <class T, class E = Error>
 class Result {
 public:
-    Result(T value) : state_(std::move(value)) {}          // NOLINT(google-explicit-constructor): implicit by design
-    Result(E error) : state_(std::move(error)) {}          // NOLINT(google-explicit-constructor): implicit by design
+    Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor): implicit by design
+    Result(E error) : state_(std::move(error)) {}  // NOLINT(google-explicit-constructor): implicit by design
 
     bool ok() const { return std::holds_alternative<T>(state_); }
     explicit operator bool() const { return ok(); }

@@ -80,9 +80,10 @@ void on_slurmd_start(spank_t, int ac, char** av) noexcept {
         const PluginArgs args = parse_plugin_args(ac, av);
         slurm_info("leftover: %s, config %s", node::build_banner().c_str(), args.config_path.c_str());
         if (!node::prolog_contain())
-            slurm_info("leftover: PrologFlags=contain is not set: before sweeping a user, leftover asks "
-                       "slurmctld whether they still hold an allocation on this node; PrologFlags=contain "
-                       "makes this unnecessary");
+            slurm_info(
+                "leftover: PrologFlags=contain is not set: before sweeping a user, leftover asks "
+                "slurmctld whether they still hold an allocation on this node; PrologFlags=contain "
+                "makes this unnecessary");
     });
 }
 

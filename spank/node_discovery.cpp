@@ -15,8 +15,7 @@ namespace {
 // The path of leftover.so itself.
 std::string plugin_path() {
     Dl_info info{};
-    if (::dladdr(reinterpret_cast<void*>(&plugin_path), &info) != 0 && info.dli_fname != nullptr)
-        return info.dli_fname;
+    if (::dladdr(reinterpret_cast<void*>(&plugin_path), &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
     return {};
 }
 

@@ -45,8 +45,8 @@ void send_to_syslog(LogLevel level, const std::string& text) {
     const std::time_t now = std::time(nullptr);
     std::tm local{};
     ::localtime_r(&now, &local);
-    const std::string message = fmt::format("<{}>{:%b %e %H:%M:%S} leftover[{}]: {}", LOG_DAEMON | syslog_priority(level),
-                                            local, ::getpid(), text);
+    const std::string message = fmt::format("<{}>{:%b %e %H:%M:%S} leftover[{}]: {}",
+                                            LOG_DAEMON | syslog_priority(level), local, ::getpid(), text);
     // Best effort: a missing or full syslog must never hold up a job's end.
     (void)::sendto(fd.get(), message.data(), message.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
                    reinterpret_cast<const sockaddr*>(&address), sizeof address);

@@ -32,8 +32,8 @@ LogLevel level_of(const KillRecord& record) {
 // The job-state reader for one sweep: fresh answers every round, stale sockets logged once.
 class JobStateSource {
 public:
-    JobStateSource(const Config& config, const SweepRequest& request, node::Controller* controller, Clock::time_point deadline,
-                   Logger& log)
+    JobStateSource(const Config& config, const SweepRequest& request, node::Controller* controller,
+                   Clock::time_point deadline, Logger& log)
         : config_(config), request_(request), controller_(controller), deadline_(deadline), log_(log) {}
 
     Result<LiveWork> read() {
@@ -55,7 +55,7 @@ public:
                 log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
                                       node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
         return node::live_work_from(state.value(), request_.trigger.ending_step,
-                              fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
+                                    fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
     }
 
     // Without PrologFlags=contain a node of a multi-node job between steps looks empty
@@ -65,9 +65,10 @@ public:
         if (config_.job_source == JobSource::controller || request_.node.prolog_contain) return {};
         if (asks_no_child()) {
             return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
-                log_.info(fmt::format("no PrologFlags=contain: {} user(s) without a step here kept at this step end; "
-                                      "the job epilog asks slurmctld",
-                                      uids.size()));
+                log_.info(
+                    fmt::format("no PrologFlags=contain: {} user(s) without a step here kept at this step end; "
+                                "the job epilog asks slurmctld",
+                                uids.size()));
                 return uids;
             };
         }
@@ -120,13 +121,14 @@ Evaluation make_evaluation(const Config& config, const Exemptions& exemptions, c
     context.ending_stepds = request.ending_stepds;
     // A node-wide sweep has no job user that scope job_user could narrow it to.
     context.event = Event{request.trigger.uid ? config.scope : Scope::node, request.trigger.uid};
-    return Evaluation(exemptions, accounts, [&job_state] { return job_state.read(); }, job_state.allocation_check(),
-                      context);
+    return Evaluation(
+        exemptions, accounts, [&job_state] { return job_state.read(); }, job_state.allocation_check(), context);
 }
 
 }  // namespace
 
-ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids) {
+ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given,
+                                               const std::set<uid_t>& slurm_uids) {
     ConfigAndExemptions loaded;
     loaded.config = load_config(config_path, path_given);
     if (loaded.config.ok()) loaded.exemptions = Exemptions::load(loaded.config.value(), slurm_uids);
@@ -134,7 +136,7 @@ ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, b
 }
 
 KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
-                          const AccountDatabase& accounts, Logger& log) {
+                     const AccountDatabase& accounts, Logger& log) {
     KillReport report;
     const auto elapsed_ms = [&] {
         return std::chrono::duration<double, std::milli>(Clock::now() - request.started).count();
@@ -191,17 +193,21 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
     options.deadline = deadline;
     options.dry_run = config.dry_run;
-    options.observer.on_action = [&log](const KillRecord& record) { log.action(level_of(record), format_action(record)); };
+    options.observer.on_action = [&log](const KillRecord& record) {
+        log.action(level_of(record), format_action(record));
+    };
     options.observer.on_grace_wait = [&log](std::size_t count, std::chrono::milliseconds grace) {
-        log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM", std::chrono::duration<double>(grace).count(), count));
+        log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM",
+                             std::chrono::duration<double>(grace).count(), count));
     };
     report = execute_kills([&] { return evaluation(); }, options);
 
-    if (report.error) log.error(fmt::format("{}: {}; nothing more killed", to_string(report.error->kind),
-                                            report.error->message));
+    if (report.error)
+        log.error(fmt::format("{}: {}; nothing more killed", to_string(report.error->kind), report.error->message));
     for (const Decision& survivor : report.survivors)
         if (!config.dry_run)
-            log.warn(fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user, survivor.uid));
+            log.warn(
+                fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user, survivor.uid));
     if (report.deadline_reached) log.warn("the evaluation reached its deadline and stopped where it was");
     name_trigger_user(report.first_plan);
     summary.milliseconds = elapsed_ms();
@@ -209,8 +215,8 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     return report;
 }
 
-Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
-                             const AccountDatabase& accounts, Logger& log) {
+Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
+                             node::Controller* controller, const AccountDatabase& accounts, Logger& log) {
     if (!loaded.config.ok()) return loaded.config.error();
     const Config& config = loaded.config.value();
     log.set_threshold(config.debuglevel);

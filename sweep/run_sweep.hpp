@@ -26,15 +26,16 @@ struct ConfigAndExemptions {
     Result<Config> config = Error::config("not loaded");
     std::optional<Result<Exemptions>> exemptions;  // only when the config is valid
 };
-ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given, const std::set<uid_t>& slurm_uids);
+ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given,
+                                               const std::set<uid_t>& slurm_uids);
 
 struct Trigger {
-    std::string label;                       // "job 12 step 0", "job 12 epilog", "node sweep"
+    std::string label;  // "job 12 step 0", "job 12 epilog", "node sweep"
     // The job's user. Unset for a node-wide sweep (the leftover command): no job ends,
     // so the scope is always node and slew/slew_max are the caller's business.
     std::optional<uid_t> uid;
     std::optional<std::uint32_t> job_id;
-    std::optional<node::StepId> ending_step;       // set in slurm_spank_exit
+    std::optional<node::StepId> ending_step;  // set in slurm_spank_exit
     // Set in the job epilog: the whole job is ending, so slurmctld's view of it (still
     // COMPLETING) is not live work. At a step's end the job's allocation lives on.
     bool job_ending = false;
@@ -52,7 +53,7 @@ struct SweepRequest {
 // Evaluates and sweeps, logging every action, every error and one summary. Returns the
 // report (its error set on any config or lookup error, in which case nothing was killed).
 KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
-                          const AccountDatabase& accounts, Logger& log);
+                     const AccountDatabase& accounts, Logger& log);
 
 // What one evaluation saw and decided, with nothing signalled and no action logged.
 struct NodeCheck {
@@ -62,7 +63,7 @@ struct NodeCheck {
 
 // The evaluation run_sweep starts from (same job-state source, same context), for
 // `leftover check`. Errors are returned, not logged: the caller reports them.
-Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
-                             const AccountDatabase& accounts, Logger& log);
+Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
+                             node::Controller* controller, const AccountDatabase& accounts, Logger& log);
 
 }  // namespace leftover::sweep

@@ -42,9 +42,12 @@ int main(int argc, char** argv) {
     std::optional<std::uint32_t> exclude;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--node" && i + 1 < argc) node = argv[++i];
-        else if (arg == "--exclude-job" && i + 1 < argc) exclude = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
-        else return usage();
+        if (arg == "--node" && i + 1 < argc)
+            node = argv[++i];
+        else if (arg == "--exclude-job" && i + 1 < argc)
+            exclude = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
+        else
+            return usage();
     }
     if (node.empty()) return usage();
 

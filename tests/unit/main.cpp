@@ -42,9 +42,10 @@ int main(int argc, char** argv) {
     const int status = context.run();
     if (context.shouldExit() || status != EXIT_SUCCESS) return status;
     if (g_cases_run == 0u) {
-        std::fputs("unit_tests: no test case matches the filters. A ctest entry selects its case by name: "
-                   "a name with ; [ ] * ? or a backslash cannot be selected, rename the test case.\n",
-                   stderr);
+        std::fputs(
+            "unit_tests: no test case matches the filters. A ctest entry selects its case by name: "
+            "a name with ; [ ] * ? or a backslash cannot be selected, rename the test case.\n",
+            stderr);
         return EXIT_FAILURE;
     }
     return status;

@@ -163,11 +163,11 @@ TEST_CASE("check JSON: any byte string stays valid JSON, bytes that are not UTF-
     CheckResult result = sample();
     result.config = "/etc/caf\xc3\xa9.conf";  // valid UTF-8 passes
     auto& decisions = result.check->plan.decisions;
-    decisions[2].user = std::string("nul\0bell\x07", 9);       // control characters are escaped
+    decisions[2].user = std::string("nul\0bell\x07", 9);  // control characters are escaped
     decisions[2].detail = "line\nnext\ttab \"quoted\" back\\slash";
-    decisions[3].user = "bad\xff\xc3";                        // a stray byte, a truncated sequence
-    decisions[3].detail = "\xc0\xaf and \xed\xa0\x80";         // an overlong '/', a surrogate
-    decisions[3].comm = "\xff";                               // comm is escaped as in the log
+    decisions[3].user = "bad\xff\xc3";                  // a stray byte, a truncated sequence
+    decisions[3].detail = "\xc0\xaf and \xed\xa0\x80";  // an overlong '/', a surrogate
+    decisions[3].comm = "\xff";                         // comm is escaped as in the log
     const std::string text = format_check_json(result);
     nlohmann::json doc;
     REQUIRE_NOTHROW(doc = nlohmann::json::parse(text));  // strict: throws on invalid UTF-8

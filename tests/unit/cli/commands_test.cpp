@@ -46,7 +46,10 @@ private:
 };
 
 FakeProcess user_process(pid_t pid, uid_t uid, std::string comm = "sleep") {
-    return {.pid = pid, .uids = {uid, uid, uid, uid}, .comm = std::move(comm), .start_time = 1000u + pid,
+    return {.pid = pid,
+            .uids = {uid, uid, uid, uid},
+            .comm = std::move(comm),
+            .start_time = 1000u + pid,
             .gids = {uid, uid, uid, uid}};
 }
 
@@ -68,7 +71,11 @@ struct Node {
 
     Node() {
         ::mkdir((dir / "spool").c_str(), 0755);
-        proc.add_process({.pid = kSlurmd, .uids = {}, .comm = "slurmd", .start_time = 40, .exe = "/usr/sbin/slurmd",
+        proc.add_process({.pid = kSlurmd,
+                          .uids = {},
+                          .comm = "slurmd",
+                          .start_time = 40,
+                          .exe = "/usr/sbin/slurmd",
                           .gids = {0, 0, 0, 0}});
         proc.set_pid_ns(kSlurmd, "pid:[4026531836]");
         accounts.names = {{kAlice, "lo_alice"}, {kBob, "lo_bob"}, {kProtected, "alice"}, {kSystem, "daemonish"}};
@@ -190,7 +197,8 @@ TEST_CASE("check: config and lookup errors exit 2 and kill nothing") {
     SUBCASE("an unknown key") {
         node.config("protected_user: [alice]\n");
         CHECK(node.run({"check"}) == kExitError);
-        CHECK(has(node.err.str(), "leftover: config error: " + node.dir / "leftover.conf" + ":1: unknown key 'protected_user'"));
+        CHECK(has(node.err.str(),
+                  "leftover: config error: " + node.dir / "leftover.conf" + ":1: unknown key 'protected_user'"));
         CHECK(node.out.str().empty());
     }
     SUBCASE("an untrusted config file") {
@@ -203,8 +211,8 @@ TEST_CASE("check: config and lookup errors exit 2 and kill nothing") {
     SUBCASE("a missing protected users file") {
         node.config("protected_users_files: [" + node.dir / "absent.list" + "]\n");
         CHECK(node.run({"check"}) == kExitError);
-        CHECK(has(node.err.str(), "leftover: lookup error: protected users file " + node.dir / "absent.list" +
-                                      ": does not exist"));
+        CHECK(has(node.err.str(),
+                  "leftover: lookup error: protected users file " + node.dir / "absent.list" + ": does not exist"));
     }
     SUBCASE("slurmctld does not answer") {
         node.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
@@ -233,8 +241,9 @@ TEST_CASE("check and sweep: slurmd is never touched, and must share the command'
     SUBCASE("slurmd in another pid namespace") {
         node.proc.set_pid_ns(Node::kSlurmd, "pid:[4026532000]");
         CHECK(node.run({"check"}) == kExitError);
-        CHECK(has(node.err.str(), "leftover: lookup error: the caller runs in pid namespace pid:[4026531836] but "
-                                  "Slurm daemon pid 90 in pid:[4026532000]"));
+        CHECK(has(node.err.str(),
+                  "leftover: lookup error: the caller runs in pid namespace pid:[4026531836] but "
+                  "Slurm daemon pid 90 in pid:[4026532000]"));
         CHECK(node.run({"sweep", "--no-slew"}) == kExitError);
         CHECK(has(node.err.str(), "leftover: error: lookup error: the caller runs in pid namespace"));
         CHECK(has(node.err.str(), "leftover: node sweep: swept []; killed 0;"));
@@ -344,7 +353,8 @@ TEST_CASE("sweep: a real stray is killed and the sweep exits 0") {
     CHECK(wait_gone(stray));
     kill_all_of(kStray);
     CHECK(status == kExitClean);
-    CHECK(has(node.err.str(), fmt::format("leftover: SIGTERM pid={} user=cli.stray uid={} comm='sleep' reason=stray", stray, kStray)));
+    CHECK(has(node.err.str(),
+              fmt::format("leftover: SIGTERM pid={} user=cli.stray uid={} comm='sleep' reason=stray", stray, kStray)));
     CHECK(has(node.err.str(), "leftover: node sweep: swept [cli.stray]; killed 1;"));
 }
 

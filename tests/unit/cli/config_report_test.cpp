@@ -87,8 +87,8 @@ TEST_CASE("config report: an unusable users file makes the config invalid and sa
     const std::string foreign = dir.write("foreign.list", "alice\n", 0644, 41001);
     const std::string malformed = dir.write("malformed.list", "two names\n");
     const std::string missing = dir / "missing.list";
-    const Config config = loaded(dir, "protected_users_files: [" + writable + ", " + foreign + ", " + malformed +
-                                          ", " + missing + "]\n");
+    const Config config =
+        loaded(dir, "protected_users_files: [" + writable + ", " + foreign + ", " + malformed + ", " + missing + "]\n");
     const ConfigReport report = report_config(config, dir / "leftover.conf");
     CHECK_FALSE(report.valid);
     CHECK(has(report.text, writable + ": not trusted: " + writable + ": has mode 0664"));

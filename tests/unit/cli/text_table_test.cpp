@@ -6,10 +6,11 @@
 using namespace leftover::cli;
 
 TEST_CASE("text table: left-aligned columns two spaces apart, the last one unpadded") {
-    CHECK(format_text_table({{"KEY", "VALUE", "DEFAULT"}, {"uid_min", "1000", "1000"}, {"scope", "job_user", "node"}}) ==
-          "KEY      VALUE     DEFAULT\n"
-          "uid_min  1000      1000\n"
-          "scope    job_user  node\n");
+    CHECK(
+        format_text_table({{"KEY", "VALUE", "DEFAULT"}, {"uid_min", "1000", "1000"}, {"scope", "job_user", "node"}}) ==
+        "KEY      VALUE     DEFAULT\n"
+        "uid_min  1000      1000\n"
+        "scope    job_user  node\n");
 }
 
 TEST_CASE("text table: no line ends in blanks, also when its last cells are empty or it is short") {

@@ -53,26 +53,26 @@ using namespace std::chrono_literals;
 // From src/common/slurm_protocol_common.h and src/common/stepd_api.h of each release
 // (slurm-22-05-8-1, -23-02-8-1, -23-11-11-1, -24-05-8-1, -24-11-5-1, -25-05-8-1,
 // -25-11-7-1, -26-05-3-1).
-constexpr std::int32_t k2205ProtocolVersion = 38 << 8;   // SLURM_22_05_PROTOCOL_VERSION
+constexpr std::int32_t k2205ProtocolVersion = 38 << 8;  // SLURM_22_05_PROTOCOL_VERSION
 constexpr std::int32_t k2302ProtocolVersion = 39 << 8;
 constexpr std::int32_t k2311ProtocolVersion = 40 << 8;
 constexpr std::int32_t k2411ProtocolVersion = 42 << 8;
 constexpr std::int32_t k2605ProtocolVersion = 45 << 8;
-constexpr std::int32_t kMinProtocolVersion = 36 << 8;    // SLURM_MIN_PROTOCOL_VERSION of 22.05
-constexpr std::int32_t kRequestState = 5;                // REQUEST_STATE
-constexpr std::int32_t kRequestStepUid = 20;             // REQUEST_STEP_UID
-constexpr std::int32_t kRequestSluid = 1;                // REQUEST_SLUID, from 25.11
+constexpr std::int32_t kMinProtocolVersion = 36 << 8;  // SLURM_MIN_PROTOCOL_VERSION of 22.05
+constexpr std::int32_t kRequestState = 5;              // REQUEST_STATE
+constexpr std::int32_t kRequestStepUid = 20;           // REQUEST_STEP_UID
+constexpr std::int32_t kRequestSluid = 1;              // REQUEST_SLUID, from 25.11
 constexpr std::int32_t k2511ProtocolVersion = 44 << 8;
-constexpr std::int32_t kStateRunning = 2;                // SLURMSTEPD_STEP_RUNNING
-constexpr std::int32_t kStateEnding = 3;                 // SLURMSTEPD_STEP_ENDING before 23.11
-constexpr std::int32_t kStateCancelled2311 = 3;          // SLURMSTEPD_STEP_CANCELLED from 23.11
-constexpr std::int32_t kStateEnding2311 = 4;             // SLURMSTEPD_STEP_ENDING from 23.11
+constexpr std::int32_t kStateRunning = 2;        // SLURMSTEPD_STEP_RUNNING
+constexpr std::int32_t kStateEnding = 3;         // SLURMSTEPD_STEP_ENDING before 23.11
+constexpr std::int32_t kStateCancelled2311 = 3;  // SLURMSTEPD_STEP_CANCELLED from 23.11
+constexpr std::int32_t kStateEnding2311 = 4;     // SLURMSTEPD_STEP_ENDING from 23.11
 // The client rows the tests play (a 22.05 build is what this machine builds).
 constexpr StepdProtocol k2205Client{22, 5, k2205ProtocolVersion, kMinProtocolVersion};
 constexpr StepdProtocol k2411Client{24, 11, k2411ProtocolVersion, k2302ProtocolVersion};
 constexpr StepdProtocol k2605Client{26, 5, k2605ProtocolVersion, k2411ProtocolVersion};
-constexpr std::uint32_t kBatchStep = 0xfffffffb;         // SLURM_BATCH_SCRIPT
-constexpr std::uint32_t kExternStep = 0xfffffffc;        // SLURM_EXTERN_CONT
+constexpr std::uint32_t kBatchStep = 0xfffffffb;   // SLURM_BATCH_SCRIPT
+constexpr std::uint32_t kExternStep = 0xfffffffc;  // SLURM_EXTERN_CONT
 
 // A scratch spool directory, removed with everything in it.
 class TempDir {
@@ -110,10 +110,13 @@ class FakeStepd {
 public:
     // `version`: the SLURM_PROTOCOL_VERSION of the release it plays; `oldest_client`:
     // that release's SLURM_MIN_PROTOCOL_VERSION, below which it refuses a client.
-    FakeStepd(std::string path, std::uint32_t uid, std::int32_t state,
-              Behaviour behaviour = Behaviour::answer, std::int32_t version = k2205ProtocolVersion,
-              std::int32_t oldest_client = kMinProtocolVersion)
-        : path_(std::move(path)), uid_(uid), state_(state), behaviour_(behaviour), version_(version),
+    FakeStepd(std::string path, std::uint32_t uid, std::int32_t state, Behaviour behaviour = Behaviour::answer,
+              std::int32_t version = k2205ProtocolVersion, std::int32_t oldest_client = kMinProtocolVersion)
+        : path_(std::move(path)),
+          uid_(uid),
+          state_(state),
+          behaviour_(behaviour),
+          version_(version),
           oldest_client_(oldest_client) {
         int stop_pipe[2];
         REQUIRE(::pipe2(stop_pipe, O_CLOEXEC) == 0);
@@ -253,11 +256,9 @@ Clock::time_point soon() { return Clock::now() + 5s; }
 
 TEST_CASE("step socket names: <node>_<job>.<step> with an optional .<component>, of this node only") {
     CHECK(parse_step_socket_name("n1_12.0", "n1") == StepSocketName{12, 0, std::nullopt});
-    CHECK(parse_step_socket_name("n1_12.4294967292", "n1") ==
-          StepSocketName{12, kExternStep, std::nullopt});
+    CHECK(parse_step_socket_name("n1_12.4294967292", "n1") == StepSocketName{12, kExternStep, std::nullopt});
     CHECK(parse_step_socket_name("n1_7.3.1", "n1") == StepSocketName{7, 3, 1u});
-    CHECK(parse_step_socket_name("n1_4294967295.0", "n1") ==
-          StepSocketName{4294967295u, 0, std::nullopt});
+    CHECK(parse_step_socket_name("n1_4294967295.0", "n1") == StepSocketName{4294967295u, 0, std::nullopt});
 
     CHECK_FALSE(parse_step_socket_name("n2_12.0", "n1"));
     CHECK_FALSE(parse_step_socket_name("n10_12.0", "n1"));
@@ -339,9 +340,9 @@ TEST_CASE("other nodes' sockets and non-socket files are ignored") {
     FakeStepd mine(spool.file("n1_5.0"), 600, kStateRunning);
     FakeStepd other(spool.file("n2_6.0"), 700, kStateRunning);
     FakeStepd longer_name(spool.file("n10_7.0"), 800, kStateRunning);
-    make_stale_socket(spool.file("n2_9.0"));         // would be dead if it were ours
-    make_stale_socket(spool.file("n1_9.0.1.2"));     // not a step socket name
-    make_regular_file(spool.file("n1_11.0"));        // right name, not a socket
+    make_stale_socket(spool.file("n2_9.0"));      // would be dead if it were ours
+    make_stale_socket(spool.file("n1_9.0.1.2"));  // not a step socket name
+    make_regular_file(spool.file("n1_11.0"));     // right name, not a socket
     REQUIRE(::mkdir(spool.file("n1_12.0").c_str(), 0700) == 0);
     REQUIRE(::symlink(spool.file("n1_5.0").c_str(), spool.file("n1_13.0").c_str()) == 0);
     make_regular_file(spool.file("cred_state"));
@@ -401,8 +402,8 @@ TEST_CASE("a slurmstepd that accepts but never answers: lookup error at the dead
 
     const auto start = Clock::now();
     const auto deadline = start + 300ms;
-    auto pending = std::async(std::launch::async,
-                              [&] { return read_local_steps(spool.path(), "n1", deadline, k2205Client); });
+    auto pending =
+        std::async(std::launch::async, [&] { return read_local_steps(spool.path(), "n1", deadline, k2205Client); });
     // Generous hang bound only: a reader that ignores the deadline fails here, and
     // step.stop() below then closes the connection so the test cannot hang.
     const bool returned = pending.wait_for(20s) == std::future_status::ready;
@@ -476,8 +477,7 @@ TEST_CASE("every release in the table: the build's handshake and ENDING as that 
         TempDir spool;
         FakeStepd ending(spool.file("n1_50.0"), 2001, cancelled_inserted ? kStateEnding2311 : kStateEnding,
                          Behaviour::answer, row.version, row.oldest_stepd);
-        FakeStepd running(spool.file("n1_51.0"), 2002, kStateRunning, Behaviour::answer, row.version,
-                          row.oldest_stepd);
+        FakeStepd running(spool.file("n1_51.0"), 2002, kStateRunning, Behaviour::answer, row.version, row.oldest_stepd);
         auto result = read_local_steps(spool.path(), "n1", soon(), row);
         REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
         REQUIRE(result->live.size() == 2);
@@ -496,8 +496,8 @@ TEST_CASE("every release in the table: the build's handshake and ENDING as that 
 
 TEST_CASE("from 23.11 on, state 3 is CANCELLED (live) and 4 is ENDING") {
     TempDir spool;
-    FakeStepd cancelled(spool.file("n1_60.0"), 3001, kStateCancelled2311, Behaviour::answer,
-                        k2411ProtocolVersion, k2302ProtocolVersion);
+    FakeStepd cancelled(spool.file("n1_60.0"), 3001, kStateCancelled2311, Behaviour::answer, k2411ProtocolVersion,
+                        k2302ProtocolVersion);
     FakeStepd ending(spool.file("n1_61.0"), 3002, kStateEnding2311, Behaviour::answer, k2411ProtocolVersion,
                      k2302ProtocolVersion);
     auto result = read_local_steps(spool.path(), "n1", soon(), k2411Client);
@@ -516,8 +516,8 @@ TEST_CASE("upgrade window: a 24.11 build reads a still-running 23.02 stepd by 23
                          kMinProtocolVersion);
     FakeStepd new_ending(spool.file("n1_71.0"), 4002, kStateEnding2311, Behaviour::answer, k2411ProtocolVersion,
                          k2302ProtocolVersion);
-    FakeStepd mid_cancelled(spool.file("n1_72.0"), 4003, kStateCancelled2311, Behaviour::answer,
-                            k2311ProtocolVersion, k2302ProtocolVersion);
+    FakeStepd mid_cancelled(spool.file("n1_72.0"), 4003, kStateCancelled2311, Behaviour::answer, k2311ProtocolVersion,
+                            k2302ProtocolVersion);
     auto result = read_local_steps(spool.path(), "n1", soon(), k2411Client);
     REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
     REQUIRE(result->live.size() == 3);

@@ -29,8 +29,10 @@ std::vector<std::string> section(const std::string& text, const std::string& fir
     bool inside = false;
     for (std::string line; std::getline(lines, line);) {
         if (inside && line.starts_with(end)) break;
-        if (line == first) inside = true;
-        else if (inside) out.push_back(line);
+        if (line == first)
+            inside = true;
+        else if (inside)
+            out.push_back(line);
     }
     return out;
 }
@@ -77,11 +79,18 @@ TEST_CASE("config keys: the parser reads each key's default back into the key's 
 }
 
 TEST_CASE("config keys: a value other than the default lands in that key's field and only there") {
-    const std::map<std::string_view, std::string> values = {
-        {"protected_users", "[alice]"}, {"protected_users_files", "[/etc/x]"}, {"uid_min", "2"},
-        {"uid_max", "70000"},    {"debuglevel", "critical"}, {"slew", "1.5"},     {"slew_max", "7"},
-        {"scope", "job_user"}, {"dry_run", "true"},    {"job_source", "controller"}, {"slurm_timeout", "0.5"},
-        {"grace", "30"}};
+    const std::map<std::string_view, std::string> values = {{"protected_users", "[alice]"},
+                                                            {"protected_users_files", "[/etc/x]"},
+                                                            {"uid_min", "2"},
+                                                            {"uid_max", "70000"},
+                                                            {"debuglevel", "critical"},
+                                                            {"slew", "1.5"},
+                                                            {"slew_max", "7"},
+                                                            {"scope", "job_user"},
+                                                            {"dry_run", "true"},
+                                                            {"job_source", "controller"},
+                                                            {"slurm_timeout", "0.5"},
+                                                            {"grace", "30"}};
     REQUIRE(values.size() == config_keys().size());
     for (const ConfigKey& key : config_keys()) {
         CAPTURE(key.name);
@@ -106,8 +115,8 @@ TEST_CASE("config keys: an unknown key's error lists every key") {
 TEST_CASE("config keys: every key is a row of the README's config table") {
     const std::string readme = source_file("README.md");
     for (const ConfigKey& key : config_keys()) {
-        const std::string row = fmt::format("| `{}` | {} | `{}` | {} |\n", key.name, readme_type(key),
-                                            key.default_text, key.doc);
+        const std::string row =
+            fmt::format("| `{}` | {} | `{}` | {} |\n", key.name, readme_type(key), key.default_text, key.doc);
         CAPTURE(row);
         CHECK(readme.find(row) != std::string::npos);
     }

@@ -124,9 +124,7 @@ TEST_CASE("config: a syntax error names the file and line") {
     CHECK(message.find("syntax error") != std::string::npos);
 }
 
-TEST_CASE("config: not a mapping") {
-    CHECK(error_of("[1, 2]").find("expected a mapping") != std::string::npos);
-}
+TEST_CASE("config: not a mapping") { CHECK(error_of("[1, 2]").find("expected a mapping") != std::string::npos); }
 
 TEST_CASE("config: a key given twice") {
     CHECK(error_of("slew: 1\nslew: 2\n").find("'slew' appears twice") != std::string::npos);

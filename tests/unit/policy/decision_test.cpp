@@ -108,9 +108,9 @@ TEST_CASE("decision: a uid nobody classified is kept (never kill on doubt)") {
 
 TEST_CASE("decision: mixed uids are kept and reported") {
     Fixture f;
-    for (const Uids uids : {Uids{kAlice, 0, kAlice, kAlice}, Uids{0, kAlice, kAlice, kAlice},
-                            Uids{kAlice, kAlice, 0, kAlice}, Uids{kAlice, kAlice, kAlice, 0},
-                            Uids{kAlice, kBob, kAlice, kAlice}}) {
+    for (const Uids uids :
+         {Uids{kAlice, 0, kAlice, kAlice}, Uids{0, kAlice, kAlice, kAlice}, Uids{kAlice, kAlice, 0, kAlice},
+          Uids{kAlice, kAlice, kAlice, 0}, Uids{kAlice, kBob, kAlice, kAlice}}) {
         Fixture one;
         Process p = user_process(1500, kAlice);
         p.uids = uids;

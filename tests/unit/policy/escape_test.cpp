@@ -17,7 +17,7 @@ TEST_CASE("escape for log: printable ASCII stays as it is") {
 TEST_CASE("escape for log: a backslash is doubled, so an escape in a name cannot pass for ours") {
     CHECK(escape_for_log("a\\b") == "a\\\\b");
     CHECK(escape_for_log("\\x0a") == "\\\\x0a");  // the text, not a newline
-    CHECK(escape_for_log("\n") == "\\x0a");        // a newline
+    CHECK(escape_for_log("\n") == "\\x0a");       // a newline
 }
 
 TEST_CASE("escape for log: control bytes, DEL, NUL and bytes above 0x7f become two hex digits") {

@@ -150,9 +150,8 @@ TEST_CASE("evaluation: a failed scan, job-state read or allocation check is the 
     CHECK(plan.error().message == "slurmstepd did not answer");
 
     node.job_state_error.reset();
-    plan = node.evaluation([](const std::set<uid_t>&) -> Result<std::set<uid_t>> {
-        return Error::lookup("slurmctld did not answer");
-    })();
+    plan = node.evaluation(
+        [](const std::set<uid_t>&) -> Result<std::set<uid_t>> { return Error::lookup("slurmctld did not answer"); })();
     REQUIRE_FALSE(plan.ok());
     CHECK(plan.error().message == "slurmctld did not answer");
 
@@ -166,8 +165,13 @@ TEST_CASE("evaluation: the caller's parent chain, read from the proc root, is ne
     Node node;
     node.fake.add_process(user_process(150, kStray));  // the user's shell that started the caller
     node.fake.add_process(user_process(151, kStray));
-    node.fake.add_process({.pid = FakeProc::caller_pid, .ppid = 150, .uids = {}, .comm = "leftover",
-                           .start_time = 2000, .gids = {0, 0, 0, 0}, .cap_eff = leftover::test::all_caps});
+    node.fake.add_process({.pid = FakeProc::caller_pid,
+                           .ppid = 150,
+                           .uids = {},
+                           .comm = "leftover",
+                           .start_time = 2000,
+                           .gids = {0, 0, 0, 0},
+                           .cap_eff = leftover::test::all_caps});
     auto plan = node.evaluation()();
     REQUIRE(plan.ok());
     CHECK(reason_of(*plan, 150) == Reason::caller_ancestor);

@@ -41,7 +41,7 @@ struct Sweeper {
     Sweeper& operator=(const Sweeper&) = delete;
 
     KillReport run(std::chrono::milliseconds grace = 2000ms, bool dry_run = false,
-                    SystemCalls& calls = real_system_calls(), std::chrono::milliseconds budget = 20s) {
+                   SystemCalls& calls = real_system_calls(), std::chrono::milliseconds budget = 20s) {
         auto exemptions = Exemptions::load(config, {});
         REQUIRE(exemptions.ok());
         EvaluationContext context;
@@ -156,7 +156,8 @@ TEST_CASE("sweep: a protected user's processes and a mixed-uid process survive")
     bool kept = false;
     for (const Decision& d : mixed_report.first_plan.decisions)
         if (d.pid == mixed)
-            kept = d.verdict == Verdict::keep && (d.reason == Reason::mixed_uids || d.reason == Reason::protected_owner);
+            kept =
+                d.verdict == Verdict::keep && (d.reason == Reason::mixed_uids || d.reason == Reason::protected_owner);
     CHECK(kept);
 }
 
@@ -167,8 +168,8 @@ TEST_CASE("sweep: a child of a slurmstepd survives, a child of a process merely 
     std::filesystem::copy_file("/bin/sh", dir / "slurmstepd");
     ::chmod((dir / "slurmstepd").c_str(), 0755);
     const std::string child = "setpriv --reuid=41107 --regid=41107 --clear-groups sleep 1000 & echo $! > ";
-    const pid_t stepd = sweeper.spawned.emplace_back(
-        spawn_as(0, {dir / "slurmstepd", "-c", child + (dir / "in-step.pid") + "; wait"}));
+    const pid_t stepd =
+        sweeper.spawned.emplace_back(spawn_as(0, {dir / "slurmstepd", "-c", child + (dir / "in-step.pid") + "; wait"}));
     const pid_t in_step = wait_pid_file(dir / "in-step.pid");
     // An impostor: root, with comm set to slurmstepd (any user can set comm).
     sweeper.spawned.push_back(
@@ -223,8 +224,8 @@ namespace {
 // Faults through the one system-call seam.
 class FaultyCalls : public SystemCalls {
 public:
-    int open_error = 0;       // pidfd_open fails with it
-    int signal_error = 0;     // pidfd_send_signal fails with it
+    int open_error = 0;    // pidfd_open fails with it
+    int signal_error = 0;  // pidfd_send_signal fails with it
     bool identity_shifted = false;
     bool identity_gone = false;
     bool swallow_signals = false;  // pretend to signal, send nothing

@@ -16,9 +16,9 @@ namespace {
 
 FakeAccounts site_accounts() {
     FakeAccounts accounts;
-    accounts.names = {{1000, "ody"},      {1001, "alice"},  {1002, "bob"},   {1003, "bobby"},
-                      {1004, "je.kim"},   {1005, "jeXkim"}, {1006, "s.shin"}, {1007, "nobody2"},
-                      {1008, "nobody"},   {1009, "Alice"},  {1010, "j.baek"}};
+    accounts.names = {{1000, "ody"},    {1001, "alice"},  {1002, "bob"},    {1003, "bobby"},
+                      {1004, "je.kim"}, {1005, "jeXkim"}, {1006, "s.shin"}, {1007, "nobody2"},
+                      {1008, "nobody"}, {1009, "Alice"},  {1010, "j.baek"}};
     return accounts;
 }
 
@@ -57,8 +57,8 @@ TEST_CASE("seed 003: listed in the operators' file at the conventional path") {
 }
 
 TEST_CASE("seed 003: listed in the operators' file at a custom path, and only the configured file counts") {
-    TempDir custom;   // stands in for /opt/slurm
-    TempDir unused;   // a list at another place that the config does not name
+    TempDir custom;  // stands in for /opt/slurm
+    TempDir unused;  // a list at another place that the config does not name
     const auto file = custom.write("localusers.backup", kLocalUsers);
     unused.write("localusers.backup", "alice\n");
     const auto exemptions = load(with_file(file));
@@ -142,11 +142,11 @@ TEST_CASE("exemptions: substring and case look-alikes do not match") {
     config.protected_users = {"bob", "ody", "alice", "nobody2"};
     const auto exemptions = load(config);
     const auto accounts = site_accounts();
-    CHECK(exemptions.classify(1002, accounts).is_protected());       // bob
-    CHECK_FALSE(exemptions.classify(1003, accounts).is_protected()); // bobby
-    CHECK(exemptions.classify(1000, accounts).is_protected());       // ody
-    CHECK_FALSE(exemptions.classify(1008, accounts).is_protected()); // nobody
-    CHECK_FALSE(exemptions.classify(1009, accounts).is_protected()); // Alice
+    CHECK(exemptions.classify(1002, accounts).is_protected());        // bob
+    CHECK_FALSE(exemptions.classify(1003, accounts).is_protected());  // bobby
+    CHECK(exemptions.classify(1000, accounts).is_protected());        // ody
+    CHECK_FALSE(exemptions.classify(1008, accounts).is_protected());  // nobody
+    CHECK_FALSE(exemptions.classify(1009, accounts).is_protected());  // Alice
 }
 
 TEST_CASE("exemptions: users file format") {
@@ -171,7 +171,8 @@ TEST_CASE("exemptions: uids at and around uid_min and uid_max") {
     config.uid_min = 1000;
     config.uid_max = 60000;
     FakeAccounts accounts;
-    for (uid_t uid : {999u, 1000u, 1001u, 59999u, 60000u, 60001u, 64030u}) accounts.names.emplace(uid, std::string("u"));
+    for (uid_t uid : {999u, 1000u, 1001u, 59999u, 60000u, 60001u, 64030u})
+        accounts.names.emplace(uid, std::string("u"));
     const auto exemptions = load(config);
     CHECK(exemptions.classify(999, accounts).protection == Protection::below_uid_min);
     CHECK_FALSE(exemptions.classify(1000, accounts).is_protected());

@@ -31,8 +31,13 @@ const Process& get(const ProcessTable& table, pid_t pid) {
 
 // A slurmstepd as Slurm runs it: root, under pid 1, its exe the real binary.
 FakeProcess stepd(pid_t pid, std::string exe = "/usr/sbin/slurmstepd") {
-    return {.pid = pid, .ppid = 1, .uids = root, .comm = "slurmstepd: [5.0]", .start_time = 100,
-            .cgroup = "0::/system.slice/slurmstepd.scope/job_5/step_0/slurm\n", .exe = std::move(exe)};
+    return {.pid = pid,
+            .ppid = 1,
+            .uids = root,
+            .comm = "slurmstepd: [5.0]",
+            .start_time = 100,
+            .cgroup = "0::/system.slice/slurmstepd.scope/job_5/step_0/slurm\n",
+            .exe = std::move(exe)};
 }
 
 // Detailed scans of user processes only, as the plugin runs them.

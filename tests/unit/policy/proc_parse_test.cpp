@@ -21,8 +21,8 @@ TEST_CASE("proc cgroup: Slurm v1 and v2 job layouts are recognised, with any Cgr
     CHECK(slurm_job_cgroup("0::/slurm.slice/slurmstepd.scope/job_11/step_0\n") == "job_11");
     // 26.05 without CgroupJobIdPaths=yes: the directory is the job's SLUID.
     CHECK(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV500/step_0\n") == "sEKNKTV3WPV500");
-    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV50/step_0\n"));    // 12 digits
-    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV50U/step_0\n"));   // U: not base32
+    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV50/step_0\n"));   // 12 digits
+    CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV50U/step_0\n"));  // U: not base32
     CHECK_FALSE(slurm_job_cgroup("0::/system.slice/slurmstepd.scope/SEKNKTV3WPV500/step_0\n"));
     CHECK_FALSE(slurm_job_cgroup("0::/.slice/slurmstepd.scope/job_11/step_0\n"));
     // The user owns v1 step_ and v2 task_ cgroups: a job_ they create below is not the job.
@@ -47,7 +47,7 @@ TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected")
         "0::/system.slice/slurmstepd.scope/job_-7\n",
         "0::/system.slice/slurmstepd.scope/job_007\n",
         "0::/system.slice/slurmstepd.scope/job_4294967296\n",
-        "0::/slurm/uid_1000/job_7\n",                        // v1 layout on the v2 line
+        "0::/slurm/uid_1000/job_7\n",                       // v1 layout on the v2 line
         "4:memory:/system.slice/slurmstepd.scope/job_7\n",  // v2 layout on a v1 line
         "4:memory:/user/slurm/uid_1000/job_7\n",
         "4:memory:/slurmx/uid_1000/job_7\n",

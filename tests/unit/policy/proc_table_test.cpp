@@ -39,12 +39,16 @@ ProcessTable scan_without_cgroups(const FakeProc& fake) {
 }  // namespace
 
 TEST_CASE("proc scan: hostile comm names are kept byte for byte") {
-    const std::vector<std::string> names = {
-        "a b", "x) Z 1", "two\nlines", "\x1b[31mred", "\xff\xfe\x80 bad utf8", "(", ")", "", ") 9 9 (", "((x))"};
+    const std::vector<std::string> names = {"a b", "x) Z 1", "two\nlines", "\x1b[31mred", "\xff\xfe\x80 bad utf8",
+                                            "(",   ")",      "",           ") 9 9 (",     "((x))"};
     FakeProc fake;
     for (std::size_t i = 0; i < names.size(); ++i)
-        fake.add_process({.pid = static_cast<pid_t>(200 + i), .ppid = 1, .comm = names[i], .state = 'R',
-                          .start_time = 4000 + i, .flags = 0x400040});
+        fake.add_process({.pid = static_cast<pid_t>(200 + i),
+                          .ppid = 1,
+                          .comm = names[i],
+                          .state = 'R',
+                          .start_time = 4000 + i,
+                          .flags = 0x400040});
     const auto table = scan_ok(fake.options());
     for (std::size_t i = 0; i < names.size(); ++i) {
         CAPTURE(i);
@@ -61,8 +65,7 @@ TEST_CASE("proc scan: hostile comm names are kept byte for byte") {
 
 TEST_CASE("proc scan: table is sorted by pid and find uses it") {
     FakeProc fake;
-    for (const pid_t pid : {4000, 30, 777, 31})
-        fake.add_process({.pid = pid});
+    for (const pid_t pid : {4000, 30, 777, 31}) fake.add_process({.pid = pid});
     fake.write_file("cpuinfo", "not a process\n");
     fake.add_process({.pid = 5});  // then made a non-directory below
     fake.remove("5");
@@ -132,11 +135,9 @@ TEST_CASE("proc scan: zombies are kept with their state") {
 TEST_CASE("proc scan: kernel threads by PF_KTHREAD, by parent kthreadd, and kthreadd itself") {
     FakeProc fake;
     const Uids root{};
-    fake.add_process({.pid = 40, .ppid = 2, .uids = root, .comm = "kworker/0:1", .flags = test::pf_kthread,
-                      .exe = ""});
+    fake.add_process({.pid = 40, .ppid = 2, .uids = root, .comm = "kworker/0:1", .flags = test::pf_kthread, .exe = ""});
     fake.add_process({.pid = 41, .ppid = 2, .uids = root, .comm = "modprobe", .flags = 0x400100});
-    fake.add_process({.pid = 42, .ppid = 0, .uids = root, .comm = "odd", .flags = test::pf_kthread | 0x40,
-                      .exe = ""});
+    fake.add_process({.pid = 42, .ppid = 0, .uids = root, .comm = "odd", .flags = test::pf_kthread | 0x40, .exe = ""});
     fake.add_process({.pid = 43, .ppid = 1, .uids = root, .comm = "kworker/fake", .flags = 0x400000});
     const auto table = scan_ok(fake.options());
     CHECK(get(table, 2).kernel_thread);
@@ -158,8 +159,8 @@ TEST_CASE("proc scan: every uid of status is read into its own field") {
     };
     FakeProc fake;
     for (std::size_t i = 0; i < combinations.size(); ++i)
-        fake.add_process({.pid = static_cast<pid_t>(500 + i), .uids = combinations[i],
-                          .owner = static_cast<uid_t>(7000 + i)});
+        fake.add_process(
+            {.pid = static_cast<pid_t>(500 + i), .uids = combinations[i], .owner = static_cast<uid_t>(7000 + i)});
     const auto table = scan_ok(fake.options());
     for (std::size_t i = 0; i < combinations.size(); ++i) {
         CAPTURE(i);
@@ -199,11 +200,13 @@ TEST_CASE("proc scan: wants_detail false records pid and owner only, reading no 
 TEST_CASE("proc scan: cgroup files give the job of Slurm's own job cgroups only") {
     FakeProc fake;
     fake.add_process({.pid = 700, .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n"});
-    fake.add_process({.pid = 701, .cgroup = "12:pids:/user.slice\n"
-                                            "11:memory:/slurm/uid_1000/job_43/step_batch/task_0\n"
-                                            "1:name=systemd:/system.slice/slurmd.service\n0::/\n"});
-    fake.add_process({.pid = 702, .cgroup = "0::/user.slice/user-1000.slice/user@1000.service/"
-                                            "system.slice/slurmstepd.scope/job_42/x\n"});
+    fake.add_process({.pid = 701,
+                      .cgroup = "12:pids:/user.slice\n"
+                                "11:memory:/slurm/uid_1000/job_43/step_batch/task_0\n"
+                                "1:name=systemd:/system.slice/slurmd.service\n0::/\n"});
+    fake.add_process({.pid = 702,
+                      .cgroup = "0::/user.slice/user-1000.slice/user@1000.service/"
+                                "system.slice/slurmstepd.scope/job_42/x\n"});
     fake.add_process({.pid = 703, .cgroup = ""});
     const auto table = scan_ok(fake.options());
     CHECK(get(table, 700).job_cgroup == "job_42");
@@ -216,8 +219,9 @@ TEST_CASE("job cgroups: only the listed processes are read, and only Slurm's own
     FakeProc fake;
     fake.add_process({.pid = 700, .cgroup = "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n"});
     fake.add_process({.pid = 701, .cgroup = "0::/system.slice/slurmstepd.scope/job_43/step_0\n"});
-    fake.add_process({.pid = 702, .cgroup = "0::/user.slice/user-1000.slice/user@1000.service/"
-                                            "system.slice/slurmstepd.scope/job_7\n"});
+    fake.add_process({.pid = 702,
+                      .cgroup = "0::/user.slice/user-1000.slice/user@1000.service/"
+                                "system.slice/slurmstepd.scope/job_7\n"});
     ProcessTable table = scan_without_cgroups(fake);
     CHECK_FALSE(get(table, 700).job_cgroup.has_value());
 

@@ -23,8 +23,14 @@ namespace {
 // The caller (pid 100) with these credentials.
 FakeProcess caller(Uids uids, std::uint64_t caps, std::vector<gid_t> gids = {0, 0, 0, 0},
                    std::vector<gid_t> groups = {}) {
-    return {.pid = FakeProc::caller_pid, .uids = uids, .comm = "slurmd", .start_time = 50,
-            .exe = "/usr/sbin/slurmd", .gids = std::move(gids), .groups = std::move(groups), .cap_eff = caps};
+    return {.pid = FakeProc::caller_pid,
+            .uids = uids,
+            .comm = "slurmd",
+            .start_time = 50,
+            .exe = "/usr/sbin/slurmd",
+            .gids = std::move(gids),
+            .groups = std::move(groups),
+            .cap_eff = caps};
 }
 
 const Uids root{};
@@ -132,7 +138,11 @@ TEST_CASE("proc view: a mountinfo that cannot be read is a lookup error") {
 TEST_CASE("proc view: the caller must share the Slurm daemon's pid namespace") {
     FakeProc fake;
     constexpr pid_t slurmd = 90;
-    fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40, .exe = "/usr/sbin/slurmd",
+    fake.add_process({.pid = slurmd,
+                      .uids = {},
+                      .comm = "slurmd",
+                      .start_time = 40,
+                      .exe = "/usr/sbin/slurmd",
                       .gids = {0, 0, 0, 0}});
     fake.set_pid_ns(slurmd, "pid:[4026531836]");
     auto options = fake.options();
@@ -151,14 +161,26 @@ TEST_CASE("proc view: the caller must share the Slurm daemon's pid namespace") {
         CHECK(contains(scan_error(options), "self/ns/pid"));
     }
     SUBCASE("slurmd upgraded on disk, Debian's slurmd-wlm, or a slurmstepd: still a Slurm daemon") {
-        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40,
-                          .exe = "/usr/sbin/slurmd (deleted)", .gids = {0, 0, 0, 0}});
+        fake.add_process({.pid = slurmd,
+                          .uids = {},
+                          .comm = "slurmd",
+                          .start_time = 40,
+                          .exe = "/usr/sbin/slurmd (deleted)",
+                          .gids = {0, 0, 0, 0}});
         CHECK(scan_error(options) == "");
-        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40,
-                          .exe = "/usr/sbin/slurmd-wlm", .gids = {0, 0, 0, 0}});
+        fake.add_process({.pid = slurmd,
+                          .uids = {},
+                          .comm = "slurmd",
+                          .start_time = 40,
+                          .exe = "/usr/sbin/slurmd-wlm",
+                          .gids = {0, 0, 0, 0}});
         CHECK(scan_error(options) == "");
-        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmstepd", .start_time = 40,
-                          .exe = "/usr/sbin/slurmstepd", .gids = {0, 0, 0, 0}});
+        fake.add_process({.pid = slurmd,
+                          .uids = {},
+                          .comm = "slurmstepd",
+                          .start_time = 40,
+                          .exe = "/usr/sbin/slurmstepd",
+                          .gids = {0, 0, 0, 0}});
         CHECK(scan_error(options) == "");
     }
     SUBCASE("a pid that names no process: slurmd exited, or the pid is another namespace's") {
@@ -167,13 +189,21 @@ TEST_CASE("proc view: the caller must share the Slurm daemon's pid namespace") {
     }
     SUBCASE("a pid that names another program: a stale pid file, or another namespace's pid") {
         options.slurm_daemon_pid = 1;  // same namespace as the caller, but systemd
-        CHECK(contains(scan_error(options), "pid 1 in " + fake.root() +
-                                                " runs /usr/lib/systemd/systemd, not slurmd or slurmstepd"));
-        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40, .exe = "/usr/bin/slurmdx",
+        CHECK(contains(scan_error(options),
+                       "pid 1 in " + fake.root() + " runs /usr/lib/systemd/systemd, not slurmd or slurmstepd"));
+        fake.add_process({.pid = slurmd,
+                          .uids = {},
+                          .comm = "slurmd",
+                          .start_time = 40,
+                          .exe = "/usr/bin/slurmdx",
                           .gids = {0, 0, 0, 0}});
         options.slurm_daemon_pid = slurmd;
         CHECK(contains(scan_error(options), "runs /usr/bin/slurmdx, not slurmd"));
-        fake.add_process({.pid = slurmd, .uids = {}, .comm = "slurmd", .start_time = 40, .exe = "/usr/sbin/wlm",
+        fake.add_process({.pid = slurmd,
+                          .uids = {},
+                          .comm = "slurmd",
+                          .start_time = 40,
+                          .exe = "/usr/sbin/wlm",
                           .gids = {0, 0, 0, 0}});
         CHECK(contains(scan_error(options), "runs /usr/sbin/wlm, not slurmd"));
     }

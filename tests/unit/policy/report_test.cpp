@@ -13,8 +13,14 @@ using namespace leftover;
 namespace {
 
 KillRecord stray_sleep(Outcome outcome, int signal = SIGTERM) {
-    return {.pid = 123, .uid = 41001, .user = "alice", .comm = "sleep", .signal = signal, .reason = Reason::stray,
-            .detail = "no live work on this node", .outcome = outcome};
+    return {.pid = 123,
+            .uid = 41001,
+            .user = "alice",
+            .comm = "sleep",
+            .signal = signal,
+            .reason = Reason::stray,
+            .detail = "no live work on this node",
+            .outcome = outcome};
 }
 
 Decision decided(pid_t pid, Reason reason, Verdict verdict = Verdict::keep) {

@@ -72,13 +72,31 @@ FakeProc::FakeProc() {
     if (!::mkdtemp(pattern.data())) fail("mkdtemp " + pattern);
     root_ = fs::canonical(pattern).string();
 
-    add_process({.pid = 1, .ppid = 0, .uids = {}, .comm = "systemd", .start_time = 1,
-                 .cgroup = "0::/init.scope\n", .exe = "/usr/lib/systemd/systemd", .gids = {0, 0, 0, 0}});
-    add_process({.pid = 2, .ppid = 0, .uids = {}, .comm = "kthreadd", .start_time = 1,
-                 .flags = pf_kthread | 0x40, .cgroup = "0::/\n", .exe = "", .gids = {0, 0, 0, 0}});
-    add_process({.pid = caller_pid, .uids = {}, .comm = "slurmd", .start_time = 50,
-                 .cgroup = "0::/system.slice/slurmd.service\n", .exe = "/usr/sbin/slurmd",
-                 .gids = {0, 0, 0, 0}, .cap_eff = all_caps});
+    add_process({.pid = 1,
+                 .ppid = 0,
+                 .uids = {},
+                 .comm = "systemd",
+                 .start_time = 1,
+                 .cgroup = "0::/init.scope\n",
+                 .exe = "/usr/lib/systemd/systemd",
+                 .gids = {0, 0, 0, 0}});
+    add_process({.pid = 2,
+                 .ppid = 0,
+                 .uids = {},
+                 .comm = "kthreadd",
+                 .start_time = 1,
+                 .flags = pf_kthread | 0x40,
+                 .cgroup = "0::/\n",
+                 .exe = "",
+                 .gids = {0, 0, 0, 0}});
+    add_process({.pid = caller_pid,
+                 .uids = {},
+                 .comm = "slurmd",
+                 .start_time = 50,
+                 .cgroup = "0::/system.slice/slurmd.service\n",
+                 .exe = "/usr/sbin/slurmd",
+                 .gids = {0, 0, 0, 0},
+                 .cap_eff = all_caps});
     set_self(caller_pid);
     set_proc_mount("rw");
     set_pid_ns(1, "pid:[4026531836]");
@@ -119,12 +137,13 @@ void FakeProc::symlink(const std::string& target, const std::string& relative) {
 
 std::string FakeProc::stat_line(const FakeProcess& p) {
     // Fields 3-22 as the test sets them, then the 30 remaining fields of a real line.
-    return fmt::format("{} ({}) {} {} {} {} 0 -1 {} 100 0 0 0 0 0 0 0 20 0 1 0 {} "
-                       "3133440 359 18446744073709551615 93959592099840 93959592119721 "
-                       "140732758930064 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 93959592135728 "
-                       "93959592137344 93960378707968 140732758936006 140732758936026 "
-                       "140732758936026 140732758937579 0\n",
-                       p.pid, p.comm, p.state, p.ppid, p.pid, p.pid, p.flags, p.start_time);
+    return fmt::format(
+        "{} ({}) {} {} {} {} 0 -1 {} 100 0 0 0 0 0 0 0 20 0 1 0 {} "
+        "3133440 359 18446744073709551615 93959592099840 93959592119721 "
+        "140732758930064 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 93959592135728 "
+        "93959592137344 93960378707968 140732758936006 140732758936026 "
+        "140732758936026 140732758937579 0\n",
+        p.pid, p.comm, p.state, p.ppid, p.pid, p.pid, p.flags, p.start_time);
 }
 
 FakeProc& FakeProc::add_process(const FakeProcess& p) {

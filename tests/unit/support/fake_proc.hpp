@@ -32,7 +32,7 @@ struct FakeProcess {
     std::uint64_t flags = 0x00400000;  // PF_RANDOMIZE, as on most user processes
     std::string cgroup = "0::/user.slice/user-1000.slice/session-1.scope\n";
     std::optional<uid_t> owner = std::nullopt;  // of the <pid> directory; default uids.effective
-    std::string exe = "/usr/bin/sleep";  // empty: no exe link (kernel thread)
+    std::string exe = "/usr/bin/sleep";         // empty: no exe link (kernel thread)
     std::vector<gid_t> gids{1000, 1000, 1000, 1000};
     std::vector<gid_t> groups{};
     std::uint64_t cap_eff = 0;

@@ -23,8 +23,7 @@ namespace leftover::test {
 namespace {
 
 void reap_children() {
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
 }
 
 // Checks `done` every 5 ms until it holds; false once `timeout` has passed.
@@ -79,8 +78,7 @@ pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vecto
     sync_write.reset();
     char byte = 0;
     ssize_t n;
-    while ((n = ::read(sync_read.get(), &byte, 1)) < 0 && errno == EINTR) {
-    }
+    while ((n = ::read(sync_read.get(), &byte, 1)) < 0 && errno == EINTR) {}
     sync_read.reset();
     if (n != 0) throw std::runtime_error("exec failed: " + argv.front());
     // The kernel gives /proc/<pid> its owner a moment after exec (and root for good when

@@ -42,6 +42,6 @@ TEST_CASE("log: the threshold set from the config applies to every later line") 
     log.set_threshold(LogLevel::critical);
     log.error("log test: dropped at critical");
     log.action(LogLevel::critical, "log test: kept at critical");
-    CHECK(sink.lines == Lines{{LogLevel::debug, "log test: kept at debug"},
-                              {LogLevel::critical, "log test: kept at critical"}});
+    CHECK(sink.lines ==
+          Lines{{LogLevel::debug, "log test: kept at debug"}, {LogLevel::critical, "log test: kept at critical"}});
 }

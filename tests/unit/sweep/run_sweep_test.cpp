@@ -126,14 +126,14 @@ TEST_CASE("run_sweep: a config or lookup error kills nothing, says why, and stil
     std::string says;
     SUBCASE("an unknown key") {
         report = pipeline.run("protected_user: [rs.user]\n");
-        says = "config error: " + pipeline.dir / "leftover.conf" +
-               ":1: unknown key 'protected_user'; expected one of: ";
+        says =
+            "config error: " + pipeline.dir / "leftover.conf" + ":1: unknown key 'protected_user'; expected one of: ";
         CHECK(pipeline.sink.count("; nothing killed") == 1);
     }
     SUBCASE("a missing protected users file") {
         report = pipeline.run("protected_users_files: [" + pipeline.dir / "absent.list" + "]\n");
-        says = "lookup error: protected users file " + pipeline.dir / "absent.list" +
-               ": does not exist; nothing killed";
+        says =
+            "lookup error: protected users file " + pipeline.dir / "absent.list" + ": does not exist; nothing killed";
     }
     SUBCASE("a spool directory that cannot be read") {
         pipeline.request.node.spool_dir = pipeline.dir / "absent-spool";
@@ -222,8 +222,8 @@ TEST_CASE("run_sweep: without a config file at the default path the defaults app
     FakeProc fake;  // root's processes only: nothing to kill
     pipeline.use(fake);
     const auto loaded = sweep::load_config_and_exemptions(pipeline.dir / "absent.conf", false, {});
-    const KillReport report = sweep::run_sweep(loaded, pipeline.request, &pipeline.controller, pipeline.accounts,
-                                               pipeline.log);
+    const KillReport report =
+        sweep::run_sweep(loaded, pipeline.request, &pipeline.controller, pipeline.accounts, pipeline.log);
     CHECK_FALSE(report.error);
     CHECK(report.actions.empty());
     CHECK(pipeline.sink.level_of("no config file, using defaults") == LogLevel::info);
