@@ -111,6 +111,7 @@ std::vector<UserSummary> summarize_users(const std::vector<Decision>& decisions)
         ++summary.reasons[d.reason];
     }
     std::vector<UserSummary> out;
+    out.reserve(by_uid.size());
     for (auto& [uid, summary] : by_uid) out.push_back(std::move(summary));
     std::stable_sort(out.begin(), out.end(), [](const UserSummary& a, const UserSummary& b) {
         return std::tie(a.user, a.uid) < std::tie(b.user, b.uid);

@@ -151,7 +151,7 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (fd.get() < 0) return {std::nullopt, fmt::format("socket: {}", errno_text(errno))};
 
-    const auto* sa = reinterpret_cast<const sockaddr*>(&addr);  // NOLINT: sockets API
+    const auto* sa = reinterpret_cast<const sockaddr*>(&addr);  // the sockets API takes a sockaddr*
     for (;;) {
         if (::connect(fd.get(), sa, sizeof(addr)) == 0) break;
         const int err = errno;

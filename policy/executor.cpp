@@ -84,6 +84,7 @@ public:
     // counts as exited) or `until`; then closes the pins.
     void wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until) {
         std::vector<pollfd> fds;
+        fds.reserve(pinned.size());
         for (const Pinned& p : pinned) fds.push_back({p.pidfd.get(), POLLIN, 0});
         until = std::min(until, options_.deadline);
         while (!fds.empty()) {

@@ -26,7 +26,7 @@ struct FileError {
     std::string message;  // "<path>: <why>"
 };
 
-inline constexpr std::size_t kMaxTrustedFileSize = 4 * 1024 * 1024;
+inline constexpr std::size_t kMaxTrustedFileSize = std::size_t{4} << 20;  // 4 MiB
 
 Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t required_owner = 0);
 

@@ -21,7 +21,7 @@ extern "C" {
 namespace {
 
 int usage() {
-    std::fputs("usage: leftover-query --node NAME [--exclude-job ID]\n", stderr);
+    (void)std::fputs("usage: leftover-query --node NAME [--exclude-job ID]\n", stderr);
     return 2;
 }
 
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
     // SHOW_LOCAL: no federation round trip first.
     // slurm_get_errno() (removed in 24.11) was errno all along.
     if (slurm_load_jobs(0, &jobs, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS) {
-        std::fprintf(stderr, "slurm_load_jobs: %s\n", slurm_strerror(errno));
+        (void)std::fprintf(stderr, "slurm_load_jobs: %s\n", slurm_strerror(errno));
         return 2;
     }
     for (std::uint32_t i = 0; i < jobs->record_count; ++i) {

@@ -25,7 +25,7 @@ TEST_CASE("unique fd: closed once, by whoever owns it last") {
         raw = first.get();
         REQUIRE(first.valid());
         UniqueFd second(std::move(first));
-        CHECK_FALSE(first.valid());  // NOLINT: moved-from is empty by design
+        CHECK_FALSE(first.valid());  // NOLINT(bugprone-use-after-move): moved-from is empty by design
         CHECK(second.get() == raw);
         UniqueFd third;
         third = std::move(second);
