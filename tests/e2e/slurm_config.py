@@ -52,10 +52,26 @@ class Node:
     """One slurmd: where it listens and, once started, its processes."""
     name: str
     port: int
-    addr: str = "127.0.0.1"
+    addr: str  # namespaced nodes: their own; else the host name's (host_address)
     process: Optional[Union[subprocess.Popen, NsProcess]] = None
     namespace: Optional[NodeNamespace] = None
     munged: Optional[NsProcess] = None
+
+
+def host_address() -> str:
+    """The IPv4 address this machine's host name resolves to.
+
+    With NoInAddrAny/NoCtldInAddrAny, slurmd, slurmctld and srun bind to the
+    address of gethostname() (slurm_setup_addr), whatever SlurmctldHost's or
+    NodeAddr's address says, so the cluster's addresses must be that one:
+    127.0.0.1 where /etc/hosts maps the host name there, 127.0.1.1 under
+    Debian's default /etc/hosts and inside scripts/in-release.sh.
+    """
+    try:
+        return socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET,
+                                  socket.SOCK_STREAM)[0][4][0]
+    except (socket.gaierror, IndexError):
+        return "127.0.0.1"
 
 
 def free_ports(count: int, addr: str = "127.0.0.1") -> list[int]:
@@ -93,12 +109,14 @@ class ClusterLayout:
         self.munge_socket = self.dir / "munge" / "munge.socket"
         self.work_dir = self.dir / "work"   # job cwd and output, like /tmp
         self.log_dir = self.dir / "log"
+        # Where slurmctld (and slurmd, on the host) really listen.
+        self.addr = host_address()
         # Namespaced nodes' slurmds listen on every address (see slurm_cluster.py).
         ctld_port, *node_ports = free_ports(
             1 + len(self.config.nodes),
-            "0.0.0.0" if self.config.node_namespaces else "127.0.0.1")
+            "0.0.0.0" if self.config.node_namespaces else self.addr)
         self.slurmctld_port = ctld_port
-        self.nodes = [Node(n, p) for n, p in zip(self.config.nodes, node_ports)]
+        self.nodes = [Node(n, p, self.addr) for n, p in zip(self.config.nodes, node_ports)]
         if self.config.node_namespaces:
             for i, node in enumerate(self.nodes):
                 node.addr = f"127.0.0.{2 + i}"
@@ -184,16 +202,22 @@ class ClusterLayout:
         spool = d / "spool" / ("%n" if cfg.spool_per_node else "slurmd")
         lines = [
             "ClusterName=leftover",
-            "SlurmctldHost=localhost(127.0.0.1)",
+            # "localhost" is the one name slurmctld takes as its own on any host.
+            f"SlurmctldHost=localhost({self.addr})",
             f"SlurmctldPort={self.slurmctld_port}",
             f"SlurmdPort={self.nodes[0].port}",
             f"AuthInfo=socket={self.munge_socket}",
             "AuthType=auth/munge",
             "CredType=cred/munge",
-            # Bind to 127.0.0.1 only rather than every interface.
-            # Namespaced nodes: see slurm_cluster.py.
-            "CommunicationParameters=" + ("NoCtldInAddrAny" if cfg.node_namespaces
-                                          else "NoInAddrAny,NoCtldInAddrAny"),
+            # Bind to the host name's address only rather than every interface.
+            # slurmd tells slurmstepd to reach srun at the address srun's request
+            # came from, which is 127.0.0.1 (the loopback route's source) for any
+            # 127.x destination: so slurmd and srun bind to one address only where
+            # that is 127.0.0.1, and else listen on every address. Namespaced
+            # nodes: see slurm_cluster.py.
+            "CommunicationParameters=" + ("NoInAddrAny,NoCtldInAddrAny"
+                                          if self.addr == "127.0.0.1" and not cfg.node_namespaces
+                                          else "NoCtldInAddrAny"),
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={d / 'state'}",
