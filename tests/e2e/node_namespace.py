@@ -8,7 +8,7 @@ so node_init.py is pid 1 of a fresh pid namespace with its own /proc (only the
 node's processes are visible there, as on a real node) and its own host name,
 and bind-mounts the node's /etc/hosts and munge directory in the node's private
 mount namespace.  Daemons (munged, slurmd) are started into it with
-`nsenter -t <init> -p -m -u`; slurmd starts slurmstepd there, slurmstepd starts
+`nsenter -t <init> -p -m -u --root`; slurmd starts slurmstepd there, slurmstepd starts
 job tasks there, so everything Slurm runs on the node lives in the namespace.
 
 Pids: a process has one pid per namespace level.  The harness runs in the root
@@ -180,7 +180,11 @@ class NodeNamespace:
 
     def enter_argv(self, argv: Sequence[str]) -> list[str]:
         assert self.init_pid is not None, f"node {self.name} not started"
-        return [NSENTER, "-t", str(self.init_pid), "-p", "-m", "-u", "--", *argv]
+        # --root: entering a mount namespace resets the root directory to the
+        # namespace's own, which escapes a chroot (scripts/in-release.sh runs the
+        # tests chrooted into another release's root); --root keeps init's root,
+        # and nsenter then returns to the current working directory.
+        return [NSENTER, "-t", str(self.init_pid), "-p", "-m", "-u", "--root", "--", *argv]
 
     def spawn_daemon(self, argv: Sequence[str], env: dict, cwd: Path,
                      log_path: Path) -> NsProcess:
