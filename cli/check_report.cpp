@@ -5,6 +5,7 @@
 #include "json.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)
 
 #include <algorithm>
 #include <map>
