@@ -298,8 +298,8 @@ class SlurmCluster(ClusterLayout, ClusterJobs):
         env = self.root_env() if user == "root" else self.user_env(user)
         cmd = self.node_namespace(node).enter_argv([
             "/usr/bin/setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}",
-            "--clear-groups", "--", *argv])
-        return run_command(cmd, env, timeout, cwd=self.work_dir)
+            "--clear-groups", "--", *argv], self.work_dir)
+        return run_command(cmd, env, timeout)
 
     # ---- the whole cluster -----------------------------------------------
 
