@@ -5,6 +5,7 @@
 #include "text_table.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

@@ -7,6 +7,7 @@
 #include "trusted_file.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)
 
 namespace leftover::cli {
 UsersFileStatus users_file_status(const std::string& path) {

@@ -5,6 +5,9 @@
 #   in-release.sh <suite> <command> [args...]      suite: trixie | sid
 # - fresh pid, mount, UTS, network and IPC namespaces; whatever the command starts
 #   (daemons included) is killed when it returns, and `ps -e` inside shows only them;
+#   the other way round it is not isolated: the host's pid namespace sees every process
+#   inside, so a host e2e run's plugin, sweeping the same test accounts, kills them
+#   (an e2e run in here holds /tmp/leftover-e2e.lock too, see test-release.sh);
 # - the root (made or reused by release-root.sh) sits under a tmpfs-backed overlay:
 #   useradd, /etc edits, /tmp, /var all vanish afterwards, the cached root stays clean;
 # - the project tree is bind-mounted read-write at the same path as on the host, so

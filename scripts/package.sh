@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Builds both packages into build/packages/: the .deb (CPack) and the RPM (rpmbuild
 # from the source tarball). On Debian there is no rpm database to satisfy the spec's
-# BuildRequires, so rpmbuild runs with --nodeps there.
+# BuildRequires, so rpmbuild runs with --nodeps there. Inside scripts/in-release.sh
+# (LEFTOVER_RELEASE=<suite>) it builds for that root's Slurm into build/pkg-<suite> and
+# build/packages-<suite>, so that releases do not overwrite each other's packages.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-build="$top/build/pkg"
-out="$top/build/packages"
+suffix=${LEFTOVER_RELEASE:+-$LEFTOVER_RELEASE}
+build="$top/build/pkg$suffix"
+out="$top/build/packages$suffix"
 rm -rf "$out" "$build/_CPack_Packages" "$build/rpmbuild" "$build"/leftover_*.deb "$build"/leftover-*.tar.gz
 mkdir -p "$out"
 

@@ -8,7 +8,7 @@ so node_init.py is pid 1 of a fresh pid namespace with its own /proc (only the
 node's processes are visible there, as on a real node) and its own host name,
 and bind-mounts the node's /etc/hosts and munge directory in the node's private
 mount namespace.  Daemons (munged, slurmd) are started into it with
-`nsenter -t <init> -p -m -u`; slurmd starts slurmstepd there, slurmstepd starts
+`nsenter -t <init> -p -m -u --root --wdns=<dir>`; slurmd starts slurmstepd there, slurmstepd starts
 job tasks there, so everything Slurm runs on the node lives in the namespace.
 
 Pids: a process has one pid per namespace level.  The harness runs in the root
@@ -178,15 +178,22 @@ class NodeNamespace:
 
     # ---- running things in the node ------------------------------------------
 
-    def enter_argv(self, argv: Sequence[str]) -> list[str]:
+    def enter_argv(self, argv: Sequence[str], cwd: Path) -> list[str]:
+        """nsenter's command line to run argv in the node, in directory cwd."""
         assert self.init_pid is not None, f"node {self.name} not started"
-        return [NSENTER, "-t", str(self.init_pid), "-p", "-m", "-u", "--", *argv]
+        # Entering a mount namespace resets the root and working directories to the
+        # namespace's root, which escapes a chroot (scripts/in-release.sh runs the
+        # tests chrooted into another release's root): --root keeps init's root,
+        # and --wdns names the working directory as seen in there (a directory
+        # kept from before would be unreachable: slurmstepd could not getcwd).
+        return [NSENTER, "-t", str(self.init_pid), "-p", "-m", "-u", "--root",
+                f"--wdns={cwd}", "--", *argv]
 
     def spawn_daemon(self, argv: Sequence[str], env: dict, cwd: Path,
                      log_path: Path) -> NsProcess:
         with open(log_path, "ab") as out:
             popen = subprocess.Popen(
-                self.enter_argv(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                self.enter_argv(argv, cwd), env=env, stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         return NsProcess(popen)
 

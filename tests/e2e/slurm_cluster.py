@@ -6,7 +6,8 @@
   pointed at with ``AuthInfo=socket=...`` (auth/munge and cred/munge both read
   that option in 22.05), so the machine's /run/munge and /etc/munge are unused;
 * its own slurm.conf, plugstack.conf, state, spool, log and pid files, and its
-  own free TCP ports on 127.0.0.1; daemons get ``-f <conf>`` and clients get
+  own free TCP ports on the address the host name resolves to (127.0.0.1 or
+  127.0.1.1, see slurm_config.host_address); daemons get ``-f <conf>`` and clients get
   ``SLURM_CONF=<conf>``, so /etc/slurm is never read or written;
 * one slurmctld and one slurmd per configured node (started with ``-N name``),
   all run as root in the foreground so the harness owns their pids.
@@ -22,7 +23,7 @@ slurmd and job tasks inherit it from srun/sbatch, so `stop()` can find and
 kill all of them without touching anything else on the machine.
 
 Each node gets a unique NodeHostname (its own name).  By default nodes share
-NodeAddr 127.0.0.1 with a per-node Port and everything runs in the machine's
+that address as NodeAddr with a per-node Port and everything runs in the machine's
 namespaces: fine for one node, but every slurmd and every job would then see
 all nodes' processes in one /proc.  (Debian's Slurm is built with
 --enable-multiple-slurmd, `scontrol show config` says MULTIPLE_SLURMD = Yes,
@@ -297,8 +298,8 @@ class SlurmCluster(ClusterLayout, ClusterJobs):
         env = self.root_env() if user == "root" else self.user_env(user)
         cmd = self.node_namespace(node).enter_argv([
             "/usr/bin/setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}",
-            "--clear-groups", "--", *argv])
-        return run_command(cmd, env, timeout, cwd=self.work_dir)
+            "--clear-groups", "--", *argv], self.work_dir)
+        return run_command(cmd, env, timeout)
 
     # ---- the whole cluster -----------------------------------------------
 

@@ -7,7 +7,9 @@ key and the namespaced nodes' files).  Starting daemons is slurm_cluster.py's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -20,6 +22,28 @@ from node_namespace import NodeNamespace, NsProcess
 SBIN = Path("/usr/sbin")
 BIN = Path("/usr/bin")
 OWNER_FILE = "owner.pid"  # pid of the test process that made the cluster
+
+
+@functools.lru_cache(maxsize=None)
+def slurm_version() -> str:
+    """The installed Slurm's version as it names itself: "22.05.8", "24.11.5"
+    (Debian's `slurmd -V` prints "slurm-wlm 24.11.5"; slurmd logs "slurmd version 24.11.5 started")."""
+    out = subprocess.run([str(SBIN / "slurmd"), "-V"], capture_output=True, text=True,
+                         check=True).stdout
+    found = re.search(r"\b(\d+\.\d+\.\d+)\b", out)
+    if not found:
+        raise RuntimeError(f"slurmd -V: no version in {out!r}")
+    return found.group(1)
+
+
+def slurm_release() -> tuple[int, int, int]:
+    """(major, minor, micro) of slurm_version(), to compare: (24, 11, 5)."""
+    return tuple(int(part) for part in slurm_version().split("."))
+
+
+def slurm_major_minor() -> str:
+    """"22.05", "24.11": the release a plugin must be built for, as packages name it."""
+    return slurm_version().rsplit(".", 1)[0]
 
 
 @dataclasses.dataclass
@@ -52,10 +76,26 @@ class Node:
     """One slurmd: where it listens and, once started, its processes."""
     name: str
     port: int
-    addr: str = "127.0.0.1"
+    addr: str  # namespaced nodes: their own; else the host name's (host_address)
     process: Optional[Union[subprocess.Popen, NsProcess]] = None
     namespace: Optional[NodeNamespace] = None
     munged: Optional[NsProcess] = None
+
+
+def host_address() -> str:
+    """The IPv4 address this machine's host name resolves to.
+
+    With NoInAddrAny/NoCtldInAddrAny, slurmd, slurmctld and srun bind to the
+    address of gethostname() (slurm_setup_addr), whatever SlurmctldHost's or
+    NodeAddr's address says, so the cluster's addresses must be that one:
+    127.0.0.1 where /etc/hosts maps the host name there, 127.0.1.1 under
+    Debian's default /etc/hosts and inside scripts/in-release.sh.
+    """
+    try:
+        return socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET,
+                                  socket.SOCK_STREAM)[0][4][0]
+    except (socket.gaierror, IndexError):
+        return "127.0.0.1"
 
 
 def free_ports(count: int, addr: str = "127.0.0.1") -> list[int]:
@@ -93,12 +133,14 @@ class ClusterLayout:
         self.munge_socket = self.dir / "munge" / "munge.socket"
         self.work_dir = self.dir / "work"   # job cwd and output, like /tmp
         self.log_dir = self.dir / "log"
+        # Where slurmctld (and slurmd, on the host) really listen.
+        self.addr = host_address()
         # Namespaced nodes' slurmds listen on every address (see slurm_cluster.py).
         ctld_port, *node_ports = free_ports(
             1 + len(self.config.nodes),
-            "0.0.0.0" if self.config.node_namespaces else "127.0.0.1")
+            "0.0.0.0" if self.config.node_namespaces else self.addr)
         self.slurmctld_port = ctld_port
-        self.nodes = [Node(n, p) for n, p in zip(self.config.nodes, node_ports)]
+        self.nodes = [Node(n, p, self.addr) for n, p in zip(self.config.nodes, node_ports)]
         if self.config.node_namespaces:
             for i, node in enumerate(self.nodes):
                 node.addr = f"127.0.0.{2 + i}"
@@ -149,6 +191,13 @@ class ClusterLayout:
         (self.dir / OWNER_FILE).write_text(str(os.getpid()))
         etc = self.conf_path.parent
         (etc / "plugstack.conf").write_text(self.config.plugstack)
+        if slurm_release() >= (24, 11):
+            # 24.11 and 26.05 otherwise load a cgroup plugin even with proctrack/linuxproc
+            # and task/none (cgroup/v1 on a hybrid /sys, deprecated in 26.05) and fail to
+            # start where /sys offers no hierarchy they support; nothing here uses
+            # cgroups. 22.05 knows no "disabled": it looks for a plugin of that name and
+            # slurmd fails to start.
+            (etc / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
         for name, content in self.config.extra_files.items():
             (etc / name).write_text(content)
         self.conf_path.write_text(self.slurm_conf_text())
@@ -184,16 +233,22 @@ class ClusterLayout:
         spool = d / "spool" / ("%n" if cfg.spool_per_node else "slurmd")
         lines = [
             "ClusterName=leftover",
-            "SlurmctldHost=localhost(127.0.0.1)",
+            # "localhost" is the one name slurmctld takes as its own on any host.
+            f"SlurmctldHost=localhost({self.addr})",
             f"SlurmctldPort={self.slurmctld_port}",
             f"SlurmdPort={self.nodes[0].port}",
             f"AuthInfo=socket={self.munge_socket}",
             "AuthType=auth/munge",
             "CredType=cred/munge",
-            # Bind to 127.0.0.1 only rather than every interface.
-            # Namespaced nodes: see slurm_cluster.py.
-            "CommunicationParameters=" + ("NoCtldInAddrAny" if cfg.node_namespaces
-                                          else "NoInAddrAny,NoCtldInAddrAny"),
+            # Bind to the host name's address only rather than every interface.
+            # slurmd tells slurmstepd to reach srun at the address srun's request
+            # came from, which is 127.0.0.1 (the loopback route's source) for any
+            # 127.x destination: so slurmd and srun bind to one address only where
+            # that is 127.0.0.1, and else listen on every address. Namespaced
+            # nodes: see slurm_cluster.py.
+            "CommunicationParameters=" + ("NoInAddrAny,NoCtldInAddrAny"
+                                          if self.addr == "127.0.0.1" and not cfg.node_namespaces
+                                          else "NoCtldInAddrAny"),
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={d / 'state'}",

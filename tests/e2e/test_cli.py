@@ -22,6 +22,7 @@ import pytest
 from e2e_accounts import TEST_UID_MAX, Account, ensure_test_users
 from plugin_support import (PLUGIN, LogWatch, plugin_config, summary_regex, swept_with,
                             swept_without, write_config, write_leftover_conf)
+from slurm_config import slurm_major_minor
 
 CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
 TOP = Path(__file__).resolve().parents[2]
@@ -96,7 +97,8 @@ def planted_state(cluster):
 def test_version_names_the_slurm_release():
     result = cli(None, "--version")
     assert result.returncode == 0
-    assert re.fullmatch(r"leftover 0\.1\.0 built for Slurm 22\.05\.\d+\n", result.stdout)
+    release = re.escape(slurm_major_minor())
+    assert re.fullmatch(rf"leftover 0\.1\.0 built for Slurm {release}\.\d+\n", result.stdout)
 
 
 def test_outside_a_slurm_node_it_says_so_and_exits_2(cluster, tmp_path):

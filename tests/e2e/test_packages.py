@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from plugin_support import TOP, LogWatch, leftover_conf, summary_regex, still_alive_after, wait_all_jobs_done
-from slurm_config import ClusterConfig
+from slurm_config import ClusterConfig, slurm_major_minor
 
 PACKAGES = Path(os.environ.get("LEFTOVER_PACKAGES", TOP / "build/packages"))
 PLUGIN_DIR = "usr/lib/x86_64-linux-gnu/slurm-wlm"
@@ -27,6 +27,15 @@ def only(pattern: str) -> Path:
 
 def run(*argv: str) -> str:
     return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def release():
+    """The packages name and require the Slurm release they were built for, this
+    machine's: (its major.minor, the next one), e.g. ("24.11", "24.12")."""
+    this = slurm_major_minor()
+    major, minor = this.split(".")
+    return this, f"{major}.{int(minor) + 1:02d}"
 
 
 @pytest.fixture(scope="module")
@@ -51,19 +60,22 @@ def test_deb_file_list(deb):
     assert modes["/etc/leftover.conf"] == ["-rw-r--r--", "root/root"]
 
 
-def test_deb_control(deb, tmp_path):
+def test_deb_control(deb, tmp_path, release):
+    this, after = release
     run("dpkg-deb", "-e", str(deb), str(tmp_path / "control"))
     assert (tmp_path / "control/conffiles").read_text().split() == [
         "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf"]
+    assert deb.name == f"leftover_0.1.0-1+slurm{this}_amd64.deb"
     fields = run("dpkg-deb", "-f", str(deb), "Package", "Version", "Depends")
     assert "Package: leftover" in fields
-    assert re.search(r"Version: 0\.1\.0-1\+slurm22\.05", fields)
-    assert "slurmd (>= 22.05), slurmd (<< 22.06)" in fields
+    assert re.search(rf"Version: 0\.1\.0-1\+slurm{re.escape(this)}$", fields, re.MULTILINE)
+    assert f"slurmd (>= {this}), slurmd (<< {after})" in fields
 
 
-def test_rpm_spec_parses_and_the_package_holds_the_plugin(rpm):
-    parsed = run("rpmspec", "-P", str(TOP / "rpm/leftover.spec"))
-    assert "Requires:       slurm < 22.06" in parsed
+def test_rpm_spec_parses_and_the_package_holds_the_plugin(rpm, release):
+    this, after = release
+    parsed = run("rpmspec", "-P", "--define", f"slurm_majmin {this}", str(TOP / "rpm/leftover.spec"))
+    assert f"Requires:       slurm < {after}" in parsed
     files = run("rpm", "-qlp", str(rpm)).split()
     for path in ("/usr/lib64/slurm/leftover.so", "/usr/libexec/leftover/leftover-query",
                  "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf", "/usr/sbin/leftover",
@@ -71,9 +83,9 @@ def test_rpm_spec_parses_and_the_package_holds_the_plugin(rpm):
         assert path in files, path
     configs = run("rpm", "-qcp", str(rpm)).split()
     assert configs == ["/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf"]
-    assert run("rpm", "-qp", "--queryformat", "%{RELEASE}", str(rpm)).startswith("1.slurm22.05")
+    assert run("rpm", "-qp", "--queryformat", "%{RELEASE}", str(rpm)).startswith(f"1.slurm{this}")
     requires = run("rpm", "-qp", "--requires", str(rpm))
-    assert "slurm >= 22.05" in requires and "slurm < 22.06" in requires
+    assert f"slurm >= {this}" in requires and f"slurm < {after}" in requires
 
 
 @pytest.fixture(scope="module")

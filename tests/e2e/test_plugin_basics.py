@@ -17,6 +17,7 @@ from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fix
                             stepd_pid, still_alive_after, summary_regex,
                             swept_with, write_config, write_leftover_conf)
 from e2e_processes import kill_quietly, wait_until
+from slurm_config import slurm_major_minor
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def job_epilog_done(cluster, log, job):
 
 def test_slurmd_start_names_the_release_and_the_contain_hint(cluster):
     text = cluster.slurmd_log_text()
-    assert "leftover: leftover 0.1.0 built for Slurm 22.05." in text
+    assert f"leftover: leftover 0.1.0 built for Slurm {slurm_major_minor()}." in text
     assert "PrologFlags=contain makes this unnecessary" in text
 
 

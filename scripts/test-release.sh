@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The whole test suite against another Slurm release:  test-release.sh <suite> [pytest args...]
+#   suite: trixie (Slurm 24.11) | sid (Slurm 26.05)
+# Makes or reuses the suite's Debian root (release-root.sh), then in throwaway
+# namespaces over it (in-release.sh): builds in build/<suite> (unit tests on, no
+# sanitizers), runs ctest, builds the packages into build/packages-<suite>
+# (package.sh), and runs the whole end-to-end suite (tests/e2e) against that root's
+# Slurm. Ends with one line naming the release and the counts, e.g.
+#   == Slurm 24.11.5 (trixie): unit tests 157 passed; e2e 60 passed
+# Exit codes: 0 all passed, 77 skipped (the root cannot be made; the reason is
+# printed), anything else a failure. Logs: build/<suite>/ctest.log, build/<suite>/e2e.log.
+#
+# The end-to-end part holds /tmp/leftover-e2e.lock, as every e2e run on this machine
+# must: the host's pid namespace sees the processes inside the release's namespace,
+# and a leftover plugin of a host run sweeping the same test accounts kills them.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ "${1-}" = "--build" ]; then
+  # Inside the release's namespaces: build, unit tests, packages.
+  suite=$LEFTOVER_RELEASE
+  build="build/$suite"
+  cd "$top"
+  version=$(slurmd -V | awk '{print $NF}')
+  release="Slurm $version ($suite)"
+  echo "== $release: build in $build"
+  scripts/build.sh "$build" -DLEFTOVER_TESTS=ON -DLEFTOVER_SANITIZE=OFF
+  echo "$version" >"$build/slurm-version"
+  echo "== $release: unit tests"
+  (cd "$build" && ctest --output-on-failure -j "$(nproc)") >"$build/ctest.log" 2>&1 || true
+  sed -n -e '/tests passed/p' -e '/The following tests FAILED/,$p' "$build/ctest.log"
+  echo "== $release: packages into build/packages-$suite"
+  rm -f "$build/packages.ok"
+  scripts/package.sh && touch "$build/packages.ok"
+  exit 0
+fi
+
+if [ "${1-}" = "--e2e" ]; then
+  # Inside the release's namespaces: the end-to-end suite.
+  shift
+  suite=$LEFTOVER_RELEASE
+  build="$top/build/$suite"
+  cd "$top"
+  LEFTOVER_PLUGIN="$build/spank/leftover.so" \
+  LEFTOVER_CLI="$build/cli/leftover" \
+  LEFTOVER_PACKAGES="$top/build/packages-$suite" \
+  PYTHONDONTWRITEBYTECODE=1 \
+    exec python3 -m pytest -p no:cacheprovider -q tests/e2e "$@"
+fi
+
+[ $# -ge 1 ] || { echo "usage: test-release.sh trixie|sid [pytest args...]" >&2; exit 2; }
+suite=$1
+shift
+if [ "$(id -u)" -ne 0 ]; then
+  echo "test-release.sh: run as root (namespaces, Slurm daemons, test accounts)" >&2
+  exit 1
+fi
+rc=0
+"$top/scripts/release-root.sh" "$suite" >/dev/null || rc=$?
+if [ "$rc" -eq 77 ]; then
+  echo "== $suite: skipped: no $suite root (release-root.sh says why above)"
+  exit 77
+fi
+[ "$rc" -eq 0 ] || exit "$rc"
+
+start=$SECONDS
+build="$top/build/$suite"
+rm -f "$build/slurm-version" "$build/e2e.log"
+if ! "$top/scripts/in-release.sh" "$suite" "$top/scripts/test-release.sh" --build; then
+  echo "== $suite: build FAILED after $((SECONDS - start)) s"
+  exit 1
+fi
+release="Slurm $(cat "$build/slurm-version") ($suite)"
+
+# "157 passed" or "3 of 157 failed", from ctest's summary.
+unit=$(sed -n -e 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1 passed/p' \
+              -e 's/.*tests passed, \([1-9][0-9]*\) tests failed out of \([0-9]*\).*/\1 of \2 failed/p' \
+              "$build/ctest.log")
+
+echo "== $release: end-to-end tests (waiting for /tmp/leftover-e2e.lock if another run holds it)"
+e2e_rc=0
+flock /tmp/leftover-e2e.lock "$top/scripts/in-release.sh" "$suite" "$top/scripts/test-release.sh" --e2e "$@" \
+  2>&1 | tee "$build/e2e.log" || e2e_rc=$?
+# pytest's last line: "58 passed, 2 failed in 301.2s (0:05:01)".
+e2e=$(tail -n1 "$build/e2e.log" | sed -e 's/=//g' -e 's/ in [0-9.]*s.*//' -e 's/^ *//')
+
+summary="== $release: unit tests ${unit:-failed}; e2e ${e2e:-failed}"
+[ -f "$build/packages.ok" ] || summary+="; packages FAILED"
+echo "$summary"
+echo "== $suite: $((SECONDS - start)) s"
+[ -f "$build/packages.ok" ] && [ "$e2e_rc" -eq 0 ] && case "$unit" in *passed) true ;; *) false ;; esac
