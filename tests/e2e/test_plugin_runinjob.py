@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""PrologFlags=RunInJob (24.05 and later): the job epilog, and with it leftover's
-slurm_spank_job_epilog, runs inside the job's extern slurmstepd after that stepd set
-itself ENDING. The epilog must still see its own job as ending (not live work) and
-reap the job user's strays."""
+"""PrologFlags=RunInJob (24.05 and later): the job epilog runs inside the job's extern
+slurmstepd after that stepd set itself ENDING, and RunInJob implies Contain. The job's
+stray is reaped all the same: the extern step's own end, which reads its stepd as
+ENDING (4), sweeps the user."""
 
 import pytest
 
 from plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
-    LogWatch, conf_dir, jobs_done_after_each_test, plugin_config, summary_regex, write_leftover_conf)
+    LogWatch, conf_dir, jobs_done_after_each_test, plugin_config, write_leftover_conf)
 from slurm_release import RELEASE
 
 pytestmark = pytest.mark.skipif(RELEASE < (24, 5), reason="PrologFlags=RunInJob exists from Slurm 24.05 on")
@@ -19,10 +19,10 @@ def cluster(make_cluster, conf_dir):
     return make_cluster(plugin_config(conf_dir, prolog_flags="RunInJob"))
 
 
-def test_the_epilog_inside_the_extern_step_reaps_the_jobs_stray(cluster):
+def test_the_jobs_stray_is_reaped_when_its_extern_step_ends(cluster):
     log = LogWatch(cluster)
     stray, job = cluster.plant_stray_in_step("lo_alice")
     assert cluster.wait_job_done(job).state == "COMPLETED"
     cluster.wait_gone(stray, 20)
     log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice")
-    log.wait_for(summary_regex(job, "epilog"))
+    log.wait_for(rf"leftover: step {job}\.extern \(user lo_alice uid 41001\): swept \[lo_alice\]")
