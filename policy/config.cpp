@@ -5,6 +5,7 @@
 #include "trusted_file.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 #include "config_keys.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)
 
 #include <array>
 #include <type_traits>
