@@ -180,30 +180,20 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     if (auto msg = exchange(fd.get(), protocol.version, &their_version, sizeof(their_version), deadline,
                             "sending the protocol version", "reading the protocol version reply"))
         return {std::nullopt, std::move(msg)};
-    if (their_version < 0)
-        return {std::nullopt,
-                fmt::format("slurmstepd refused the protocol version {} of Slurm {} (replied {})", protocol.version,
-                            describe_protocol_version(protocol.version), their_version)};
-    // Newer than the build: its state numbering is unknown. Older than the oldest stepd
-    // this release's slurmd can run beside: not a stepd we know how to read.
-    if (their_version < protocol.oldest_stepd || their_version > protocol.version)
-        return {std::nullopt, fmt::format("unexpected protocol version reply {} (expected {} to {})", their_version,
-                                          protocol.oldest_stepd, protocol.version)};
+    if (auto msg = stepd_version_error(protocol, their_version)) return {std::nullopt, std::move(msg)};
 
     std::uint32_t uid = 0;
     if (auto msg = exchange(fd.get(), wire::request_step_uid, &uid, sizeof(uid), deadline, "sending REQUEST_STEP_UID",
                             "reading the REQUEST_STEP_UID reply"))
         return {std::nullopt, std::move(msg)};
-    if (uid == static_cast<std::uint32_t>(-1)) return {std::nullopt, "unexpected REQUEST_STEP_UID reply: uid -1"};
+    if (auto msg = step_uid_error(uid)) return {std::nullopt, std::move(msg)};
 
     std::int32_t state = 0;
     if (auto msg = exchange(fd.get(), wire::request_state, &state, sizeof(state), deadline, "sending REQUEST_STATE",
                             "reading the REQUEST_STATE reply"))
         return {std::nullopt, std::move(msg)};
-    const auto decoded = decode_stepd_state(their_version, state);
-    if (!decoded)
-        return {std::nullopt, fmt::format("unexpected REQUEST_STATE reply: state {} from a Slurm {} stepd", state,
-                                          describe_protocol_version(their_version))};
+    if (auto msg = stepd_state_error(their_version, state)) return {std::nullopt, std::move(msg)};
+    const StepdState decoded = *decode_stepd_state(their_version, state);
 
     // 26.05 names the job's cgroup by its SLUID: ask for it where the stepd knows it.
     std::optional<std::uint64_t> sluid;
@@ -216,7 +206,7 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     }
 
     // Closing the connection is the EOF that ends req.c's request loop.
-    return {StepAnswer{static_cast<uid_t>(uid), *decoded, state, their_version, sluid}, std::nullopt};
+    return {StepAnswer{static_cast<uid_t>(uid), decoded, state, their_version, sluid}, std::nullopt};
 }
 
 std::optional<std::uint32_t> parse_u32(std::string_view text) {

@@ -54,6 +54,27 @@ const char* to_string(StepdState state) {
     return "?";
 }
 
+std::optional<std::string> stepd_version_error(const StepdProtocol& client, std::int32_t reply) {
+    if (reply < 0)
+        return fmt::format("slurmstepd refused the protocol version {} of Slurm {} (replied {})", client.version,
+                           describe_protocol_version(client.version), reply);
+    if (reply < client.oldest_stepd || reply > client.version)
+        return fmt::format("unexpected protocol version reply {} (expected {} to {})", reply, client.oldest_stepd,
+                           client.version);
+    return std::nullopt;
+}
+
+std::optional<std::string> step_uid_error(std::uint32_t reply) {
+    if (reply == static_cast<std::uint32_t>(-1)) return "unexpected REQUEST_STEP_UID reply: uid -1";
+    return std::nullopt;
+}
+
+std::optional<std::string> stepd_state_error(std::int32_t stepd_version, std::int32_t reply) {
+    if (decode_stepd_state(stepd_version, reply)) return std::nullopt;
+    return fmt::format("unexpected REQUEST_STATE reply: state {} from a Slurm {} stepd", reply,
+                       describe_protocol_version(stepd_version));
+}
+
 std::string describe_protocol_version(std::int32_t version) {
     for (const StepdProtocol& row : kStepdProtocols)
         if (row.version == version) return fmt::format("{}.{:02}", row.major, row.minor);

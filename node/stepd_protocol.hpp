@@ -63,6 +63,16 @@ std::optional<StepdState> decode_stepd_state(std::int32_t stepd_version, std::in
 
 const char* to_string(StepdState state);
 
+// The checks of a stepd's replies, in the order local_steps.cpp asks: the handshake's
+// version, REQUEST_STEP_UID, REQUEST_STATE. Pure, so that tests and tests/fuzz feed them
+// anything; each returns why the reply cannot be trusted, or nothing.
+// A version reply is refused when negative (the stepd refused ours), newer than the client's
+// release (its state numbering is unknown) or older than the oldest stepd that release's
+// slurmd runs beside.
+std::optional<std::string> stepd_version_error(const StepdProtocol& client, std::int32_t reply);
+std::optional<std::string> step_uid_error(std::uint32_t reply);
+std::optional<std::string> stepd_state_error(std::int32_t stepd_version, std::int32_t reply);
+
 // "22.05" for 38<<8, "24.11" for 42<<8; the raw number for a version no row has.
 std::string describe_protocol_version(std::int32_t version);
 

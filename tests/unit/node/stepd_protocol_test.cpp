@@ -2,6 +2,7 @@
 #include "stepd_protocol.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <slurm/slurm_version.h>
 
@@ -44,4 +45,26 @@ TEST_CASE("SLUID names: s and 13 Crockford base32 digits, most significant first
     // The first digit holds only the top 4 bits of 64.
     CHECK(sluid_name(~std::uint64_t{0}) == "sFZZZZZZZZZZZZ");
     CHECK(sluid_name(std::uint64_t{1} << 63) == "s8000000000000");
+}
+
+TEST_CASE("stepd reply checks: every release row accepts its own and older stepds, refuses the rest") {
+    for (const StepdProtocol& client : kStepdProtocols) {
+        CAPTURE(client.version);
+        CHECK_FALSE(stepd_version_error(client, client.version));
+        CHECK_FALSE(stepd_version_error(client, client.oldest_stepd));
+        CHECK(stepd_version_error(client, -1) ==
+              fmt::format("slurmstepd refused the protocol version {} of Slurm {}.{:02} (replied -1)", client.version,
+                          client.major, client.minor));
+        CHECK(stepd_version_error(client, client.version + 1) ==
+              fmt::format("unexpected protocol version reply {} (expected {} to {})", client.version + 1,
+                          client.oldest_stepd, client.version));
+        CHECK(stepd_version_error(client, client.oldest_stepd - 1));
+        CHECK(stepd_version_error(client, 0));
+    }
+    CHECK_FALSE(step_uid_error(0));
+    CHECK_FALSE(step_uid_error(41001));
+    CHECK(step_uid_error(0xffffffffU) == "unexpected REQUEST_STEP_UID reply: uid -1");
+    CHECK_FALSE(stepd_state_error(40 << 8, 4));
+    CHECK(stepd_state_error(39 << 8, 4) == "unexpected REQUEST_STATE reply: state 4 from a Slurm 23.02 stepd");
+    CHECK(stepd_state_error(46 << 8, 9) == "unexpected REQUEST_STATE reply: state 9 from a Slurm protocol 11776 stepd");
 }
