@@ -10,7 +10,13 @@ if(LEFTOVER_WERROR)
 endif()
 
 add_library(leftover_sanitizers INTERFACE)
-if(LEFTOVER_SANITIZE)
+if(LEFTOVER_FUZZ)
+  # The libraries the fuzz targets link get libFuzzer's coverage hooks without its main();
+  # the targets themselves add -fsanitize=fuzzer (tests/fuzz/CMakeLists.txt).
+  target_compile_options(leftover_sanitizers INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(leftover_sanitizers INTERFACE -fsanitize=address,undefined)
+elseif(LEFTOVER_SANITIZE)
   target_compile_options(leftover_sanitizers INTERFACE
     -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(leftover_sanitizers INTERFACE -fsanitize=address,undefined)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Builds the libFuzzer targets (tests/fuzz/<name>_fuzz.cpp) with clang++ under
+# ASan+UBSan into build/fuzz and runs each for LEFTOVER_FUZZ_SECONDS (default 20) from a
+# throwaway copy of its seed corpus (tests/fuzz/corpus/<name>/; what the fuzzer adds is
+# never written back). A crash, leak, timeout, out-of-memory or sanitizer report fails
+# it; the input is kept in build/fuzz/artifacts/. Ends with one line:
+#   fuzz: 7 targets, 0 crashes: 7 passed, 0 failed
+#   scripts/fuzz.sh [cmake options...]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${LEFTOVER_FUZZ_BUILD:-$top/build/fuzz}
+seconds=${LEFTOVER_FUZZ_SECONDS:-20}
+
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DLEFTOVER_FUZZ=ON -DLEFTOVER_TESTS=OFF "$@" >/dev/null
+cmake --build "$build" -j "$(nproc)" --target fuzz_targets
+
+work=$(mktemp -d /tmp/leftover-fuzz.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+artifacts=$build/artifacts
+mkdir -p "$artifacts"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+targets=0 passed=0 failed=0
+for source in "$top"/tests/fuzz/*_fuzz.cpp; do
+  name=$(basename "$source" _fuzz.cpp)
+  targets=$((targets + 1))
+  seeds=$top/tests/fuzz/corpus/$name
+  log=$build/fuzz-$name.log
+  if ! compgen -G "$seeds/*" >/dev/null; then
+    echo "fuzz: $name: FAILED: no seed corpus in ${seeds#"$top"/}"
+    failed=$((failed + 1))
+    continue
+  fi
+  mkdir "$work/$name"
+  cp "$seeds"/* "$work/$name/"
+  rc=0
+  "$build/tests/fuzz/fuzz_$name" "$work/$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=4096 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" >"$log" 2>&1 || rc=$?
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  entries=$(find "$work/$name" -type f | wc -l)
+  if [ "$rc" -ne 0 ] || grep -q -E 'runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|ERROR: libFuzzer|fuzz check failed' "$log"; then
+    failed=$((failed + 1))
+    echo "fuzz: $name: FAILED (exit $rc) after ${runs:-?} runs; log $log:"
+    grep -E -A12 'ERROR|runtime error|fuzz check failed|Test unit written' "$log" | head -n 40 | sed 's/^/  /'
+  else
+    passed=$((passed + 1))
+    echo "fuzz: $name: ${runs:-?} runs in ${seconds} s, ${rate:-?} exec/s, corpus $(find "$seeds" -type f | wc -l) seeds -> $entries entries"
+  fi
+done
+echo "fuzz: $targets targets, $failed crashes: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
