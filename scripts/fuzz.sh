@@ -51,5 +51,11 @@ for source in "$top"/tests/fuzz/*_fuzz.cpp; do
     echo "fuzz: $name: ${runs:-?} runs in ${seconds} s, ${rate:-?} exec/s, corpus $(find "$seeds" -type f | wc -l) seeds -> $entries entries"
   fi
 done
+for seeds in "$top"/tests/fuzz/corpus/*/; do
+  name=$(basename "$seeds")
+  [ -f "$top/tests/fuzz/${name}_fuzz.cpp" ] && continue
+  echo "fuzz: corpus/$name: FAILED: no target tests/fuzz/${name}_fuzz.cpp"
+  targets=$((targets + 1)) failed=$((failed + 1))
+done
 echo "fuzz: $targets targets, $failed crashes: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

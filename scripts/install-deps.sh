@@ -8,6 +8,8 @@ packages=(
   # build
   g++ cmake make pkg-config
   libslurm-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev doctest-dev
+  # the fuzz targets (scripts/fuzz.sh): clang++ and its sanitizer and libFuzzer runtimes
+  clang libclang-rt-14-dev
   # a real Slurm for the end-to-end tests and the demo
   slurmctld slurmd slurm-client munge
   # end-to-end test runner and the tools the tests use

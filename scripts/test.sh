@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The whole test suite, as root on a fresh Debian 12 machine: installs what is missing;
-# on this machine's Slurm (22.05) runs the unit tests under ASan+UBSan, builds the
-# packages and runs the end-to-end tests against a real, throwaway Slurm cluster; then
-# does the same for Slurm 24.11 and 26.05 in Debian trixie and sid roots, each in
-# namespaces of its own (scripts/test-release.sh). Ends with one line per release.
+# on this machine's Slurm (22.05) runs the unit tests under ASan+UBSan and the fuzz
+# targets (scripts/fuzz.sh), builds the packages and runs the end-to-end tests against a
+# real, throwaway Slurm cluster; then does the same for Slurm 24.11 and 26.05 in Debian
+# trixie and sid roots, each in namespaces of its own (scripts/test-release.sh). Ends with
+# one line per release (and the host's fuzz line).
 # LEFTOVER_RELEASES="trixie sid" (the default) chooses the other releases; "" skips them.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +25,9 @@ echo "== $host: unit tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 scripts/build.sh build/asan -DLEFTOVER_SANITIZE=ON
 unit=$(scripts/unit-tests.sh build/asan | tee /dev/stderr | tail -n1) || failed=1
 
+echo "== $host: fuzz targets (libFuzzer, ASan+UBSan, ${LEFTOVER_FUZZ_SECONDS:-20} s each)"
+fuzz=$(scripts/fuzz.sh | tee /dev/stderr | tail -n1) || failed=1
+
 echo "== $host: packages (.deb and RPM)"
 scripts/package.sh || failed=1
 
@@ -37,6 +41,7 @@ LEFTOVER_PACKAGES="$top/build/packages" \
   2>&1 | tee build/e2e-host.log || e2e_rc=$?
 [ "$e2e_rc" -eq 0 ] || failed=1
 summary+=("== $host: ${unit:-unit tests failed}; e2e $(tail -n1 build/e2e-host.log | sed -e 's/=//g' -e 's/^ *//')")
+summary+=("== $host: ${fuzz:-fuzz: failed}")
 
 for suite in ${LEFTOVER_RELEASES-trixie sid}; do
   rc=0
