@@ -23,7 +23,7 @@ mkdir -p "$artifacts"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-targets=0 passed=0 failed=0
+targets=0 passed=0 failed=0 crashes=0
 for source in "$top"/tests/fuzz/*_fuzz.cpp; do
   name=$(basename "$source" _fuzz.cpp)
   targets=$((targets + 1))
@@ -43,7 +43,7 @@ for source in "$top"/tests/fuzz/*_fuzz.cpp; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
   entries=$(find "$work/$name" -type f | wc -l)
   if [ "$rc" -ne 0 ] || grep -q -E 'runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|ERROR: libFuzzer|fuzz check failed' "$log"; then
-    failed=$((failed + 1))
+    failed=$((failed + 1)) crashes=$((crashes + 1))
     echo "fuzz: $name: FAILED (exit $rc) after ${runs:-?} runs; log $log:"
     grep -E -A12 'ERROR|runtime error|fuzz check failed|Test unit written' "$log" | head -n 40 | sed 's/^/  /'
   else
@@ -57,5 +57,5 @@ for seeds in "$top"/tests/fuzz/corpus/*/; do
   echo "fuzz: corpus/$name: FAILED: no target tests/fuzz/${name}_fuzz.cpp"
   targets=$((targets + 1)) failed=$((failed + 1))
 done
-echo "fuzz: $targets targets, $failed crashes: $passed passed, $failed failed"
+echo "fuzz: $targets targets, $crashes crashes: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -17,8 +17,11 @@ void raw(std::string_view text) {
     if (!stat) return;
     FUZZ_CHECK(stat->pid > 0);
     FUZZ_CHECK(stat->ppid >= 0);
-    FUZZ_CHECK(stat->comm.size() < text.size());
-    FUZZ_CHECK(text.substr(text.find('(') + 1, stat->comm.size()) == stat->comm);
+    // comm runs from the first '(' to the last ')', and the state follows that ')'.
+    const auto open = text.find('('), close = text.rfind(')');
+    FUZZ_CHECK(open != std::string_view::npos && close != std::string_view::npos && close + 2 < text.size());
+    FUZZ_CHECK(stat->comm == text.substr(open + 1, close - open - 1));
+    FUZZ_CHECK(text[close + 1] == ' ' && text[close + 2] == stat->state);
     (void)stat->kernel_thread();
 }
 
