@@ -12,9 +12,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${LEFTOVER_FUZZ_BUILD:-$top/build/fuzz}
 seconds=${LEFTOVER_FUZZ_SECONDS:-20}
 
-cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DLEFTOVER_FUZZ=ON -DLEFTOVER_TESTS=OFF "$@" >/dev/null
-cmake --build "$build" -j "$(nproc)" --target fuzz_targets
+if ! cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DLEFTOVER_FUZZ=ON -DLEFTOVER_TESTS=OFF "$@" >/dev/null ||
+  ! cmake --build "$build" -j "$(nproc)" --target fuzz_targets; then
+  echo "fuzz: the targets did not build: 0 passed, 1 failed"
+  exit 1
+fi
 
 work=$(mktemp -d /tmp/leftover-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
