@@ -86,12 +86,14 @@ TEST_CASE("evaluation: job cgroups are read only when a live job could protect a
     REQUIRE(plan.ok());
     CHECK(reason_of(*plan, 700) == Reason::stray);
 
-    node.live = {.uids = {kStray}, .job_ids = {42}, .job_sluids = {}};  // a live job, but nothing would be killed
+    // A live job, but nothing would be killed.
+    node.live = {.uids = {kStray}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}};
     plan = evaluation();
     REQUIRE(plan.ok());
     CHECK(reason_of(*plan, 700) == Reason::has_live_job);
 
-    node.live = {.uids = {}, .job_ids = {42}, .job_sluids = {}};  // a live job and a would-be kill: the cgroup is read
+    // A live job and a would-be kill: the cgroup is read.
+    node.live = {.uids = {}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}};
     plan = evaluation();
     REQUIRE_FALSE(plan.ok());
     CHECK(plan.error().kind == ErrorKind::lookup);
