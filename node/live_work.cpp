@@ -29,6 +29,7 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
         live.uids.insert(step.uid);
         live.job_ids.insert(step.job_id);
         if (step.sluid) live.job_sluids.insert(sluid_name(*step.sluid));
+        if (step.stepd_pid) live.stepd_pids.insert(*step.stepd_pid);
     }
     if (ending_step && !ending_step_seen)
         return Error::lookup(

@@ -8,6 +8,8 @@
 //                           stepd_get_uid():  writes int REQUEST_STEP_UID, reads uid_t.
 //                           stepd_state():    writes int REQUEST_STATE, reads a
 //                                             slurmstepd_state_t (an int-sized enum).
+//                           stepd_daemon_pid(): writes int REQUEST_DAEMON_PID, reads a
+//                                             pid_t (unchanged and unrestricted up to 26.05).
 //   src/slurmd/slurmstepd/req.c _handle_accept(): reads the version int, answers
 //                                             SLURM_PROTOCOL_VERSION, then loops over
 //                                             requests on the same connection until EOF
@@ -15,7 +17,9 @@
 //                                             connection serves both requests.
 //                           _handle_uid():    writes job->uid as sizeof(uid_t).
 //                           _handle_state():  writes job->state as sizeof(slurmstepd_state_t).
-//   src/common/stepd_api.h: step_msg_t REQUEST_STATE = 5, REQUEST_STEP_UID = 20;
+//                           _handle_daemon_pid(): writes job->jmgr_pid (the stepd's getpid()).
+//   src/common/stepd_api.h: step_msg_t REQUEST_STATE = 5, REQUEST_DAEMON_PID = 9,
+//                           REQUEST_STEP_UID = 20;
 //                           slurmstepd_state_t NOT_RUNNING 0 .. STEP_ENDING 3.
 //   src/common/slurm_protocol_common.h: SLURM_22_05_PROTOCOL_VERSION = (38 << 8) | 0,
 //                           SLURM_MIN_PROTOCOL_VERSION = SLURM_20_11 = (36 << 8) | 0.
@@ -49,13 +53,15 @@ namespace leftover::node {
 namespace {
 
 namespace wire {
-constexpr std::int32_t request_state = 5;      // REQUEST_STATE
-constexpr std::int32_t request_step_uid = 20;  // REQUEST_STEP_UID
-constexpr std::int32_t request_sluid = 1;      // REQUEST_SLUID (25.11+)
+constexpr std::int32_t request_state = 5;       // REQUEST_STATE
+constexpr std::int32_t request_daemon_pid = 9;  // REQUEST_DAEMON_PID
+constexpr std::int32_t request_step_uid = 20;   // REQUEST_STEP_UID
+constexpr std::int32_t request_sluid = 1;       // REQUEST_SLUID (25.11+)
 }  // namespace wire
 
 static_assert(sizeof(int) == sizeof(std::int32_t), "the protocol sends C ints");
 static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies a 4-byte uid_t");
+static_assert(sizeof(pid_t) == sizeof(std::int32_t), "REQUEST_DAEMON_PID replies a 4-byte pid_t");
 
 // Waits until fd is ready for events; an error message on timeout or failure.
 // Once the deadline passed it still takes whatever is ready right now.
@@ -129,7 +135,17 @@ struct StepAnswer {
     std::int32_t raw_state;
     std::int32_t stepd_version;
     std::optional<std::uint64_t> sluid;
+    std::optional<pid_t> stepd_pid;
 };
+
+// The pid of the process that listens on fd's peer socket, as this pid namespace sees
+// it: 0 when that process is in a pid namespace we cannot see.
+std::optional<pid_t> listener_pid(int fd) {
+    ucred peer{};
+    socklen_t len = sizeof(peer);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) return std::nullopt;
+    return peer.pid;
+}
 
 // What asking one step socket found: an answer, the step gone, or an error message.
 struct QueryOutcome {
@@ -195,6 +211,19 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     if (auto msg = stepd_state_error(their_version, state)) return {std::nullopt, std::move(msg)};
     const StepdState decoded = *decode_stepd_state(their_version, state);
 
+    // The stepd's own pid: its descendants are inside the step whatever their binaries
+    // are called. Kept only when it names the socket's listener as our pid namespace sees
+    // it: a stepd of a node in another namespace says a pid that means something else here.
+    std::int32_t daemon_pid = 0;
+    if (auto msg = exchange(fd.get(), wire::request_daemon_pid, &daemon_pid, sizeof(daemon_pid), deadline,
+                            "sending REQUEST_DAEMON_PID", "reading the REQUEST_DAEMON_PID reply"))
+        return {std::nullopt, std::move(msg)};
+    if (daemon_pid <= 0) return {std::nullopt, fmt::format("unexpected REQUEST_DAEMON_PID reply: pid {}", daemon_pid)};
+    const auto listener = listener_pid(fd.get());
+    if (!listener) return {std::nullopt, fmt::format("getsockopt(SO_PEERCRED): {}", errno_text(errno))};
+    std::optional<pid_t> stepd_pid;
+    if (daemon_pid == *listener) stepd_pid = daemon_pid;
+
     // 26.05 names the job's cgroup by its SLUID: ask for it where the stepd knows it.
     std::optional<std::uint64_t> sluid;
     if (their_version >= kFirstWithSluid) {
@@ -206,7 +235,7 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     }
 
     // Closing the connection is the EOF that ends req.c's request loop.
-    return {StepAnswer{static_cast<uid_t>(uid), decoded, state, their_version, sluid}, std::nullopt};
+    return {StepAnswer{static_cast<uid_t>(uid), decoded, state, their_version, sluid, stepd_pid}, std::nullopt};
 }
 
 std::optional<std::uint32_t> parse_u32(std::string_view text) {
@@ -309,6 +338,7 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::
         step.raw_state = outcome.answer->raw_state;
         step.stepd_version = outcome.answer->stepd_version;
         step.sluid = outcome.answer->sluid;
+        step.stepd_pid = outcome.answer->stepd_pid;
         step.socket_path = std::move(candidate.path);
         state.live.push_back(std::move(step));
     }

@@ -32,6 +32,9 @@ struct LocalStep {
     std::int32_t raw_state = 0;          // the number the stepd sent, for log lines
     std::int32_t stepd_version = 0;      // the protocol version the stepd answered with
     std::optional<std::uint64_t> sluid;  // the job's SLUID, from a 25.11+ stepd
+    // The slurmstepd's pid (REQUEST_DAEMON_PID), set when it is the process that listens
+    // on the socket as this pid namespace sees it; unset for a stepd in another namespace.
+    std::optional<pid_t> stepd_pid;
     std::string socket_path;
 };
 
@@ -61,7 +64,7 @@ struct StepSocketName {
 std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name, const std::string& node_name);
 
 // Lists spool_dir for node_name's step sockets and asks each slurmstepd for the
-// step's uid and state. Sockets of other node names (several slurmd sharing a
+// step's uid, state and its own pid. Sockets of other node names (several slurmd sharing a
 // spool dir) and entries that are not sockets are ignored.
 //
 // Lookup error when the directory cannot be read, or when any step socket

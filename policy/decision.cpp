@@ -25,6 +25,19 @@ std::optional<std::string> live_job_of_cgroup(const LiveWork& live, const std::s
     return std::nullopt;
 }
 
+// The slurmstepd whose step p runs in, if that step is live: its nearest ancestor that
+// is a slurmstepd, known by the pid a live step's socket reported (whatever its binary
+// is called) or as root running a slurmstepd binary (the scan's stepd_ancestor: it also
+// covers steps of a slurmd this evaluation does not ask). The ending step's own stepd
+// protects nothing.
+std::optional<pid_t> live_stepd_of(const DecisionInput& in, const Process& p) {
+    for (const pid_t ancestor : p.ancestors) {
+        if (in.ending_stepds.count(ancestor) != 0) return std::nullopt;
+        if (ancestor == p.stepd_ancestor || in.live.stepd_pids.count(ancestor) != 0) return ancestor;
+    }
+    return std::nullopt;
+}
+
 Decision keep(Decision d, Reason reason, std::string detail = {}) {
     d.verdict = Verdict::keep;
     d.reason = reason;
@@ -59,8 +72,8 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
     if (e == nullptr) return keep(d, Reason::protected_account, "protected: not classified");
     if (e->is_protected()) return keep(d, Reason::protected_account, e->describe());
 
-    if (p.stepd_ancestor && in.ending_stepds.count(*p.stepd_ancestor) == 0)
-        return keep(d, Reason::inside_live_step, fmt::format("slurmstepd {}", *p.stepd_ancestor));
+    if (const auto stepd = live_stepd_of(in, p))
+        return keep(d, Reason::inside_live_step, fmt::format("slurmstepd {}", *stepd));
     if (p.job_cgroup)
         if (auto job = live_job_of_cgroup(in.live, *p.job_cgroup))
             return keep(d, Reason::live_job_cgroup, fmt::format("job {}", *job));

@@ -23,6 +23,7 @@ struct LiveWork {
     std::set<uid_t> uids;              // users with a live step or allocation here
     std::set<std::uint64_t> job_ids;   // jobs with a live step here
     std::set<std::string> job_sluids;  // their SLUIDs ("s..."), where the stepd tells (25.11+)
+    std::set<pid_t> stepd_pids;        // their slurmstepd daemons, as each step socket told
 };
 
 // What ended, as far as the decision cares.
@@ -44,7 +45,7 @@ enum class Reason {
     protected_owner,    // owner protected: only /proc/<pid>'s owner was read
     mixed_uids,         // real/effective/saved/filesystem uids differ
     protected_account,  // printed "protected" (a C++ keyword)
-    inside_live_step,   // descends from a live slurmstepd
+    inside_live_step,   // descends from a live slurmstepd (named by its socket, or root running its binary)
     live_job_cgroup,    // in the cgroup of a job with a live step
     has_live_job,       // its user has live work on the node
     out_of_scope,       // scope job_user and another user

@@ -46,10 +46,12 @@ public:
         if (!state.ok()) return state.error();
         for (const node::LocalStep& step : state->live)
             if (logged_.insert(step.socket_path).second)
-                log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd)",
+                log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
                                        node::describe_step(step.job_id, step.step_id), step.socket_path, step.uid,
                                        node::to_string(step.state), step.raw_state,
-                                       node::describe_protocol_version(step.stepd_version)));
+                                       node::describe_protocol_version(step.stepd_version),
+                                       step.stepd_pid ? fmt::format("pid {}", *step.stepd_pid)
+                                                      : std::string("not in this pid namespace")));
         for (const node::DeadStep& dead : state->dead)
             if (logged_.insert(dead.socket_path).second)
                 log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",

@@ -15,12 +15,14 @@ import re
 import shutil
 import socket
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
 from e2e_accounts import TEST_UID_MAX, Account, ensure_test_users
-from plugin_support import (PLUGIN, LogWatch, plugin_config, summary_regex, swept_with,
+from e2e_processes import wait_until
+from plugin_support import (PLUGIN, LogWatch, plugin_config, stepd_pid, summary_regex, swept_with,
                             swept_without, write_config, write_leftover_conf)
 from slurm_config import slurm_major_minor
 
@@ -172,6 +174,45 @@ def test_check_json_for_the_same_node(cluster, conf_dir):
         assert totals["not_listed"] == totals["processes"] - len(doc["processes"])
     finally:
         release.touch()
+
+
+def test_issue13_case3_a_job_under_a_slurmd_the_check_does_not_know_keeps_everything_below_its_slurmstepd(
+        cluster, conf_dir, tmp_path):
+    # The command is pointed at a spool dir where this job's slurmd keeps no socket (as for
+    # another node's): it sees no live work at all, so only the process tree can tell that
+    # the batch script and its child run inside a live step. Debian's slurmstepd is
+    # /usr/sbin/slurmstepd-wlm, run by root.
+    tag = uuid.uuid4().hex[:8]
+    pids, release = cluster.work_dir / f"pids-{tag}", cluster.work_dir / f"release-{tag}"
+    job = cluster.sbatch("lo_bob", f"#!/bin/sh\nsleep 600 &\necho $$ $! > {pids}.tmp && mv {pids}.tmp {pids}\n"
+                                   f"while [ ! -e {release} ]; do sleep 0.1; done\nkill $!\n")
+    outside = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+    other_spool = tmp_path / "spool-of-another-slurmd"
+    other_spool.mkdir()
+    # PrologFlags=contain: local state is the whole truth, slurmctld is not asked (it
+    # would name lo_bob's allocation here and keep everything of lo_bob's).
+    slurm_conf = slurm_conf_with(cluster, tmp_path)
+    with slurm_conf.open("a") as conf:
+        conf.write("PrologFlags=Contain\n")
+    try:
+        wait_until(pids.exists, 30, "the batch script's pids")
+        script, child = (int(pid) for pid in pids.read_text().split())
+        stepd = stepd_pid(job, "batch")
+        assert int(Path(f"/proc/{script}/stat").read_text().rsplit(")", 1)[1].split()[1]) == stepd
+        exe = os.readlink(f"/proc/{stepd}/exe")
+        result = cli(cluster, "check", "--node", cluster.node, "--spool-dir", str(other_spool),
+                     "--config", str(conf_dir / "leftover.conf"), env_extra={"SLURM_CONF": str(slurm_conf)})
+        assert result.returncode == 1, result.stdout + result.stderr
+        rows = table_rows(result.stdout)
+        for pid, comm in ((script, "slurm_script"), (child, "sleep")):
+            assert rows[pid][:6] == ["lo_bob", "41002", str(pid), comm, "keep", "inside_live_step"], (exe, rows[pid])
+            assert rows[pid][6] == f"slurmstepd {stepd}"
+        # The evaluation really is blind to the job: lo_bob's process outside it is a stray.
+        assert rows[outside][4:6] == ["kill", "stray"]
+        assert "no user has live work on this node" in result.stdout
+    finally:
+        release.touch()
+    assert cluster.wait_job_done(job).state == "COMPLETED"
 
 
 def test_check_exits_0_when_nothing_would_be_killed(cluster, conf_dir):

@@ -2,10 +2,11 @@
 """The step-socket facts leftover relies on, pinned on the real slurmd of this
 release (22.05 on the host, 24.11 and 26.05 in their Debian roots): the version a
 stepd answers the handshake with, the owner each kind of step reports, the state
-numbering (23.11 inserted CANCELLED = 3 before ENDING), the socket names, and the
-spool directory with %n. The plugin describes every step it reads at debug level
-("step 12.0 (<socket>): uid 41001, ending (state 4 from a Slurm 24.11 stepd)"); the
-tests read those lines. dry_run: they observe, nothing is killed."""
+numbering (23.11 inserted CANCELLED = 3 before ENDING), the stepd's own pid, the socket
+names, and the spool directory with %n. The plugin describes every step it reads at
+debug level ("step 12.0 (<socket>): uid 41001, ending (state 4 from a Slurm 24.11
+stepd), slurmstepd pid 4242"); the tests read those lines. dry_run: they observe,
+nothing is killed."""
 
 import re
 import subprocess
@@ -17,7 +18,8 @@ from e2e_processes import kill_quietly, wait_until
 from slurm_config import BIN
 from slurm_release import RELEASE, RELEASE_TEXT
 from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
-    LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, summary_regex, write_leftover_conf)
+    LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, stepd_pid, summary_regex,
+    write_leftover_conf)
 
 CONF = "debuglevel: debug\ndry_run: true\n"
 
@@ -72,6 +74,25 @@ def test_batch_extern_and_normal_steps_report_the_job_owner(cluster):
             found = log.wait_for(step_line(job, step, cluster))
             assert found["uid"] == "41002", step
             assert found["state"] == "running", step
+        log.wait_for(summary_regex(trigger, "0"))
+    finally:
+        release.touch()
+    assert cluster.wait_job_done(job).state == "COMPLETED"
+
+
+def test_issue13_case3_every_step_socket_names_its_slurmstepds_pid(cluster):
+    # REQUEST_DAEMON_PID answers the stepd's own pid, which is the process listening on the
+    # socket: the plugin keeps what descends from it whatever the stepd's binary is called.
+    release = cluster.work_dir / f"release-{uuid.uuid4().hex[:8]}"
+    job = cluster.sbatch("lo_bob", f"#!/bin/sh\nwhile [ ! -e {release} ]; do sleep 0.1; done\n",
+                         args=on_first_node(cluster))
+    try:
+        wait_until(lambda: cluster.step_socket(job, 0xfffffffb).exists(), 30, "the batch step's socket")
+        log = LogWatch(cluster)
+        _, trigger = cluster.srun("lo_alice", ["/bin/true"], args=on_first_node(cluster))
+        for step in ("batch", "extern"):
+            found = log.wait_for(step_line(job, step, cluster) + r", slurmstepd pid (?P<pid>\d+)")
+            assert int(found["pid"]) == stepd_pid(job, step), step
         log.wait_for(summary_regex(trigger, "0"))
     finally:
         release.touch()

@@ -76,3 +76,17 @@ TEST_CASE("live work: a live step's SLUID names its job cgroup (26.05), an endin
     REQUIRE(live.ok());
     CHECK(live->job_sluids == std::set<std::string>{"s0000000000001"});
 }
+
+TEST_CASE("issue 13 case 3: the stepd pids of live steps are live work, of the ending and ending steps not") {
+    LocalJobState state;
+    state.live = {step(40, 0, 41009), step(40, 0xfffffffcu, 41009), step(41, 0, 41010, StepdState::ending),
+                  step(42, 0, 41011)};
+    state.live[0].stepd_pid = 5000;  // the step whose exit hook runs
+    state.live[1].stepd_pid = 5001;
+    state.live[2].stepd_pid = 5002;
+    // 42.0: a stepd in another pid namespace, whose pid says nothing here
+    auto live = live_work_from(state, StepId{40, 0}, "/spool for node n1");
+    REQUIRE(live.ok());
+    CHECK(live->stepd_pids == std::set<pid_t>{5001});
+    CHECK(live->uids == std::set<uid_t>{41009, 41011});
+}

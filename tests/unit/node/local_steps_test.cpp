@@ -2,7 +2,8 @@
 // read_local_steps against fake slurmstepd servers in a temporary spool directory.
 //
 // The fake speaks the protocol the way src/slurmd/slurmstepd/req.c does in every release
-// from 22.05 to 26.05 (_handle_accept / _handle_request / _handle_uid / _handle_state),
+// from 22.05 to 26.05 (_handle_accept / _handle_request / _handle_uid / _handle_state /
+// _handle_daemon_pid),
 // answering with the version of the release it plays. Its numbers are written out here
 // on purpose, independently of stepd_protocol.hpp, so that a wrong constant on either
 // side makes these tests fail.
@@ -26,6 +27,7 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -60,6 +62,7 @@ constexpr std::int32_t k2411ProtocolVersion = 42 << 8;
 constexpr std::int32_t k2605ProtocolVersion = 45 << 8;
 constexpr std::int32_t kMinProtocolVersion = 36 << 8;  // SLURM_MIN_PROTOCOL_VERSION of 22.05
 constexpr std::int32_t kRequestState = 5;              // REQUEST_STATE
+constexpr std::int32_t kRequestDaemonPid = 9;          // REQUEST_DAEMON_PID
 constexpr std::int32_t kRequestStepUid = 20;           // REQUEST_STEP_UID
 constexpr std::int32_t kRequestSluid = 1;              // REQUEST_SLUID, from 25.11
 constexpr std::int32_t k2511ProtocolVersion = 44 << 8;
@@ -103,6 +106,7 @@ enum class Behaviour {
     short_uid_reply,  // handshake, then half a uid reply and close
     close_at_once,    // accept and close without a handshake reply
     refuse_version,   // reply SLURM_ERROR (-1) to the handshake, as _handle_accept's fail path
+    short_pid_reply,  // answers everything, but only half a pid to REQUEST_DAEMON_PID, then closes
 };
 
 // One fake slurmstepd: a listening unix socket served by a thread.
@@ -141,6 +145,10 @@ public:
         (void)!::write(stop_write_.get(), &byte, 1);
         thread_.join();
     }
+
+    // What it answers to REQUEST_DAEMON_PID: by default its own pid (the fake runs in
+    // this process, which also listens on its socket, as a real stepd does).
+    void set_daemon_pid(std::int32_t pid) { daemon_pid_ = pid; }
 
     int connections() const { return connections_.load(); }
     std::vector<std::int32_t> requests() const {
@@ -212,6 +220,13 @@ private:
                 if (!write_bytes(fd, &uid_, sizeof(uid_))) return;
             } else if (request == kRequestState) {
                 if (!write_bytes(fd, &state_, sizeof(state_))) return;
+            } else if (request == kRequestDaemonPid) {
+                const std::int32_t pid = daemon_pid_.load();
+                if (behaviour_ == Behaviour::short_pid_reply) {
+                    write_bytes(fd, &pid, 2);
+                    return;
+                }
+                if (!write_bytes(fd, &pid, sizeof(pid))) return;
             } else if (request == kRequestSluid && version_ >= k2511ProtocolVersion) {
                 if (!write_bytes(fd, &sluid_, sizeof(sluid_))) return;
             } else {
@@ -241,6 +256,7 @@ private:
     std::int32_t version_;
     std::int32_t oldest_client_;
     std::uint64_t sluid_ = 0x0123456789abcdefULL;
+    std::atomic<std::int32_t> daemon_pid_{static_cast<std::int32_t>(::getpid())};
     UniqueFd stop_read_, stop_write_;  // a byte here ends serve()
     UniqueFd listen_fd_;
     std::atomic<int> connections_{0};
@@ -299,9 +315,11 @@ TEST_CASE("a live step: uid and state over the 22.05 protocol, one connection") 
     CHECK(step.client_version() == k2205ProtocolVersion);
     CHECK(step.connections() == 1);
     const auto requests = step.requests();
-    CHECK(requests.size() == 2);
+    CHECK(requests.size() == 3);
     CHECK(std::count(requests.begin(), requests.end(), kRequestStepUid) == 1);
     CHECK(std::count(requests.begin(), requests.end(), kRequestState) == 1);
+    CHECK(std::count(requests.begin(), requests.end(), kRequestDaemonPid) == 1);
+    CHECK(live.stepd_pid == std::optional<pid_t>{::getpid()});
 }
 
 TEST_CASE("an ending step is flagged ending, batch and extern steps are listed") {
@@ -485,6 +503,8 @@ TEST_CASE("every release in the table: the build's handshake and ENDING as that 
         CHECK(result->live[0].stepd_version == row.version);
         CHECK(result->live[1].state == StepdState::running);
         CHECK(ending.client_version() == row.version);
+        // Every release tells its stepd's pid.
+        CHECK(result->live[0].stepd_pid == std::optional<pid_t>{::getpid()});
         // 25.11 and later also tell the job's SLUID; older stepds are never asked.
         const auto requests = ending.requests();
         const bool asked_sluid = std::count(requests.begin(), requests.end(), kRequestSluid) == 1;
@@ -561,5 +581,59 @@ TEST_CASE("a stepd reply outside the oldest stepd to the build, or a state its r
         auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
         REQUIRE_FALSE(result.ok());
         CHECK(result.error().message.find("state 4 from a Slurm 22.05 stepd") != std::string::npos);
+    }
+}
+
+TEST_CASE("issue 13 case 3: REQUEST_DAEMON_PID names the stepd, on the connection of the other requests") {
+    TempDir spool;
+    FakeStepd step(spool.file("n1_90.0"), 41001, kStateRunning);
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+    REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+    REQUIRE(result->live.size() == 1);
+    CHECK(result->live[0].stepd_pid == std::optional<pid_t>{::getpid()});
+    CHECK(step.connections() == 1);
+    CHECK(step.requests() == std::vector<std::int32_t>{kRequestStepUid, kRequestState, kRequestDaemonPid});
+}
+
+TEST_CASE("issue 13 case 3: a stepd pid that is not the socket's listener here is not carried") {
+    // A stepd in another pid namespace answers its own getpid(), which names some other
+    // process (or none) in ours.
+    TempDir spool;
+    FakeStepd step(spool.file("n1_91.0"), 41001, kStateRunning);
+    step.set_daemon_pid(::getpid() + 1);
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+    REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+    REQUIRE(result->live.size() == 1);
+    CHECK(result->live[0].uid == 41001);  // still live work
+    CHECK_FALSE(result->live[0].stepd_pid.has_value());
+}
+
+TEST_CASE("issue 13 case 3: a garbage or short REQUEST_DAEMON_PID reply is a lookup error naming the socket") {
+    SUBCASE("pid 0") {
+        TempDir spool;
+        FakeStepd step(spool.file("n1_92.0"), 41001, kStateRunning);
+        step.set_daemon_pid(0);
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().kind == ErrorKind::lookup);
+        CHECK(result.error().message ==
+              "slurmstepd socket " + spool.file("n1_92.0") + ": unexpected REQUEST_DAEMON_PID reply: pid 0");
+    }
+    SUBCASE("pid -1") {
+        TempDir spool;
+        FakeStepd step(spool.file("n1_93.0"), 41001, kStateRunning);
+        step.set_daemon_pid(-1);
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().message.find("unexpected REQUEST_DAEMON_PID reply: pid -1") != std::string::npos);
+    }
+    SUBCASE("half a pid, then the connection closes") {
+        TempDir spool;
+        FakeStepd step(spool.file("n1_94.0"), 41001, kStateRunning, Behaviour::short_pid_reply);
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().kind == ErrorKind::lookup);
+        CHECK(result.error().message.find(spool.file("n1_94.0")) != std::string::npos);
+        CHECK(result.error().message.find("reading the REQUEST_DAEMON_PID reply: short read") != std::string::npos);
     }
 }

@@ -150,14 +150,41 @@ TEST_CASE("decision: a descendant of a live slurmstepd is kept, of the ending on
     Fixture f;
     Process in_live = user_process(1800, kAlice, 900);
     in_live.stepd_ancestor = 900;
+    in_live.ancestors = {900, 1};
     Process in_ending = user_process(1801, kAlice, 901);
     in_ending.stepd_ancestor = 901;
+    in_ending.ancestors = {901, 1};
     f.ending_stepds = {901};
     f.add(in_live);
     f.add(in_ending);
     check(f.decision(1800), Verdict::keep, Reason::inside_live_step);
     CHECK(f.decision(1800).detail == "slurmstepd 900");
     check(f.decision(1801), Verdict::kill, Reason::stray);
+}
+
+TEST_CASE("issue 13 case 3: a descendant of a stepd pid from live work is kept whatever its binary is called") {
+    Fixture f;
+    // 900's exe is not recognised (stepd_ancestor unset); its step socket named it.
+    Process task = user_process(1810, kAlice, 1811);
+    task.ancestors = {1811, 900, 1};
+    Process outside = user_process(1812, kAlice, 1);
+    outside.ancestors = {1};
+    Process in_ending = user_process(1813, kAlice, 901);
+    in_ending.ancestors = {901, 1};
+    f.live.stepd_pids = {900};
+    f.add(task);
+    f.add(outside);
+    f.add(in_ending);
+    check(f.decision(1810), Verdict::keep, Reason::inside_live_step);
+    CHECK(f.decision(1810).detail == "slurmstepd 900");
+    check(f.decision(1812), Verdict::kill, Reason::stray);
+    check(f.decision(1813), Verdict::kill, Reason::stray);
+
+    // The ending step's stepd protects nothing, even when a socket names it.
+    f.live.stepd_pids = {900, 901};
+    f.ending_stepds = {901};
+    check(f.decision(1813), Verdict::kill, Reason::stray);
+    check(f.decision(1810), Verdict::keep, Reason::inside_live_step);
 }
 
 TEST_CASE("decision: a process in the cgroup of a job with a live step is kept") {

@@ -86,12 +86,14 @@ TEST_CASE("evaluation: job cgroups are read only when a live job could protect a
     REQUIRE(plan.ok());
     CHECK(reason_of(*plan, 700) == Reason::stray);
 
-    node.live = {.uids = {kStray}, .job_ids = {42}, .job_sluids = {}};  // a live job, but nothing would be killed
+    // A live job, but nothing would be killed.
+    node.live = {.uids = {kStray}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}};
     plan = evaluation();
     REQUIRE(plan.ok());
     CHECK(reason_of(*plan, 700) == Reason::has_live_job);
 
-    node.live = {.uids = {}, .job_ids = {42}, .job_sluids = {}};  // a live job and a would-be kill: the cgroup is read
+    // A live job and a would-be kill: the cgroup is read.
+    node.live = {.uids = {}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}};
     plan = evaluation();
     REQUIRE_FALSE(plan.ok());
     CHECK(plan.error().kind == ErrorKind::lookup);
@@ -177,4 +179,45 @@ TEST_CASE("evaluation: the caller's parent chain, read from the proc root, is ne
     CHECK(reason_of(*plan, 150) == Reason::caller_ancestor);
     CHECK(reason_of(*plan, 151) == Reason::stray);
     CHECK(reason_of(*plan, FakeProc::caller_pid) == Reason::self);
+}
+
+TEST_CASE("issue 13 case 3: below a live step's stepd pid, or a root slurmstepd-wlm, is inside a live step") {
+    Node node;
+    const Uids root{};
+    const auto child = [](pid_t pid, pid_t ppid, std::string comm = "sleep") {
+        FakeProcess p = user_process(pid, kStray);
+        p.ppid = ppid;
+        p.comm = std::move(comm);
+        return p;
+    };
+    // A stepd whose binary has another name: only its socket's answer tells.
+    node.fake.add_process({.pid = 300, .uids = root, .comm = "slurmstepd: [7.0]", .exe = "/opt/site/sbin/stepd"});
+    node.fake.add_process(child(301, 300, "bash"));
+    node.fake.add_process(child(302, 301));
+    // Debian's slurmstepd of a step this evaluation cannot see (another slurmd's), run by root.
+    node.fake.add_process(
+        {.pid = 310, .uids = root, .comm = "slurmstepd: [14.batch]", .exe = "/usr/sbin/slurmstepd-wlm"});
+    node.fake.add_process(child(311, 310, "slurm_script"));
+    // The same binary run by a user (anyone may exec it): not a slurmstepd.
+    FakeProcess users_stepd = child(320, 1, "slurmstepd: [9.0]");
+    users_stepd.exe = "/usr/sbin/slurmstepd-wlm";
+    node.fake.add_process(users_stepd);
+    node.fake.add_process(child(321, 320));
+    node.fake.add_process(child(330, 1));  // outside every step
+
+    node.live.stepd_pids = {300};
+    auto plan = node.evaluation()();
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 301) == Reason::inside_live_step);
+    CHECK(reason_of(*plan, 302) == Reason::inside_live_step);
+    CHECK(reason_of(*plan, 311) == Reason::inside_live_step);
+    CHECK(reason_of(*plan, 320) == Reason::stray);
+    CHECK(reason_of(*plan, 321) == Reason::stray);
+    CHECK(reason_of(*plan, 330) == Reason::stray);
+
+    node.live.stepd_pids.clear();  // no socket names 300 any more
+    plan = node.evaluation()();
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 302) == Reason::stray);
+    CHECK(reason_of(*plan, 311) == Reason::inside_live_step);
 }
