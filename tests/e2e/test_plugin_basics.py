@@ -7,7 +7,6 @@ a job when no plugin is loaded, so every reaping test here can fail."""
 
 import os
 import signal
-import subprocess
 import uuid
 
 import pytest
@@ -228,37 +227,3 @@ def test_a_slurmstepd_that_stops_answering_is_a_lookup_error_not_a_hang(cluster,
         release.touch()
         cluster.scancel(other)
 
-
-def test_fault_catalogue_an_operators_login_session_survives_the_sweep_after_their_job(cluster, config, conf_dir):
-    """Seed 003: an operator listed in the operators' file is logged in to the node and
-    runs a job there; the sweep at that job's end leaves the login alone. No sshd runs
-    here: a root shell stands in for it and starts the session as sshd does, a new
-    session running as the operator outside Slurm, whose shell runs a command."""
-    users_file = write_config(conf_dir, "# operators\nje.kim\n", "localusers.backup")
-    config(f"protected_users_files: [{users_file}]\n")
-    pidfile = cluster.work_dir / f"login-{uuid.uuid4().hex[:8]}.pid"
-    login = f"echo $$ > {pidfile}; sleep 600; :"
-    sshd = subprocess.Popen(
-        ["/bin/sh", "-c", f"setpriv --reuid=je.kim --regid=je.kim --init-groups setsid /bin/sh -c '{login}' & wait"],
-        env=cluster.root_env(), cwd=cluster.work_dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
-    shell = 0
-    try:
-        wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), 10, "the login shell's pid file")
-        shell = int(pidfile.read_text())
-        wait_until(lambda: len(cluster.pids_of_user("je.kim")) == 2, 10, "the login shell and its command")
-        session = cluster.pids_of_user("je.kim")
-        assert shell in session
-        stray = cluster.spawn_outside_slurm("lo_alice", ["sleep", "600"])
-        log = LogWatch(cluster)
-        res, job = cluster.srun("je.kim", ["true"])
-        assert res.returncode == 0, res.stderr
-        cluster.wait_gone(stray, 20)  # the job's end swept the node
-        log.wait_for(summary_regex(job, "epilog"))
-        log.assert_absent(r"SIGTERM pid=\d+ user=je\.kim ")
-        assert all(cluster.is_alive(pid) for pid in session)
-    finally:
-        if shell:
-            kill_quietly(*cluster.pids_of_user("je.kim"))
-        sshd.kill()
-        sshd.wait()
