@@ -2,6 +2,7 @@
 // The fault catalogue (tests/fault_catalogue.md) on real processes: strays in states a
 // sweep must still end, or that a wrong reading of /proc could misjudge. Every test
 // uses a uid of its own (414xx) and scope job_user, as executor_test.cpp does.
+#include "escape.hpp"
 #include "support/processes.hpp"
 #include "support/sweeper.hpp"
 
@@ -9,6 +10,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sched.h>
 #include <set>
@@ -170,6 +172,39 @@ TEST_CASE("fault catalogue: a slow SIGTERM handler escalates to SIGKILL") {
     CHECK(action_for(report, slow, SIGKILL)->outcome == Outcome::signalled);
     CHECK(processes_of(41473).empty());  // the handler's sleep too
     CHECK(report.survivors.empty());
+}
+
+TEST_CASE("fault catalogue: real strays with hostile names are read as named, killed and logged escaped") {
+    Sweeper sweeper(41487);
+    // comm holds at most 15 bytes; each name is one a user can give a process.
+    const std::vector<std::string> names = {"a b", "x) Z 1", "two\nlines", "\x1b[31mred", "\xff\xfe\x80 utf8", "*"};
+    std::map<pid_t, std::string> named;
+    for (const std::string& name : names)
+        named[sweeper.spawned.emplace_back(spawn_forked_as(41487, [&name] {
+            ::prctl(PR_SET_NAME, name.c_str(), 0, 0, 0);
+            pause_forever();
+        }))] = name;
+    for (const auto& [pid, name] : named) {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        std::string comm;
+        while (comm != name + "\n" && std::chrono::steady_clock::now() < deadline) {
+            std::ifstream in("/proc/" + std::to_string(pid) + "/comm", std::ios::binary);
+            comm.assign(std::istreambuf_iterator<char>(in), {});
+        }
+        REQUIRE(comm == name + "\n");
+    }
+
+    const KillReport report = sweeper.run(300ms);
+    for (const auto& [pid, name] : named) {
+        CAPTURE(escape_for_log(name));
+        const Decision* decided = decision_for(report.first_plan, pid);
+        REQUIRE(decided != nullptr);
+        CHECK(decided->comm == name);
+        CHECK(decided->verdict == Verdict::kill);
+        REQUIRE(action_for(report, pid, SIGTERM) != nullptr);
+        CHECK(action_for(report, pid, SIGTERM)->comm == escape_for_log(name));
+        CHECK(wait_gone(pid));
+    }
 }
 
 TEST_CASE("fault catalogue: a non-dumpable process is owned by its user in /proc and is killed as a stray") {
