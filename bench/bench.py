@@ -331,9 +331,10 @@ def measure_cluster(plugin: Path, jobs: int) -> dict:
     reap_stale_clusters()
     conf_dir = Path(tempfile.mkdtemp(prefix="leftover-bench-conf-"))
     conf_dir.chmod(0o755)
-    # scope job_user: the plugin may only ever touch the bench user's processes, never
-    # those of other clusters running on this machine.
-    base_conf = f"scope: job_user\nuid_max: {max(60000, PLAIN_UID)}\n"
+    # scope job_user and the bench accounts' uids only: the plugin may only ever touch
+    # the bench user's processes, never those of anyone else on this machine.
+    base_conf = (f"scope: job_user\nuid_min: {min(BENCH_UID, PLAIN_UID)}\n"
+                 f"uid_max: {max(BENCH_UID, PLAIN_UID)}\n")
     write_config(conf_dir, base_conf + "job_source: local\n")
     plain = SlurmCluster(ClusterConfig(prolog_flags="contain"))
     withp = SlurmCluster(ClusterConfig(

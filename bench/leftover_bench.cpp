@@ -473,9 +473,10 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     fs::create_directories(dir / "spool");
     const fs::path conf = dir / "leftover.conf";
     if (FILE* f = std::fopen(conf.c_str(), "w")) {
-        std::fputs(fmt::format("scope: job_user\ngrace: 0\nslurm_timeout: 30\nuid_max: {}\n", bench_config(uid).uid_max)
-                       .c_str(),
-                   f);
+        // The strays' uid only: a sweep of this machine touches nobody else's processes.
+        std::fputs(
+            fmt::format("scope: job_user\ngrace: 0\nslurm_timeout: 30\nuid_min: {}\nuid_max: {}\n", uid, uid).c_str(),
+            f);
         std::fclose(f);
     }
     ::chmod(conf.c_str(), 0644);

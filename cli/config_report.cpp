@@ -18,7 +18,8 @@ UsersFileStatus users_file_status(const std::string& path) {
     if (!text.ok()) {
         const FileFault fault = text.error().fault;
         const bool untrusted = fault == FileFault::symlink || fault == FileFault::not_regular ||
-                               fault == FileFault::bad_owner || fault == FileFault::bad_mode;
+                               fault == FileFault::bad_owner || fault == FileFault::bad_mode ||
+                               fault == FileFault::bad_parent;
         status.state = untrusted ? State::untrusted : State::not_read;
         status.problem = text.error().message;
         return status;

@@ -19,6 +19,8 @@ enum class FileFault {
     bad_mode,     // writable by group or others
     unreadable,   // open or read failed for another reason
     too_large,
+    bad_parent,  // a directory above it is not root's or is writable by group or others
+    changed,     // its size or times changed while it was read
 };
 
 struct FileError {

@@ -14,6 +14,8 @@ packages=(
   slurmctld slurmd slurm-client munge
   # end-to-end test runner and the tools the tests use
   python3 python3-pytest util-linux procps passwd man-db
+  # an operator's ssh login on the node (test_plugin_ssh.py runs its own sshd)
+  openssh-server
   # packages: the .deb (CPack needs dpkg-shlibdeps and file) and the RPM
   dpkg-dev file rpm
 )

@@ -17,13 +17,14 @@ case "${2-}" in --rebuild) rebuild=1 ;; "") ;; *) usage ;; esac
 case "$suite" in trixie | sid) ;; *) usage ;; esac
 
 # What the build, the unit tests, the packages (package.sh: .deb and RPM) and the
-# end-to-end tests (a real Slurm; man for the man-page test) need inside the root.
+# end-to-end tests (a real Slurm; man for the man-page test; sshd for an operator's
+# ssh login) need inside the root.
 packages=(
   slurmd slurmctld slurm-client munge libslurm-dev
   g++ cmake make pkg-config libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev
   python3 python3-pytest
   procps util-linux iproute2 psmisc passwd dpkg-dev file
-  rpm man-db
+  rpm man-db openssh-server
 )
 
 if [ "$(id -u)" -ne 0 ]; then

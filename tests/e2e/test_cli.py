@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from e2e_accounts import TEST_UID_MAX, Account, ensure_test_users
-from e2e_processes import wait_until
+from e2e_processes import kill_quietly, wait_until
 from plugin_support import (PLUGIN, LogWatch, plugin_config, stepd_pid, summary_regex, swept_with,
                             swept_without, write_config, write_leftover_conf)
 from slurm_config import slurm_major_minor
@@ -35,6 +35,8 @@ PLUGIN_CONF = "dry_run: true\nprotected_users: [alice]\n"
 # A sweeping test kills only this account's processes (uid_min = uid_max = its uid):
 # other engineers' clusters on the same machine plant processes of the shared test users.
 SWEEP_USER = Account("lo_cli", 41090)
+# Protected by name in the one test that sweeps both uids.
+SWEEP_OPERATOR = Account("lo_cli_op", 41091)
 ONLY_SWEEP_USER = f"uid_min: {SWEEP_USER.uid}\nuid_max: {SWEEP_USER.uid}\ngrace: 1\n"
 
 
@@ -271,6 +273,28 @@ def test_sweep_kills_a_stray_and_exits_0(cluster, conf_dir):
     assert re.search(rf"^leftover: node sweep: {swept_without(SWEEP_USER.name)};", again.stderr, re.MULTILINE)
 
 
+def test_fault_catalogue_two_sweeps_at_once_both_finish_and_kill_only_the_stray(cluster, conf_dir):
+    # Two sweeps of one node at the same moment (the periodic sweep and an Epilog script,
+    # say): both end, the strays go, and the protected user in the swept range stays.
+    ensure_test_users([SWEEP_USER, SWEEP_OPERATOR])
+    conf = write_leftover_conf(conf_dir, f"uid_min: {SWEEP_USER.uid}\nuid_max: {SWEEP_OPERATOR.uid}\ngrace: 1\n"
+                                         f"protected_users: [{SWEEP_OPERATOR.name}]\n", "twice.conf")
+    strays = {cluster.spawn_outside_slurm(SWEEP_USER.name, ["sleep", "600"]),
+              cluster.spawn_outside_slurm(SWEEP_USER.name, ["sh", "-c", "trap '' TERM; sleep 600"])}
+    operator = cluster.spawn_outside_slurm(SWEEP_OPERATOR.name, ["sleep", "600"])
+    argv = [str(CLI), *on_node(cluster, "sweep", "--no-slew", "--config", str(conf))]
+    sweeps = [subprocess.Popen(argv, env=cluster.root_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True) for _ in range(2)]
+    results = [(sweep.wait(timeout=60), sweep.stderr.read()) for sweep in sweeps]
+    for returncode, stderr in results:
+        assert returncode == 0, stderr
+        assert re.search(r"^leftover: node sweep: .*; lookup errors 0;", stderr, re.MULTILINE), stderr
+        assert f"user={SWEEP_OPERATOR.name}" not in stderr
+    for stray in strays:
+        cluster.wait_gone(stray, 10)
+    assert cluster.is_alive(operator)
+
+
 def test_sweep_waits_out_slew_and_says_so(cluster, conf_dir):
     conf = write_leftover_conf(conf_dir, ONLY_SWEEP_USER + "slew: 0.2\nslew_max: 0.2\n", "slew.conf")
     result = cli(cluster, *on_node(cluster, "sweep", "--dry-run", "--config", str(conf)))
@@ -327,6 +351,24 @@ def test_without_its_running_slurmd_it_decides_nothing_and_exits_2(cluster, tmp_
     assert result.returncode == 2
     assert re.search(rf"^leftover: error: lookup error: pid {os.getpid()} in /proc runs \S+, not slurmd or slurmstepd",
                      result.stderr, re.MULTILINE), result.stderr
+
+
+def test_fault_catalogue_in_a_foreign_pid_namespace_the_command_refuses_and_kills_nothing(cluster, conf_dir):
+    # Run in a pid namespace of its own, the command sees neither slurmd nor the stray as
+    # they are: it must refuse to decide.
+    ensure_test_users([SWEEP_USER])
+    conf = write_leftover_conf(conf_dir, ONLY_SWEEP_USER, "foreign.conf")
+    stray = cluster.spawn_outside_slurm(SWEEP_USER.name, ["sleep", "600"])
+    try:
+        result = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", str(CLI),
+                                 *on_node(cluster, "sweep", "--no-slew", "--config", str(conf))],
+                                env=cluster.root_env(), capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2, result.stderr
+        assert re.search(r"^leftover: error: lookup error: ", result.stderr, re.MULTILINE), result.stderr
+        assert "SIGTERM" not in result.stderr
+        assert cluster.is_alive(stray)
+    finally:
+        kill_quietly(stray)
 
 
 def test_config_command_on_valid_invalid_and_untrusted_files(conf_dir):

@@ -226,3 +226,4 @@ def test_a_slurmstepd_that_stops_answering_is_a_lookup_error_not_a_hang(cluster,
         os.kill(stopped, signal.SIGCONT)
         release.touch()
         cluster.scancel(other)
+

@@ -204,3 +204,34 @@ TEST_CASE("exemptions: a uid whose account lookup fails, or that has no account,
     CHECK(none.protection == Protection::unknown_uid);
     CHECK(none.detail == "no account has this uid");
 }
+
+TEST_CASE("fault catalogue: odd account names match exactly, numeric-looking ones as names, never as uids") {
+    const std::string longest = "a23456789012345678901234567890_2";  // 32 characters, useradd's limit
+    FakeAccounts accounts;
+    accounts.names = {{2000, "j.doe-x"}, {2001, "host01$"}, {2002, longest}, {2003, longest + "3"},
+                      {2004, "41002"},   {2005, "-"},       {2006, "."},     {41002, "lo_bob"}};
+    TempDir dir;
+    const auto file = dir.write("operators", "j.doe-x\nhost01$\n" + longest + "\n41002\n");
+    const auto listed = parse_users_file("j.doe-x\nhost01$\n" + longest + "\n41002\n", file);
+    REQUIRE(listed.ok());
+    CHECK(listed.value() == std::vector<std::string>{"j.doe-x", "host01$", longest, "41002"});
+
+    auto yaml = parse_config("protected_users: [\"j.doe-x\", \"host01$\", \"" + longest + "\", \"41002\"]\n", "y");
+    REQUIRE(yaml.ok());
+    // Unquoted, in YAML or JSON, 41002 is still the text of a name.
+    auto unquoted =
+        parse_config("{\"protected_users\": [\"j.doe-x\", \"host01$\", \"" + longest + "\", 41002]}\n", "j");
+    REQUIRE(unquoted.ok());
+    CHECK(unquoted.value().protected_users == yaml.value().protected_users);
+    for (const Config& config : {yaml.value(), unquoted.value(), with_file(file)}) {
+        const auto exemptions = load(config);
+        CHECK(exemptions.classify(2000, accounts).is_protected());
+        CHECK(exemptions.classify(2001, accounts).is_protected());
+        CHECK(exemptions.classify(2002, accounts).is_protected());
+        CHECK_FALSE(exemptions.classify(2003, accounts).is_protected());   // one character longer
+        CHECK(exemptions.classify(2004, accounts).is_protected());         // the account named 41002
+        CHECK_FALSE(exemptions.classify(41002, accounts).is_protected());  // not the uid 41002
+        CHECK_FALSE(exemptions.classify(2005, accounts).is_protected());
+        CHECK_FALSE(exemptions.classify(2006, accounts).is_protected());
+    }
+}

@@ -258,3 +258,30 @@ TEST_CASE("proc read_identity: start time and uids, nullopt once gone") {
     CHECK_FALSE(read_identity(fake.root(), 800).has_value());
     CHECK_FALSE(read_identity(fake.root() + "/nonexistent", 800).has_value());
 }
+
+TEST_CASE("fault catalogue: /proc read faults: a stat or status at EOF at once or cut short is a lookup error") {
+    FakeProc fake;
+    fake.add_process({.pid = 330});
+    const std::string full = FakeProc::stat_line({.pid = 330});
+    std::string file;
+    SUBCASE("empty stat") {
+        file = "330/stat";
+        fake.write_file(file, "");
+    }
+    SUBCASE("stat cut inside the name") {
+        file = "330/stat";
+        fake.write_file(file, full.substr(0, full.find('(') + 3));
+    }
+    SUBCASE("empty status") {
+        file = "330/status";
+        fake.write_file(file, "");
+    }
+    SUBCASE("status cut inside the Uid line") {
+        file = "330/status";
+        fake.write_file(file, "Name:\tsleep\nUid:\t1000\t10");
+    }
+    const auto result = scan_processes(fake.options());
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().kind == ErrorKind::lookup);
+    CHECK(result.error().message.find("/" + file + ":") != std::string::npos);
+}

@@ -74,3 +74,42 @@ TEST_CASE("trusted file: every other file is refused with its fault, and the pat
         CHECK(checked.error().message == read.error().message);
     }
 }
+
+TEST_CASE("fault catalogue: a trusted file in a directory others can write is refused") {
+    TempDir dir;
+    // Whoever can write the directory can replace the file, or remove it (and a missing
+    // config at the default path means all defaults).
+    REQUIRE(::mkdir((dir / "open").c_str(), 0755) == 0);
+    REQUIRE(::chmod((dir / "open").c_str(), 0777) == 0);
+    const auto in_open = dir.write("open/leftover.conf", "{}\n");
+    const auto read = read_trusted_file(in_open);
+    REQUIRE_FALSE(read.ok());
+    CHECK(read.error().fault == FileFault::bad_parent);
+    CHECK(read.error().message ==
+          in_open + ": directory " + (dir / "open") + " has mode 0777; it must not be writable by group or others");
+    CHECK(read_trusted_file(dir / "open/absent").error().fault == FileFault::bad_parent);
+    CHECK(check_trusted_file(in_open).error().message == read.error().message);
+
+    // A directory someone else owns, however deep above the file.
+    REQUIRE(::mkdir((dir / "users").c_str(), 0755) == 0);
+    REQUIRE(::chown((dir / "users").c_str(), 41001, 41001) == 0);
+    REQUIRE(::mkdir((dir / "users/etc").c_str(), 0755) == 0);
+    const auto below_user = dir.write("users/etc/leftover.conf", "{}\n");
+    CHECK(read_trusted_file(below_user).error().message ==
+          below_user + ": directory " + (dir / "users") + " is owned by uid 41001; expected uid 0 (root)");
+
+    // A sticky directory (/tmp) keeps others from renaming or removing root's entries.
+    REQUIRE(::mkdir((dir / "sticky").c_str(), 0755) == 0);
+    REQUIRE(::chmod((dir / "sticky").c_str(), 01777) == 0);
+    CHECK(read_trusted_file(dir.write("sticky/leftover.conf", "{}\n")).ok());
+}
+
+TEST_CASE("fault catalogue: a trusted file that changes while it is read is refused") {
+    // A file that reads other than its size says, as one being rewritten in place
+    // while it is read does: the kernel's own hostname file has size 0 and a name.
+    const std::string changing = "/proc/sys/kernel/hostname";
+    const auto read = read_trusted_file(changing);
+    REQUIRE_FALSE(read.ok());
+    CHECK(read.error().fault == FileFault::changed);
+    CHECK(read.error().message.rfind(changing + ": changed while it was read (", 0) == 0);
+}

@@ -89,16 +89,50 @@ pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vecto
     return pid;
 }
 
-bool is_running(pid_t pid) {
-    reap_children();
+pid_t spawn_forked_as(uid_t uid, const std::function<void()>& body) {
+    int sync[2];
+    if (::pipe2(sync, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+    UniqueFd sync_read(sync[0]), sync_write(sync[1]);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        sync_read.reset();
+        ::setsid();
+        const int null = ::open("/dev/null", O_RDWR);
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0)
+            ::_exit(126);
+        sync_write.reset();  // runs as uid now
+        body();
+        ::_exit(0);
+    }
+    sync_write.reset();
+    char byte = 0;
+    while (::read(sync_read.get(), &byte, 1) < 0 && errno == EINTR) {}
+    if (!poll_until([pid, uid] { return proc_owner(pid).value_or(uid) == uid; }, std::chrono::seconds(5)))
+        throw std::runtime_error("forked child never ran as its uid");
+    return pid;
+}
+
+char state_of(pid_t pid) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::ostringstream content;
     content << stat.rdbuf();
     const std::string text = content.str();
     const auto close = text.rfind(')');
-    if (close == std::string::npos || close + 2 >= text.size()) return false;
-    const char state = text[close + 2];
-    return state != 'Z' && state != 'X';
+    if (close == std::string::npos || close + 2 >= text.size()) return 0;
+    return text[close + 2];
+}
+
+bool wait_state(pid_t pid, char state, std::chrono::milliseconds timeout) {
+    return poll_until([pid, state] { return state_of(pid) == state; }, timeout);
+}
+
+bool is_running(pid_t pid) {
+    reap_children();
+    const char state = state_of(pid);
+    return state != 0 && state != 'Z' && state != 'X';
 }
 
 bool wait_gone(pid_t pid, std::chrono::milliseconds timeout) {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,17 @@ void become_subreaper();
 
 // fork + drop to uid/gid (real, effective, saved; no supplementary groups) + execvp.
 pid_t spawn_as(uid_t uid, const std::vector<std::string>& argv);
+
+// fork + drop to uid/gid (as spawn_as) + run `body` in the child without exec (it is
+// _exit(0)ed should it return): for processes a command line cannot make, such as
+// one that made itself non-dumpable. Returns once the child runs as uid.
+pid_t spawn_forked_as(uid_t uid, const std::function<void()>& body);
+
+// The state letter of /proc/<pid>/stat ('S', 'D', 'T', 't', 'Z' ...); 0 once gone.
+char state_of(pid_t pid);
+
+// Polls until the process is in `state`; false at the deadline.
+bool wait_state(pid_t pid, char state, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // Running: /proc/<pid> exists and is not a zombie. Reaps zombie children of ours.
 bool is_running(pid_t pid);

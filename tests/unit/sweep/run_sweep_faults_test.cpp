@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The fault catalogue (tests/fault_catalogue.md) at the pipeline: a slurmstepd or a
+// controller query that misbehaves kills nothing, and the log says why. Real strays of
+// each test's own uid (414xx), as in run_sweep_test.cpp.
+#include "query_controller.hpp"
+#include "run_sweep.hpp"
+#include "support/pipeline.hpp"
+#include "support/processes.hpp"
+#include "support/unix_sockets.hpp"
+
+#include <doctest/doctest.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace leftover;
+using namespace leftover::test;
+
+namespace {
+
+// A slurmstepd stand-in on `path`: reads each request, answers `reply` and closes; with
+// nullopt it accepts and never answers.
+class MisbehavingStepd {
+public:
+    MisbehavingStepd(const std::string& path, std::optional<std::string> reply)
+        : fd_(bind_unix(path)), reply_(std::move(reply)) {
+        REQUIRE(::listen(fd_.get(), 8) == 0);
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~MisbehavingStepd() {
+        stop_ = true;
+        thread_.join();
+    }
+    MisbehavingStepd(const MisbehavingStepd&) = delete;
+    MisbehavingStepd& operator=(const MisbehavingStepd&) = delete;
+
+private:
+    void serve() {
+        std::vector<UniqueFd> held;
+        while (!stop_) {
+            pollfd listening{fd_.get(), POLLIN, 0};
+            if (::poll(&listening, 1, 50) <= 0) continue;
+            UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+            if (!conn.valid()) continue;
+            pollfd request{conn.get(), POLLIN, 0};
+            char buf[4096];
+            if (::poll(&request, 1, 1000) > 0) (void)!::read(conn.get(), buf, sizeof buf);
+            if (reply_)
+                (void)!::write(conn.get(), reply_->data(), reply_->size());
+            else
+                held.push_back(std::move(conn));
+        }
+    }
+    UniqueFd fd_;
+    std::optional<std::string> reply_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+void check_nothing_killed(Pipeline& pipeline, const KillReport& report, pid_t stray, const std::string& says) {
+    INFO(pipeline.sink.text());
+    REQUIRE(report.error);
+    CHECK(report.actions.empty());
+    CHECK(is_running(stray));
+    CHECK(pipeline.sink.level_of(says) == LogLevel::err);
+    CHECK(pipeline.summary().find("; killed 0; ") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("fault catalogue: a step socket that closes at once, hangs, or answers garbage or short kills nothing") {
+    Pipeline pipeline(41482);
+    const pid_t stray = spawn_as(41482, {"sleep", "600"});
+    const std::string socket = pipeline.dir / "spool/n1_9.0";
+    std::optional<std::string> reply;
+    std::string why;
+    SUBCASE("closes at once") { reply = ""; }
+    SUBCASE("hangs") { reply = std::nullopt; }
+    SUBCASE("garbage") { reply = std::string("\xde\xad\xbe\xef garbage, not Slurm\n"); }
+    SUBCASE("short") { reply = std::string("\x01\x00", 2); }
+    MisbehavingStepd stepd(socket, reply);
+    const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 1\n");
+    const auto line = std::find_if(pipeline.sink.lines.begin(), pipeline.sink.lines.end(),
+                                   [](const auto& l) { return l.second.starts_with("lookup error: "); });
+    REQUIRE(line != pipeline.sink.lines.end());
+    CHECK(line->second.find("slurmstepd socket " + socket + ": ") != std::string::npos);
+    check_nothing_killed(pipeline, report, stray, line->second);
+}
+
+TEST_CASE("fault catalogue: a controller query that exits non-zero, hangs, prints nothing or garbage kills nothing") {
+    Pipeline pipeline(41483);
+    pipeline.request.node.prolog_contain = false;  // only slurmctld can clear the stray's user
+    const pid_t stray = spawn_as(41483, {"sleep", "600"});
+    std::string script;
+    SUBCASE("non-zero") { script = "echo end; exit 3"; }
+    SUBCASE("hangs") { script = "exec sleep 600"; }
+    SUBCASE("empty") { script = "exit 0"; }
+    SUBCASE("garbage") { script = "echo 'slurm_load_jobs: Socket timed out'; echo end"; }
+    node::QueryController controller(pipeline.dir.write("leftover-query", "#!/bin/sh\n" + script + "\n", 0755), "");
+    const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 1\n", &controller);
+    const auto line = std::find_if(pipeline.sink.lines.begin(), pipeline.sink.lines.end(),
+                                   [](const auto& l) { return l.second.starts_with("lookup error: "); });
+    REQUIRE(line != pipeline.sink.lines.end());
+    check_nothing_killed(pipeline, report, stray, line->second);
+}
+
+TEST_CASE("fault catalogue: an untrusted config kills nothing and the log names the file and the fault") {
+    Pipeline pipeline(41484);
+    const pid_t stray = spawn_as(41484, {"sleep", "600"});
+    std::string path;
+    std::string fault;
+    SUBCASE("group-writable") {
+        path = pipeline.dir.write("leftover.conf", "grace: 0\n", 0664);
+        fault = "has mode 0664; it must not be writable by group or others";
+    }
+    SUBCASE("other-writable") {
+        path = pipeline.dir.write("leftover.conf", "grace: 0\n", 0646);
+        fault = "has mode 0646; it must not be writable by group or others";
+    }
+    SUBCASE("not root's") {
+        path = pipeline.dir.write("leftover.conf", "grace: 0\n", 0644, 41484);
+        fault = "is owned by uid 41484; expected uid 0 (root)";
+    }
+    SUBCASE("a symlink") {
+        path = pipeline.dir / "leftover.conf";
+        REQUIRE(::symlink(pipeline.dir.write("real.conf", "grace: 0\n").c_str(), path.c_str()) == 0);
+        fault = "is a symbolic link; expected a regular file";
+    }
+    SUBCASE("in a directory others can write") {
+        REQUIRE(::mkdir((pipeline.dir / "open").c_str(), 0777) == 0);
+        REQUIRE(::chmod((pipeline.dir / "open").c_str(), 0777) == 0);
+        path = pipeline.dir.write("open/leftover.conf", "grace: 0\n");
+        fault = "directory " + pipeline.dir / "open" + " has mode 0777; it must not be writable by group or others";
+    }
+    SUBCASE("with a wrong type") {
+        path = pipeline.dir.write("leftover.conf", "grace: soon\n");
+        fault = ":1: key 'grace': expected ";
+    }
+    const auto loaded = sweep::load_config_and_exemptions(path, true, pipeline.request.node.slurm_uids);
+    const KillReport report =
+        sweep::run_sweep(loaded, pipeline.request, &pipeline.controller, pipeline.accounts, pipeline.log);
+    const auto line = std::find_if(pipeline.sink.lines.begin(), pipeline.sink.lines.end(),
+                                   [](const auto& l) { return l.second.starts_with("config error: "); });
+    REQUIRE(line != pipeline.sink.lines.end());
+    CHECK(line->second.find(path) != std::string::npos);
+    CHECK(line->second.find(fault) != std::string::npos);
+    check_nothing_killed(pipeline, report, stray, line->second);
+}
