@@ -103,7 +103,15 @@ Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root)
         std::string exe;
         if (const int err = procfs::read_link(pid_dir.get(), "exe", exe)) {
             if (procfs::vanished(err)) continue;  // exited, or a kernel thread (no exe)
-            return failed("exe", err);
+            // Some root processes' exe stays closed even to root (pid 1 in some
+            // containers): the name the kernel took from the executable must do there;
+            // only root can name a root process.
+            procfs::StatFields stat;
+            if (const int stat_err = procfs::read_stat(pid_dir.get(), *pid, stat, text)) {
+                if (procfs::vanished(stat_err)) continue;
+                return failed("stat", stat_err);
+            }
+            exe = stat.comm;
         }
         if (procfs::slurm_program_name(procfs::exe_program(exe)) != "slurmd") continue;
         std::string its_namespace;

@@ -56,16 +56,22 @@ TEST_CASE("issue 13 case 4: every root slurmd of this pid namespace, with its -N
     add(203, 0, "/usr/bin/sleep", {"slurmd", "-N", "renamed"});                   // not slurmd's executable
     add(204, 0, "/usr/sbin/slurmd", {"slurmd", "-N", "ns"}, "pid:[4026532999]");  // another pid namespace
     add(205, 0, "/usr/sbin/slurmstepd", {"slurmstepd: [1.0]"});
+    // An exe link that cannot be read (pid 1's in some containers, even for root): the
+    // name the kernel took from the executable (stat's comm, "slurmd" here) counts.
+    add(206, 0, "", {"slurmd", "-N", "lo-c"});
+    proc.write_file("206/exe", "");  // a regular file: readlink fails with EINVAL
 
     auto found = running_slurmds(proc.root());
     REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
-    REQUIRE(found->size() == 3);
+    REQUIRE(found->size() == 4);
     CHECK((*found)[0].pid == 100);
     CHECK((*found)[0].options == named("caller"));
     CHECK((*found)[1].pid == 200);
     CHECK((*found)[1].options == named("lo-a"));
     CHECK((*found)[2].pid == 201);
     CHECK((*found)[2].options == SlurmdOptions{});
+    CHECK((*found)[3].pid == 206);
+    CHECK((*found)[3].options == named("lo-c"));
 }
 
 TEST_CASE("running slurmd: an unreadable /proc is a lookup error") {
