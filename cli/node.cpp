@@ -28,6 +28,30 @@ Status check_spool_dir(const std::string& path) {
     return Ok{};
 }
 
+Status add_running_slurmds(node::NodeInfo& node, const std::vector<node::RunningSlurmd>& running,
+                           const HostNames& names) {
+    for (const node::RunningSlurmd& slurmd : running) {
+        std::optional<std::string> name = slurmd.options.node_name;
+        if (!name && slurmd.options.dynamic_future)
+            return Error::lookup(
+                fmt::format("slurmd pid {} runs with -F and no -N: slurmctld names its node, so "
+                            "its step sockets cannot be told; start it with -N NAME",
+                            slurmd.pid));
+        if (!name && slurmd.options.dynamic) name = names.full;
+        if (!name) name = names.configured;
+        if (!name || name->empty())
+            return Error::lookup(
+                fmt::format("slurmd pid {} runs without -N and slurm.conf names no node for this "
+                            "host: its node, and so its step sockets, cannot be told",
+                            slurmd.pid));
+        if (*name == node.node_name) continue;
+        // Also marks a node learned from slurm.conf as running: its spool dir must exist.
+        node::add_host_node(node,
+                            {*name, node::expand_slurmd_path(names.spool_pattern, *name, names.short_name), true});
+    }
+    return Ok{};
+}
+
 Result<pid_t> read_slurmd_pid(const std::string& pid_file) {
     if (pid_file.empty()) return Error::lookup("slurm.conf names no SlurmdPidFile: cannot find slurmd");
     const UniqueFd fd(::open(pid_file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));

@@ -13,15 +13,18 @@ extern "C" {
 #include <slurm/slurm.h>
 // Exported by libslurm but declared only in Slurm's private read_config.h / xmalloc.h
 // (slurm-22-05-8-1); the strings they return are xmalloc'ed and freed with slurm_xfree.
+extern slurm_conf_t slurm_conf;
 char* slurm_conf_get_nodename(const char* node_hostname);
 char* slurm_conf_get_aliased_nodename(void);
 void slurm_xfree(void** pointer);
 }
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdlib>
 #include <optional>
+#include <vector>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,6 +80,16 @@ std::optional<std::string> slurmd_node_name(const std::string& short_host) {
     return take(slurm_conf_get_nodename("localhost"));
 }
 
+std::string full_hostname() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return {};
+    return name;
+}
+
+std::string spool_pattern() {
+    return slurm_conf.slurmd_spooldir != nullptr ? std::string(slurm_conf.slurmd_spooldir) : std::string();
+}
+
 }  // namespace
 
 Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
@@ -93,15 +106,28 @@ Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
     std::optional<std::string> name = overrides.node_name ? overrides.node_name : slurmd_node_name(short_host);
     if (!name) {
         slurm_fini();
-        return Error::not_a_slurm_node(
-            fmt::format("no NodeName in {} has NodeHostname {} (this host); give "
-                        "--node NAME if slurmd runs here with -N",
-                        *conf_path, short_host));
+        std::vector<std::string> running_as;
+        if (auto running = node::running_slurmds("/proc"); running.ok())
+            for (const node::RunningSlurmd& slurmd : running.value())
+                if (slurmd.options.node_name) running_as.push_back(*slurmd.options.node_name);
+        return Error::not_a_slurm_node(fmt::format(
+            "no NodeName in {} has NodeHostname {} (this host); give "
+            "--node NAME if slurmd runs here with -N{}",
+            *conf_path, short_host,
+            running_as.empty() ? std::string() : fmt::format(" (it runs as {})", fmt::join(running_as, ", "))));
     }
     node::NodeInfo node = node::node_info_from_slurm_conf(*name);
     if (overrides.spool_dir) node.spool_dir = *overrides.spool_dir;
     if (node.slurm_conf.empty()) node.slurm_conf = *conf_path;
+    // Every other node this host runs counts too, also beside an explicit --node: the
+    // ones slurm.conf puts here, and each running slurmd's -N (which slurm.conf need not
+    // name: dynamic nodes, a test node, a typo).
+    node::add_configured_host_nodes(node);
+    HostNames names{slurmd_node_name(short_host), full_hostname(), spool_pattern(), short_host};
     slurm_fini();
+    auto running = node::running_slurmds("/proc");
+    if (!running.ok()) return running.error();
+    if (auto added = add_running_slurmds(node, running.value(), names); !added.ok()) return added.error();
 
     if (node.spool_dir.empty()) return Error::not_a_slurm_node(fmt::format("{} sets no SlurmdSpoolDir", *conf_path));
     if (auto spool = check_spool_dir(node.spool_dir); !spool.ok()) return spool.error();

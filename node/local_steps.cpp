@@ -43,11 +43,13 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string_view>
 #include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace leftover::node {
 namespace {
@@ -254,11 +256,10 @@ struct Candidate {
 
 }  // namespace
 
-std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name, const std::string& node_name) {
-    if (node_name.empty()) return std::nullopt;
-    const std::string prefix = node_name + "_";
-    if (file_name.size() <= prefix.size() || file_name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
-    const std::string_view rest = std::string_view(file_name).substr(prefix.size());
+std::optional<NodeStepSocketName> parse_any_step_socket_name(const std::string& file_name) {
+    const auto underscore = file_name.rfind('_');
+    if (underscore == std::string::npos || underscore == 0) return std::nullopt;
+    const std::string_view rest = std::string_view(file_name).substr(underscore + 1);
 
     const auto dot1 = rest.find('.');
     if (dot1 == std::string_view::npos) return std::nullopt;
@@ -273,51 +274,84 @@ std::optional<StepSocketName> parse_step_socket_name(const std::string& file_nam
         if (!component) return std::nullopt;
         name.het_component = *component;
     }
-    return name;
+    return NodeStepSocketName{file_name.substr(0, underscore), name};
 }
 
-Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,
-                                       std::chrono::steady_clock::time_point deadline, const StepdProtocol& protocol) {
-    if (node_name.empty()) return Error::lookup("slurmstepd sockets: the node name is empty");
+std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name, const std::string& node_name) {
+    auto parsed = parse_any_step_socket_name(file_name);
+    if (!parsed || parsed->node != node_name) return std::nullopt;
+    return parsed->step;
+}
+
+namespace {
+
+// The step sockets of one spool directory. A socket of a node not in `nodes` is a
+// lookup error: its slurmd runs steps here that the evaluation would not see.
+Status list_step_sockets(const std::string& spool_dir, DIR* dir, const std::vector<std::string>& nodes,
+                         std::vector<Candidate>& out) {
+    const std::string base = (!spool_dir.empty() && spool_dir.back() == '/') ? spool_dir : spool_dir + "/";
+    for (;;) {
+        errno = 0;
+        const dirent* entry = ::readdir(dir);
+        if (!entry) {
+            if (errno != 0)
+                return Error::lookup(
+                    fmt::format("slurmd spool directory {}: readdir: {}", spool_dir, errno_text(errno)));
+            return Ok{};
+        }
+        const std::string file_name = entry->d_name;
+        auto name = parse_any_step_socket_name(file_name);
+        if (!name) continue;
+        std::string path = base + file_name;
+
+        bool is_socket = entry->d_type == DT_SOCK;
+        if (entry->d_type == DT_UNKNOWN) {
+            struct stat st {};
+            if (::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                if (errno != ENOENT)
+                    return Error::lookup(fmt::format("slurmstepd socket {}: stat: {}", path, errno_text(errno)));
+                continue;  // vanished between readdir and stat: nothing to ask
+            }
+            is_socket = S_ISSOCK(st.st_mode);
+        }
+        if (!is_socket) continue;
+        if (std::find(nodes.begin(), nodes.end(), name->node) == nodes.end())
+            return Error::lookup(fmt::format(
+                "slurmstepd socket {} is of node {}, which is none of the nodes known to run on this host ({}): "
+                "the steps of its slurmd would go unseen (if no slurmd runs here as {}, the socket is stale: "
+                "remove it)",
+                path, name->node, fmt::join(nodes, ", "), name->node));
+        out.push_back({name->step, std::move(path)});
+    }
+}
+
+}  // namespace
+
+Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                       const StepdProtocol& protocol) {
+    if (where.node_names.empty() ||
+        std::find(where.node_names.begin(), where.node_names.end(), std::string()) != where.node_names.end())
+        return Error::lookup("slurmstepd sockets: the node name is empty");
 
     std::vector<Candidate> candidates;
-    {
-        std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(spool_dir.c_str()), &::closedir);
-        if (!dir)
+    std::set<std::pair<dev_t, ino_t>> listed;  // two node names, or a symlink, may name one directory
+    for (const StepSpoolDir& spool : where.spool_dirs) {
+        std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(spool.path.c_str()), &::closedir);
+        if (!dir) {
+            if (errno == ENOENT && !spool.must_exist) continue;
             return Error::lookup(
-                fmt::format("slurmd spool directory {}: cannot list it: {}", spool_dir, errno_text(errno)));
-        const std::string base = (!spool_dir.empty() && spool_dir.back() == '/') ? spool_dir : spool_dir + "/";
-        for (;;) {
-            errno = 0;
-            const dirent* entry = ::readdir(dir.get());
-            if (!entry) {
-                if (errno != 0)
-                    return Error::lookup(
-                        fmt::format("slurmd spool directory {}: readdir: {}", spool_dir, errno_text(errno)));
-                break;
-            }
-            const std::string file_name = entry->d_name;
-            auto name = parse_step_socket_name(file_name, node_name);
-            if (!name) continue;
-            std::string path = base + file_name;
-
-            bool is_socket = entry->d_type == DT_SOCK;
-            if (entry->d_type == DT_UNKNOWN) {
-                struct stat st {};
-                if (::fstatat(::dirfd(dir.get()), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                    if (errno != ENOENT)
-                        return Error::lookup(fmt::format("slurmstepd socket {}: stat: {}", path, errno_text(errno)));
-                    continue;  // vanished between readdir and stat: nothing to ask
-                }
-                is_socket = S_ISSOCK(st.st_mode);
-            }
-            if (!is_socket) continue;
-            candidates.push_back({*name, std::move(path)});
+                fmt::format("slurmd spool directory {}: cannot list it: {}", spool.path, errno_text(errno)));
         }
+        struct stat st {};
+        if (::fstat(::dirfd(dir.get()), &st) != 0)
+            return Error::lookup(fmt::format("slurmd spool directory {}: stat: {}", spool.path, errno_text(errno)));
+        if (!listed.emplace(st.st_dev, st.st_ino).second) continue;
+        if (auto listing = list_step_sockets(spool.path, dir.get(), where.node_names, candidates); !listing.ok())
+            return listing.error();
     }
     std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-        return std::tuple(a.name.job_id, a.name.step_id, a.name.het_component) <
-               std::tuple(b.name.job_id, b.name.step_id, b.name.het_component);
+        return std::tuple(a.name.job_id, a.name.step_id, a.name.het_component, a.path) <
+               std::tuple(b.name.job_id, b.name.step_id, b.name.het_component, b.path);
     });
 
     LocalJobState state;
@@ -343,6 +377,11 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::
         state.live.push_back(std::move(step));
     }
     return state;
+}
+
+Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,
+                                       std::chrono::steady_clock::time_point deadline, const StepdProtocol& protocol) {
+    return read_local_steps(StepSockets{{{spool_dir, true}}, {node_name}}, deadline, protocol);
 }
 
 }  // namespace leftover::node

@@ -59,19 +59,49 @@ struct StepSocketName {
     bool operator==(const StepSocketName&) const = default;
 };
 
+// A spool directory entry name "<node>_<job>.<step>[.<component>]" split up: the node
+// is everything before the last '_' (a NodeName may hold '_', the ids never do).
+struct NodeStepSocketName {
+    std::string node;
+    StepSocketName step;
+};
+
+// nullopt unless file_name is a step socket name of some node (decimal 32-bit ids,
+// nothing else before or after, a non-empty node name).
+std::optional<NodeStepSocketName> parse_any_step_socket_name(const std::string& file_name);
+
 // Parses a spool directory entry name; nullopt unless it is a step socket name
-// of node_name (decimal 32-bit ids, nothing else before or after).
+// of node_name.
 std::optional<StepSocketName> parse_step_socket_name(const std::string& file_name, const std::string& node_name);
 
-// Lists spool_dir for node_name's step sockets and asks each slurmstepd for the
-// step's uid, state and its own pid. Sockets of other node names (several slurmd sharing a
-// spool dir) and entries that are not sockets are ignored.
+// Where the step sockets of every slurmd on this host are: each spool directory and
+// every node name the host runs (node_info.hpp's NodeInfo::step_sockets() builds it).
+struct StepSpoolDir {
+    std::string path;
+    // A spool dir of a node whose slurmd is known to run (slurmd creates it at start):
+    // missing, it is a lookup error. A node slurm.conf puts on this host but whose
+    // slurmd was not seen may never have run here: missing, it has no steps.
+    bool must_exist = true;
+};
+struct StepSockets {
+    std::vector<StepSpoolDir> spool_dirs;
+    std::vector<std::string> node_names;
+};
+
+// Lists every spool dir (each directory once, however many paths name it) for the
+// step sockets of the known nodes and asks each slurmstepd for the step's uid and
+// state. Entries that are not sockets, or not named like step sockets, are ignored.
 //
-// Lookup error when the directory cannot be read, or when any step socket
-// cannot be asked (timeout at the deadline, short read, unexpected reply, any
-// error other than "nobody listens"): an unanswered step may still be live,
-// so the caller must not decide on a partial picture.
+// Lookup error when a directory cannot be read; when a step socket's node is none of
+// `node_names` (a slurmd this host runs that we do not know of: its users' work
+// would look like strays); or when any step socket cannot be asked (timeout at the
+// deadline, short read, unexpected reply, any error other than "nobody listens"): an
+// unanswered step may still be live, so the caller must not decide on a partial picture.
 // `protocol`: the client's release (the build's; tests play other rows of the table).
+Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                       const StepdProtocol& protocol = build_stepd_protocol());
+
+// One node, one spool dir (which must exist).
 Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,
                                        std::chrono::steady_clock::time_point deadline,
                                        const StepdProtocol& protocol = build_stepd_protocol());

@@ -4,11 +4,23 @@
 
 #include <sys/types.h>
 
+#include "local_steps.hpp"
+
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace leftover::node {
+
+// Another node this host runs besides NodeInfo::node_name (several slurmd on one host:
+// slurm.conf's NodeName lines for this host, a running `slurmd -N`).
+struct HostNode {
+    std::string name;
+    std::string spool_dir;  // SlurmdSpoolDir expanded for it
+    bool running = false;   // a slurmd was seen running as it (so its spool dir exists)
+    bool operator==(const HostNode&) const = default;
+};
 
 struct NodeInfo {
     std::string spool_dir;        // SlurmdSpoolDir with %n/%h expanded
@@ -21,7 +33,21 @@ struct NodeInfo {
     // namespace, and it is never signalled. The command reads it from slurmd_pid_file;
     // the plugin knows it only in the job epilog (spank/hooks.cpp says why).
     std::optional<pid_t> slurmd_pid;
+    // Every other node of this host: their steps are live work here too.
+    std::vector<HostNode> other_nodes;
+    // Set when what the front end could learn about other nodes is incomplete (no node
+    // table in this process): said once in the log, never a reason to fail.
+    std::string other_nodes_note;
+
+    // Every node's spool dir (node_name's first, which must exist) and every name.
+    StepSockets step_sockets() const;
+    // "n1 (/var/spool/slurmd/n1), n2 (...)": for log lines.
+    std::string describe_nodes() const;
 };
+
+// Adds `node` to info.other_nodes unless it is info.node_name or already there
+// (a name seen running upgrades an entry learned from slurm.conf).
+void add_host_node(NodeInfo& info, HostNode node);
 
 // A path of slurmd's (SlurmdSpoolDir, SlurmdPidFile) as slurmd expands it
 // (slurm_conf_expand_slurmd_path): the first %h becomes the short host name, then the

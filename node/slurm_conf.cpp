@@ -5,9 +5,23 @@ extern "C" {
 #include <slurm/slurm.h>
 // slurm.h has the type; only Slurm's private headers declare the variable.
 extern slurm_conf_t slurm_conf;
+
+// From Slurm's private read_config.h: the NodeName lines of the slurm.conf this process
+// read. Only the first three members of slurm_conf_node_t are used, which have been
+// nodenames, hostnames, addresses in this order from 22.05 to 26.05. Exported by
+// libslurm and libslurmfull alike; a process without the lines gets 0 (a NULL table).
+struct leftover_conf_node_prefix {
+    char* nodenames;
+    char* hostnames;
+    char* addresses;
+};
+int slurm_conf_nodename_array(leftover_conf_node_prefix*** ptr_array);
 }
 
+#include "host_nodes.hpp"
+
 #include <cstdlib>
+#include <memory>
 
 namespace leftover::node {
 
@@ -28,6 +42,41 @@ NodeInfo node_info_from_slurm_conf(const std::string& node_name) {
     else if (const char* env = std::getenv("SLURM_CONF"); env != nullptr)
         node.slurm_conf = env;
     return node;
+}
+
+namespace {
+
+// A Slurm host list ("n[1-3],x") one name at a time, through slurm.h's own API.
+std::vector<std::string> expand_host_list(const char* list) {
+    std::vector<std::string> names;
+    if (list == nullptr || *list == '\0') return names;
+    auto* hosts = slurm_hostlist_create(list);
+    if (hosts == nullptr) return names;
+    while (char* name = slurm_hostlist_shift(hosts)) {
+        names.emplace_back(name);
+        std::free(name);  // slurm_hostlist_shift: "free() the returned string"
+    }
+    slurm_hostlist_destroy(hosts);
+    return names;
+}
+
+}  // namespace
+
+bool add_configured_host_nodes(NodeInfo& node) {
+    leftover_conf_node_prefix** lines = nullptr;
+    const int count = slurm_conf_nodename_array(&lines);
+    if (count <= 0 || lines == nullptr) return false;
+    std::vector<NodeLine> expanded;
+    for (int i = 0; i < count; ++i) {
+        if (lines[i] == nullptr) continue;
+        expanded.push_back({expand_host_list(lines[i]->nodenames), expand_host_list(lines[i]->hostnames),
+                            expand_host_list(lines[i]->addresses)});
+    }
+    const std::string pattern = slurm_conf.slurmd_spooldir != nullptr ? slurm_conf.slurmd_spooldir : "";
+    const std::string short_host = short_hostname();
+    for (const std::string& name : nodes_on_host(expanded, this_host()))
+        add_host_node(node, {name, expand_slurmd_path(pattern, name, short_host), false});
+    return true;
 }
 
 bool prolog_contain() { return (slurm_conf.prolog_flags & PROLOG_FLAG_CONTAIN) != 0; }

@@ -15,6 +15,12 @@ namespace leftover::node {
 // slurm_conf; an empty spool dir or pid file means Slurm did not say.
 NodeInfo node_info_from_slurm_conf(const std::string& node_name);
 
+// Adds to node.other_nodes every NodeName that slurm.conf puts on this host (by its
+// NodeHostname or NodeAddr, host_nodes.hpp), its spool dir expanded for it. False when
+// this process has no NodeName lines to read: slurmstepd's copy of slurm.conf may
+// lack them (the job epilog's from 23.02 on).
+bool add_configured_host_nodes(NodeInfo& node);
+
 // PrologFlags=contain: every allocation shows up locally as an extern step.
 bool prolog_contain();
 

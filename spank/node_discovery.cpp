@@ -27,6 +27,15 @@ Result<node::NodeInfo> discover_node() {
         return Error::lookup("SLURMD_NODENAME is not set: cannot tell which node's steps to ask");
     node::NodeInfo node = node::node_info_from_slurm_conf(node_name);
     if (node.spool_dir.empty()) return Error::lookup("SlurmdSpoolDir is unknown in this process");
+    // Other slurmd on this host: slurmstepd knows the node table from slurm.conf (22.05
+    // reads the whole file; from 23.02 on slurmd sends it the NodeName lines, but not to
+    // the job epilog). Running slurmd are not looked for in /proc here: that would cost
+    // a second /proc pass at every step end; a socket of a node we do not know in a
+    // spool dir we read is a lookup error all the same (local_steps.hpp).
+    if (!node::add_configured_host_nodes(node))
+        node.other_nodes_note =
+            "no NodeName lines in this process's slurm.conf: other nodes of this host are not known here, "
+            "only their sockets in this spool dir (a lookup error) would show them";
     return node;
 }
 

@@ -42,7 +42,12 @@ public:
             if (controller_ == nullptr) return Error::lookup("job_source controller: no controller connection");
             return controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
         }
-        auto state = node::read_local_steps(request_.node.spool_dir, request_.node.node_name, until);
+        if (!nodes_logged_) {
+            nodes_logged_ = true;
+            log_.debug(fmt::format("step sockets of nodes {}", request_.node.describe_nodes()));
+            if (!request_.node.other_nodes_note.empty()) log_.debug(request_.node.other_nodes_note);
+        }
+        auto state = node::read_local_steps(request_.node.step_sockets(), until);
         if (!state.ok()) return state.error();
         for (const node::LocalStep& step : state->live)
             if (logged_.insert(step.socket_path).second)
@@ -103,6 +108,7 @@ private:
     Clock::time_point deadline_;
     Logger& log_;
     std::set<std::string> logged_;  // sockets already described: once per sweep
+    bool nodes_logged_ = false;
 };
 
 // One deadline per evaluation; Slurm drains a node whose step does not end in time.

@@ -69,6 +69,9 @@ class ClusterConfig:
     # Each node in its own pid+mount+UTS namespaces with its own address,
     # munged and spool dir (implies spool_per_node); see slurm_cluster.py.
     node_namespaces: bool = False
+    # NodeHostname of every node, e.g. the machine's own short name: several slurmd on
+    # one host as a multiple-slurmd site configures them. None: each node's own name.
+    node_hostname: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -286,7 +289,7 @@ class ClusterLayout:
             lines.append(f"PrologFlags={cfg.prolog_flags}")
         for node in self.nodes:
             lines.append(
-                f"NodeName={node.name} NodeHostname={node.name} "
+                f"NodeName={node.name} NodeHostname={cfg.node_hostname or node.name} "
                 f"NodeAddr={node.addr} Port={node.port} CPUs={cfg.cpus} "
                 "State=UNKNOWN")
         names = ",".join(n.name for n in self.nodes)

@@ -15,6 +15,7 @@ import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -322,6 +323,8 @@ def test_node_name_and_spool_dir_come_from_slurm_conf_as_slurmd_finds_them(clust
     with slurm_conf.open("a") as conf:
         conf.write(f"NodeName=lo-self NodeHostname={host} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n")
     (tmp_path / "spool-lo-self").mkdir()
+    # The test node's slurmd runs on this host too (-N): its %n spool dir must exist.
+    (tmp_path / f"spool-{cluster.node}").symlink_to(cluster.spool_dir())
     nobody_in_range = write_leftover_conf(conf_dir, f"uid_min: {TEST_UID_MAX}\nuid_max: {TEST_UID_MAX}\n",
                                           "nobody.conf")
     result = cli(cluster, "check", "--json", "--config", str(nobody_in_range),
@@ -330,6 +333,63 @@ def test_node_name_and_spool_dir_come_from_slurm_conf_as_slurmd_finds_them(clust
     doc = json.loads(result.stdout)
     assert doc["node"] == "lo-self"
     assert doc["spool_dir"] == f"{tmp_path}/spool-lo-self"
+
+
+@pytest.mark.parametrize("node_args", [[], ["--node", "lo-wrong"]], ids=["default node", "wrong --node"])
+def test_issue_13_case_4_a_live_step_of_another_slurmd_on_this_host_keeps_its_user(cluster, conf_dir, node_args):
+    # A slurm.conf in which this host is node lo-self (the command's own pick) and the
+    # test node lo-n1 is on another host (NodeAddr not of this one). Yet its slurmd runs
+    # here, started with -N lo-n1: the command must read lo-n1's step sockets too
+    # (SlurmdSpoolDir with %n; lo-n1's expands to a link to the cluster's real spool).
+    top = Path(tempfile.mkdtemp(prefix="lo4-", dir="/tmp"))  # short: socket paths are limited
+    try:
+        host = socket.gethostname().split(".")[0]
+        text = re.sub(r"^NodeName=.*$", f"NodeName={cluster.node} NodeAddr=198.51.100.254 CPUs=4 State=UNKNOWN",
+                      cluster.conf_path.read_text(), flags=re.MULTILINE)
+        text = re.sub(r"^SlurmdSpoolDir=.*$", f"SlurmdSpoolDir={top}/%n", text, flags=re.MULTILINE)
+        text = re.sub(r"^SlurmdPidFile=.*$", f"SlurmdPidFile={cluster.dir / 'run' / f'slurmd-{cluster.node}.pid'}",
+                      text, flags=re.MULTILINE)
+        text += f"NodeName=lo-self NodeHostname={host} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
+        (top / "slurm.conf").write_text(text)
+        (top / "lo-self").mkdir()
+        (top / "lo-wrong").mkdir()
+        (top / cluster.node).symlink_to(cluster.spool_dir())
+
+        conf = write_leftover_conf(conf_dir, "uid_min: 41002\nuid_max: 41002\n", "bob-only.conf")
+        running, release = cluster.sbatch_until_released("lo_bob")
+        try:
+            cluster.wait_job_state(running, ["RUNNING"])
+            busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+            result = cli(cluster, "check", "--json", "--config", str(conf), *node_args,
+                         env_extra={"SLURM_CONF": str(top / "slurm.conf")})
+            doc = json.loads(result.stdout)
+            assert doc["node"] == (node_args[1] if node_args else "lo-self")
+            by_pid = {p["pid"]: p for p in doc["processes"]}
+            assert (by_pid[busy]["decision"], by_pid[busy]["reason"]) == ("keep", "has_live_job"), result.stdout
+            assert running in doc["live_work"]["jobs"]
+            assert result.returncode == 0, result.stdout + result.stderr
+        finally:
+            release.touch()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_issue_13_case_4_a_step_socket_of_an_unknown_node_is_a_lookup_error(cluster, conf_dir):
+    # A socket named as a step of node lo-ghost, which no slurmd here runs as and
+    # slurm.conf does not put on this host: its steps' users would look like strays.
+    conf = write_leftover_conf(conf_dir, "uid_min: 41002\nuid_max: 41002\n", "bob-only.conf")
+    ghost = cluster.spool_dir() / "lo-ghost_999.0"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(ghost))
+    try:
+        result = cli(cluster, *on_node(cluster, "check", "--json", "--config", str(conf)))
+        assert result.returncode == 2, result.stdout + result.stderr
+        error = json.loads(result.stdout)["error"]
+        assert error["kind"] == "lookup"
+        assert error["message"].startswith(f"slurmstepd socket {ghost} is of node lo-ghost, which is none of the "
+                                           f"nodes known to run on this host ({cluster.node})")
+    finally:
+        ghost.unlink()
 
 
 def test_without_its_running_slurmd_it_decides_nothing_and_exits_2(cluster, tmp_path, conf_dir):

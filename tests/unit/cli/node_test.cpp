@@ -49,3 +49,38 @@ TEST_CASE("slurmd's pid file: missing, unreadable or malformed is a lookup error
     CHECK(pid.error().kind == ErrorKind::lookup);
     CHECK(pid.error().message == expected);
 }
+
+TEST_CASE("issue 13 case 4: each running slurmd's node is read too, also beside an explicit --node") {
+    node::NodeInfo info;
+    info.node_name = "given";  // --node given, or slurmd's own pick
+    info.spool_dir = "/spool/given";
+    add_host_node(info, {"conf", "/spool/conf", false});  // slurm.conf puts it here; not seen running yet
+    const cli::HostNames names{"conf", "host.example", "/spool/%n", "host"};
+    const std::vector<node::RunningSlurmd> running = {
+        {10, {"lo-a", false, false}},        // -N lo-a
+        {11, {std::nullopt, false, false}},  // no -N: slurmd's own pick from slurm.conf
+        {12, {std::nullopt, true, false}},   // -Z: the host name
+        {13, {"given", false, false}},       // the node itself
+    };
+    REQUIRE(cli::add_running_slurmds(info, running, names).ok());
+    CHECK(info.other_nodes == std::vector<node::HostNode>{{"conf", "/spool/conf", true},
+                                                          {"lo-a", "/spool/lo-a", true},
+                                                          {"host.example", "/spool/host.example", true}});
+}
+
+TEST_CASE("issue 13 case 4: a running slurmd whose node cannot be told is a lookup error") {
+    node::NodeInfo info;
+    info.node_name = "n1";
+    SUBCASE("-F without -N") {
+        const auto status = cli::add_running_slurmds(info, {{42, {std::nullopt, false, true}}}, {"n1", "h", "/s", "h"});
+        REQUIRE_FALSE(status.ok());
+        CHECK(status.error().kind == ErrorKind::lookup);
+        CHECK(status.error().message.find("slurmd pid 42 runs with -F and no -N") != std::string::npos);
+    }
+    SUBCASE("no -N, and slurm.conf names no node for this host") {
+        const auto status =
+            cli::add_running_slurmds(info, {{43, {std::nullopt, false, false}}}, {std::nullopt, "h", "/s", "h"});
+        REQUIRE_FALSE(status.ok());
+        CHECK(status.error().message.find("slurmd pid 43 runs without -N") != std::string::npos);
+    }
+}

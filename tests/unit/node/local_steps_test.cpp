@@ -42,11 +42,13 @@ namespace {
 using leftover::ErrorKind;
 using leftover::UniqueFd;
 using leftover::node::LocalJobState;
+using leftover::node::parse_any_step_socket_name;
 using leftover::node::parse_step_socket_name;
 using leftover::node::read_local_steps;
 using leftover::node::StepdProtocol;
 using leftover::node::StepdState;
 using leftover::node::StepSocketName;
+using leftover::node::StepSockets;
 using leftover::test::bind_unix;
 using leftover::test::make_stale_socket;
 using Clock = std::chrono::steady_clock;
@@ -353,17 +355,17 @@ TEST_CASE("a heterogeneous job component socket") {
     CHECK(result->live[0].uid == 500);
 }
 
-TEST_CASE("other nodes' sockets and non-socket files are ignored") {
+TEST_CASE("non-socket files and names that are no step socket's are ignored") {
     TempDir spool;
     FakeStepd mine(spool.file("n1_5.0"), 600, kStateRunning);
-    FakeStepd other(spool.file("n2_6.0"), 700, kStateRunning);
-    FakeStepd longer_name(spool.file("n10_7.0"), 800, kStateRunning);
-    make_stale_socket(spool.file("n2_9.0"));      // would be dead if it were ours
     make_stale_socket(spool.file("n1_9.0.1.2"));  // not a step socket name
+    make_stale_socket(spool.file("_9.0"));        // no node name
     make_regular_file(spool.file("n1_11.0"));     // right name, not a socket
+    make_regular_file(spool.file("n2_11.0"));     // another node's name, not a socket
     REQUIRE(::mkdir(spool.file("n1_12.0").c_str(), 0700) == 0);
     REQUIRE(::symlink(spool.file("n1_5.0").c_str(), spool.file("n1_13.0").c_str()) == 0);
     make_regular_file(spool.file("cred_state"));
+    make_regular_file(spool.file("hwloc_topo_5.0.xml"));
     REQUIRE(::mkdir(spool.file("job00005").c_str(), 0700) == 0);
 
     auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
@@ -373,8 +375,77 @@ TEST_CASE("other nodes' sockets and non-socket files are ignored") {
     CHECK(result->live[0].uid == 600);
     CHECK(result->dead.empty());
     CHECK(mine.connections() == 1);
-    CHECK(other.connections() == 0);
-    CHECK(longer_name.connections() == 0);
+}
+
+TEST_CASE("step socket names of any node: the node is what comes before the last underscore") {
+    const auto parsed = parse_any_step_socket_name("rack_1_7.3.1");
+    REQUIRE(parsed);
+    CHECK(parsed->node == "rack_1");
+    CHECK(parsed->step == StepSocketName{7, 3, 1u});
+    CHECK(parse_any_step_socket_name("n10_12.0")->node == "n10");
+    CHECK_FALSE(parse_any_step_socket_name("_12.0"));
+    CHECK_FALSE(parse_any_step_socket_name("cred_state"));
+    CHECK_FALSE(parse_any_step_socket_name("hwloc_topo_5.0.xml"));
+    CHECK_FALSE(parse_any_step_socket_name("n1_12"));
+}
+
+TEST_CASE("issue 13 case 4: a socket of another known node counts as live work") {
+    TempDir spool;
+    FakeStepd mine(spool.file("n1_5.0"), 600, kStateRunning);
+    FakeStepd other(spool.file("n2_6.0"), 700, kStateRunning);
+    FakeStepd longer_name(spool.file("n10_7.0"), 800, kStateRunning);
+
+    const StepSockets where{{{spool.path(), true}}, {"n1", "n2", "n10"}};
+    auto result = read_local_steps(where, soon(), k2205Client);
+    REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+    REQUIRE(result->live.size() == 3);
+    CHECK(result->live[0].uid == 600);
+    CHECK(result->live[1].uid == 700);
+    CHECK(result->live[1].socket_path == spool.file("n2_6.0"));
+    CHECK(result->live[2].uid == 800);
+    CHECK(other.connections() == 1);
+}
+
+TEST_CASE("issue 13 case 4: a socket of an unknown node in the spool dir is a lookup error") {
+    TempDir spool;
+    FakeStepd mine(spool.file("n1_5.0"), 600, kStateRunning);
+    std::optional<FakeStepd> other;
+    SUBCASE("a live one") { other.emplace(spool.file("n2_6.0"), 700, kStateRunning); }
+    SUBCASE("a stale one") { make_stale_socket(spool.file("n2_6.0")); }
+
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().kind == ErrorKind::lookup);
+    CHECK(result.error().message ==
+          "slurmstepd socket " + spool.file("n2_6.0") +
+              " is of node n2, which is none of the nodes known to run on this host (n1): the steps of its "
+              "slurmd would go unseen (if no slurmd runs here as n2, the socket is stale: remove it)");
+    CHECK(mine.connections() == 0);  // nothing asked: the evaluation stops at the listing
+}
+
+TEST_CASE("issue 13 case 4: two spool dirs (%n) are both read, each directory once") {
+    TempDir top;
+    const std::string dir1 = top.file("n1"), dir2 = top.file("n2");
+    REQUIRE(::mkdir(dir1.c_str(), 0755) == 0);
+    REQUIRE(::mkdir(dir2.c_str(), 0755) == 0);
+    REQUIRE(::symlink(dir2.c_str(), top.file("alias").c_str()) == 0);
+    FakeStepd first(dir1 + "/n1_5.0", 600, kStateRunning);
+    FakeStepd second(dir2 + "/n2_6.0", 700, kStateRunning);
+
+    const StepSockets where{{{dir1, true}, {dir2, true}, {top.file("alias"), true}, {top.file("n3"), false}},
+                            {"n1", "n2", "n3"}};
+    auto result = read_local_steps(where, soon(), k2205Client);
+    REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+    REQUIRE(result->live.size() == 2);
+    CHECK(result->live[0].socket_path == dir1 + "/n1_5.0");
+    CHECK(result->live[1].socket_path == dir2 + "/n2_6.0");
+    CHECK(second.connections() == 1);
+
+    // The spool dir of a node that runs must exist; one only slurm.conf names may not.
+    const StepSockets missing{{{dir1, true}, {top.file("n3"), true}}, {"n1", "n3"}};
+    auto error = read_local_steps(missing, soon(), k2205Client);
+    REQUIRE_FALSE(error.ok());
+    CHECK(error.error().message.find(top.file("n3") + ": cannot list it") != std::string::npos);
 }
 
 TEST_CASE("a stale socket (nobody listens: ECONNREFUSED) is a dead step") {

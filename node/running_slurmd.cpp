@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "running_slurmd.hpp"
+
+#include "errno_text.hpp"
+#include "proc_read.hpp"
+#include "unique_fd.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <memory>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace leftover::node {
+namespace {
+
+constexpr std::string_view kOptionsWithArgument = "dfLnN";  // F takes one only when attached
+
+// A long option that takes no argument, also abbreviated as getopt_long allows.
+bool long_option_without_argument(std::string_view name) {
+    for (std::string_view flag : {"version", "systemd"})
+        if (!name.empty() && flag.starts_with(name)) return true;
+    return false;
+}
+
+std::vector<std::string> split_cmdline(const std::string& text) {
+    std::vector<std::string> argv;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const auto end = text.find('\0', start);
+        argv.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return argv;
+}
+
+}  // namespace
+
+SlurmdOptions parse_slurmd_options(const std::vector<std::string>& argv) {
+    SlurmdOptions options;
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--") break;
+        if (arg.starts_with("--")) {
+            const std::string_view name = arg.substr(2);
+            if (name.find('=') == std::string_view::npos && !long_option_without_argument(name)) ++i;
+            continue;
+        }
+        if (arg.size() < 2 || arg[0] != '-') continue;  // getopt_long permutes non-options aside
+        for (std::size_t k = 1; k < arg.size(); ++k) {
+            const char option = arg[k];
+            if (option == 'Z') options.dynamic = true;
+            if (option == 'F') {
+                options.dynamic_future = true;
+                break;  // an optional argument is the rest of this word
+            }
+            if (kOptionsWithArgument.find(option) == std::string_view::npos) continue;
+            std::string value;
+            if (k + 1 < arg.size())
+                value = std::string(arg.substr(k + 1));
+            else if (i + 1 < argv.size())
+                value = argv[++i];
+            if (option == 'N') options.node_name = value;
+            break;
+        }
+    }
+    return options;
+}
+
+Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root) {
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
+    std::string my_namespace;
+    if (const int err = procfs::read_link(root.get(), "self/ns/pid", my_namespace))
+        return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", proc_root, errno_text(err)));
+
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(::dup(root.get())), &::closedir);
+    if (!dir) return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(errno)));
+    std::vector<RunningSlurmd> found;
+    std::string text;
+    for (;;) {
+        errno = 0;
+        const dirent* entry = ::readdir(dir.get());
+        if (!entry) {
+            if (errno != 0) return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(errno)));
+            break;
+        }
+        const auto pid = procfs::parse_pid(entry->d_name);
+        if (!pid) continue;
+        UniqueFd pid_dir;
+        if (procfs::open_pid_dir(root.get(), *pid, pid_dir) != 0) continue;  // exited, or not a process
+        struct stat st {};
+        if (::fstat(pid_dir.get(), &st) != 0 || st.st_uid != 0) continue;
+        const auto failed = [&](const char* file, int err) -> Error {
+            return Error::lookup(
+                fmt::format("cannot read {}/{}/{} of a root process: {}", proc_root, *pid, file, errno_text(err)));
+        };
+        std::string exe;
+        if (const int err = procfs::read_link(pid_dir.get(), "exe", exe)) {
+            if (procfs::vanished(err)) continue;  // exited, or a kernel thread (no exe)
+            // Some root processes' exe stays closed even to root (pid 1 in some
+            // containers): the name the kernel took from the executable must do there;
+            // only root can name a root process.
+            procfs::StatFields stat;
+            if (const int stat_err = procfs::read_stat(pid_dir.get(), *pid, stat, text)) {
+                if (procfs::vanished(stat_err)) continue;
+                return failed("stat", stat_err);
+            }
+            exe = stat.comm;
+        }
+        if (procfs::slurm_program_name(procfs::exe_program(exe)) != "slurmd") continue;
+        std::string its_namespace;
+        if (const int err = procfs::read_link(pid_dir.get(), "ns/pid", its_namespace)) {
+            if (procfs::vanished(err)) continue;
+            return failed("ns/pid", err);
+        }
+        if (its_namespace != my_namespace) continue;
+        if (const int err = procfs::read_file(pid_dir.get(), "cmdline", text)) {
+            if (procfs::vanished(err)) continue;
+            return failed("cmdline", err);
+        }
+        if (text.empty()) continue;  // a zombie: no longer runs steps
+        found.push_back({*pid, parse_slurmd_options(split_cmdline(text))});
+    }
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+    return found;
+}
+
+}  // namespace leftover::node

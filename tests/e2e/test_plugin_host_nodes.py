@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Several slurmd on one host (issue 13 case 4): two nodes, lo-a and lo-b, whose
+NodeHostname is this machine, each with its own spool dir (%n), in one pid namespace.
+When a step ends on lo-a, lo-a's plugin must count lo-b's live steps as work on this
+host: a user with a job on lo-b keeps their processes outside it."""
+
+import socket
+
+import pytest
+
+from plugin_support import (  # noqa: F401 (fixtures)
+    conf_dir, jobs_done_after_each_test, LogWatch, plugin_config, still_alive_after, summary_regex,
+    write_leftover_conf)
+
+NODES = ("lo-a", "lo-b")
+
+
+@pytest.fixture(scope="module")
+def cluster(make_cluster, conf_dir):
+    write_leftover_conf(conf_dir, "grace: 1\n")
+    return make_cluster(plugin_config(conf_dir, nodes=NODES, spool_per_node=True,
+                                      node_hostname=socket.gethostname().split(".")[0]))
+
+
+def test_issue_13_case_4_a_live_step_of_the_other_slurmd_on_this_host_keeps_its_user(cluster):
+    running, release = cluster.sbatch_until_released("lo_bob", args=["-w", "lo-b"])
+    try:
+        cluster.wait_job_state(running, ["RUNNING"])
+        busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+        log = LogWatch(cluster, "lo-a")
+        stray, ended = cluster.plant_stray_in_step("lo_alice", srun_args=["-w", "lo-a"])
+        cluster.wait_gone(stray, 20)
+        # Without PrologFlags=contain a step end keeps the users it cannot see; the job
+        # epilog on lo-a decides (and would ask slurmctld about lo-a only).
+        summary = log.wait_for(summary_regex(ended, "epilog")).group(0)
+        assert "lookup errors 0" in summary, summary
+        assert cluster.is_alive(busy), f"lo_bob's process was killed: lo-b's step went unseen\n{log.text()}"
+        log.assert_absent(rf"leftover: SIGTERM pid={busy} ")
+        assert still_alive_after(cluster, busy, 2)
+    finally:
+        release.touch()

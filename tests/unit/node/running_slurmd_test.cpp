@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The running slurmd found in /proc (a fake tree) and the node name each command line gives.
+#include "running_slurmd.hpp"
+#include "support/fake_proc.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace leftover;
+using namespace leftover::node;
+using leftover::test::FakeProc;
+using leftover::test::FakeProcess;
+
+namespace {
+std::string cmdline(const std::vector<std::string>& argv) {
+    std::string text;
+    for (const auto& arg : argv) text += arg + '\0';
+    return text;
+}
+SlurmdOptions named(const std::string& name) { return {name, false, false}; }
+}  // namespace
+
+TEST_CASE("slurmd's command line: -N as getopt reads it, the last one winning") {
+    CHECK(parse_slurmd_options({"slurmd"}) == SlurmdOptions{});
+    CHECK(parse_slurmd_options({"slurmd", "-N", "n1"}) == named("n1"));
+    CHECK(parse_slurmd_options({"slurmd", "-Nn1"}) == named("n1"));
+    CHECK(parse_slurmd_options({"slurmd", "-DvN", "n1"}) == named("n1"));
+    CHECK(parse_slurmd_options({"/usr/sbin/slurmd", "-D", "-f", "/etc/slurm/x.conf", "-N", "n1", "-N", "n2"}) ==
+          named("n2"));
+    CHECK(parse_slurmd_options({"slurmd", "-f", "-N", "-N", "n3"}) == named("n3"));  // -f's argument is "-N"
+    CHECK(parse_slurmd_options({"slurmd", "--conf", "-N x", "-N", "n4"}) == named("n4"));
+    CHECK(parse_slurmd_options({"slurmd", "--conf-server=h:6817", "-N", "n5"}) == named("n5"));
+    CHECK(parse_slurmd_options({"slurmd", "--systemd", "-N", "n6"}) == named("n6"));
+    CHECK(parse_slurmd_options({"slurmd", "--vers", "-N", "n7"}) == named("n7"));
+    CHECK(parse_slurmd_options({"slurmd", "--", "-N", "n8"}) == SlurmdOptions{});
+    CHECK(parse_slurmd_options({"slurmd", "-Z"}) == SlurmdOptions{std::nullopt, true, false});
+    CHECK(parse_slurmd_options({"slurmd", "-Ffeat", "-N", "n9"}) == SlurmdOptions{"n9", false, true});
+    CHECK(parse_slurmd_options({"slurmd", "-FN", "x"}) == SlurmdOptions{std::nullopt, false, true});  // "N" is F's
+}
+
+TEST_CASE("issue 13 case 4: every root slurmd of this pid namespace, with its -N") {
+    FakeProc proc;
+    // The caller (pid 100) is a root slurmd in the fake tree; give it a command line.
+    proc.write_file("100/cmdline", cmdline({"slurmd", "-N", "caller"}));
+    auto add = [&](pid_t pid, uid_t owner, const std::string& exe, const std::vector<std::string>& argv,
+                   const std::string& ns = "pid:[4026531836]") {
+        proc.add_process({.pid = pid, .uids = {owner, owner, owner, owner}, .comm = "slurmd", .exe = exe});
+        proc.write_file(std::to_string(pid) + "/cmdline", cmdline(argv));
+        proc.set_pid_ns(pid, ns);
+    };
+    add(200, 0, "/usr/sbin/slurmd-wlm", {"/usr/sbin/slurmd", "-D", "-N", "lo-a"});
+    add(201, 0, "/usr/sbin/slurmd (deleted)", {"slurmd"});
+    add(202, 1000, "/home/u/slurmd", {"slurmd", "-N", "fake"});                   // not root's
+    add(203, 0, "/usr/bin/sleep", {"slurmd", "-N", "renamed"});                   // not slurmd's executable
+    add(204, 0, "/usr/sbin/slurmd", {"slurmd", "-N", "ns"}, "pid:[4026532999]");  // another pid namespace
+    add(205, 0, "/usr/sbin/slurmstepd", {"slurmstepd: [1.0]"});
+    // An exe link that cannot be read (pid 1's in some containers, even for root): the
+    // name the kernel took from the executable (stat's comm, "slurmd" here) counts.
+    add(206, 0, "", {"slurmd", "-N", "lo-c"});
+    proc.write_file("206/exe", "");  // a regular file: readlink fails with EINVAL
+
+    auto found = running_slurmds(proc.root());
+    REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
+    REQUIRE(found->size() == 4);
+    CHECK((*found)[0].pid == 100);
+    CHECK((*found)[0].options == named("caller"));
+    CHECK((*found)[1].pid == 200);
+    CHECK((*found)[1].options == named("lo-a"));
+    CHECK((*found)[2].pid == 201);
+    CHECK((*found)[2].options == SlurmdOptions{});
+    CHECK((*found)[3].pid == 206);
+    CHECK((*found)[3].options == named("lo-c"));
+}
+
+TEST_CASE("running slurmd: an unreadable /proc is a lookup error") {
+    auto found = running_slurmds("/nonexistent-proc");
+    REQUIRE_FALSE(found.ok());
+    CHECK(found.error().kind == ErrorKind::lookup);
+    CHECK(found.error().message.find("/nonexistent-proc") != std::string::npos);
+}
