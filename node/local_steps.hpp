@@ -89,8 +89,8 @@ struct StepSockets {
 };
 
 // Lists every spool dir (each directory once, however many paths name it) for the
-// step sockets of the known nodes and asks each slurmstepd for the step's uid and
-// state. Entries that are not sockets, or not named like step sockets, are ignored.
+// step sockets of the known nodes and asks each slurmstepd for the step's uid, state
+// and own pid. Entries that are not sockets, or not named like step sockets, are ignored.
 //
 // Lookup error when a directory cannot be read; when a step socket's node is none of
 // `node_names` (a slurmd this host runs that we do not know of: its users' work
