@@ -12,6 +12,8 @@ packages=(
   slurmctld slurmd slurm-client munge
   # end-to-end test runner and the tools the tests use
   python3 python3-pytest util-linux procps passwd man-db
+  # the metrics and check --json tests: a real Prometheus text parser, a JSON Schema validator
+  python3-prometheus-client python3-jsonschema
   # packages: the .deb (CPack needs dpkg-shlibdeps and file) and the RPM
   dpkg-dev file rpm
 )
