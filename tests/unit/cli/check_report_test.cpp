@@ -191,8 +191,8 @@ TEST_CASE("check JSON: any byte string stays valid JSON, bytes that are not UTF-
 
 TEST_CASE("check health: one line, OK on a clean node, ERROR with the count or the error") {
     CHECK(format_check_health(sample()) == "leftover: ERROR: 2 stray processes of 1 user\n");
-    CheckResult clean;
-    clean.check = sweep::NodeCheck{};
+    CheckResult clean = sample();
+    clean.check->plan.decisions.resize(1);  // pid 1, kept
     CHECK(format_check_health(clean) == "leftover: OK: no stray processes\n");
     CheckResult failed;
     failed.error = Error::lookup("slurmstepd socket x:\ntimed out");

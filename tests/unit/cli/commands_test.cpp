@@ -402,7 +402,8 @@ TEST_CASE("check --health: exit 0 and OK when clean, 1 with strays, 2 on a broke
     CHECK(node.run({"check", "--health"}) == kExitError);
     CHECK(node.out.str().starts_with("leftover: ERROR: config error: " + node.dir / "leftover.conf" +
                                      ":1: unknown key 'protected_user'"));
-    CHECK(std::count(node.out.str().begin(), node.out.str().end(), '\n') == 1);
+    const std::string line = node.out.str();
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
     node.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
     node.config("protected_users: [alice]\n");
     CHECK(node.run({"check", "--health"}) == kExitError);

@@ -29,9 +29,13 @@ Decision decision(pid_t pid, Verdict verdict, Reason reason) {
     return d;
 }
 
+SampleInput input(const KillReport& report, bool dry_run, bool users) {
+    return {MetricsTrigger::epilog, report, dry_run, users, std::nullopt, {}};
+}
+
 }  // namespace
 
-TEST_CASE("metrics sample: each process once, under the last signal it got; kept by reason") {
+TEST_CASE("metrics sample: each process once, under the last signal it got, and kept by reason") {
     KillReport report;
     report.first_plan.decisions = {
         decision(1, Verdict::keep, Reason::init), decision(300, Verdict::kill, Reason::stray),
@@ -40,7 +44,7 @@ TEST_CASE("metrics sample: each process once, under the last signal it got; kept
     report.actions = {action(300, SIGTERM, Outcome::signalled), action(301, SIGTERM, Outcome::signalled),
                       action(302, SIGTERM, Outcome::gone), action(301, SIGKILL, Outcome::signalled),
                       action(303, SIGKILL, Outcome::pid_reused, "lo_bob")};
-    const auto sample = sample_of({.trigger = MetricsTrigger::epilog, .report = report, .users = true, .started = {}});
+    const auto sample = sample_of(input(report, false, true));
     CHECK(sample.trigger == MetricsTrigger::epilog);
     CHECK(sample.killed_sigterm == 1);
     CHECK(sample.killed_sigkill == 1);
@@ -50,7 +54,7 @@ TEST_CASE("metrics sample: each process once, under the last signal it got; kept
     CHECK(sample.killed_by_user == std::map<std::string, std::uint64_t>{{"lo_alice", 2}});
     CHECK_FALSE(sample.failure);
     CHECK(sample.timestamp_seconds > 1.7e9);
-    CHECK(sample_of({.report = report, .users = false, .started = {}}).killed_by_user.empty());
+    CHECK(sample_of(input(report, false, false)).killed_by_user.empty());
 }
 
 TEST_CASE("metrics sample: a dry run signals nothing and leaves no survivors to count") {
@@ -58,12 +62,12 @@ TEST_CASE("metrics sample: a dry run signals nothing and leaves no survivors to 
     report.first_plan.decisions = {decision(300, Verdict::kill, Reason::stray)};
     report.actions = {action(300, SIGTERM, Outcome::dry_run)};
     report.survivors = {decision(300, Verdict::kill, Reason::stray)};
-    const auto dry = sample_of({.report = report, .dry_run = true, .started = {}});
+    const auto dry = sample_of(input(report, true, false));
     CHECK(dry.killed_sigterm + dry.killed_sigkill == 0);
     CHECK(dry.users_swept == 0);
     CHECK(dry.survivors == 0);
     CHECK(dry.strays_found == 1);
-    CHECK(sample_of({.report = report, .dry_run = false, .started = {}}).survivors == 1);
+    CHECK(sample_of(input(report, false, false)).survivors == 1);
 }
 
 TEST_CASE("metrics sample: the trigger of a step end, a job epilog and a node sweep") {
