@@ -154,13 +154,18 @@ TEST_CASE("metrics file: a lock held longer than the wait skips the update, the 
 TEST_CASE("metrics file: two processes updating at once lose no update") {
     TempDir dir;
     const std::string path = dir / "leftover.prom";
-    constexpr int kProcesses = 2;
-    constexpr int kUpdates = 40;
+    constexpr int kProcesses = 4;
+    constexpr int kUpdates = 150;
+    int start[2];
+    REQUIRE(::pipe(start) == 0);  // closed by the parent: every child starts at once
     std::vector<pid_t> children;
     for (int i = 0; i < kProcesses; ++i) {
         const pid_t child = ::fork();
         REQUIRE(child >= 0);
         if (child == 0) {
+            ::close(start[1]);
+            char byte;
+            (void)::read(start[0], &byte, 1);
             int failed = 0;
             for (int n = 0; n < kUpdates; ++n)
                 failed += update_metrics_file(path, one_step(), {.lock_wait = std::chrono::seconds(20)}).ok() ? 0 : 1;
@@ -168,6 +173,8 @@ TEST_CASE("metrics file: two processes updating at once lose no update") {
         }
         children.push_back(child);
     }
+    ::close(start[0]);
+    ::close(start[1]);
     for (const pid_t child : children) {
         int status = 0;
         REQUIRE(::waitpid(child, &status, 0) == child);
