@@ -162,6 +162,7 @@ std::string format_check_table(const CheckResult& result) {
 std::string format_check_json(const CheckResult& result) {
     const int status = check_exit_status(result);
     Json doc = {{"format", kCheckJsonFormat},
+                {"schema_version", kCheckJsonSchemaVersion},
                 {"command", "check"},
                 {"node", text_or_null(result.node)},
                 {"spool_dir", text_or_null(result.spool_dir)},
@@ -192,6 +193,21 @@ std::string format_check_json(const CheckResult& result) {
     // Names and paths are bytes, not always UTF-8: an invalid sequence becomes U+FFFD,
     // so the document stays valid JSON.
     return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string format_check_health(const CheckResult& result) {
+    if (result.error || !result.check) {
+        std::string why = result.error ? fmt::format("{}: {}", to_string(result.error->kind), result.error->message)
+                                       : std::string("no evaluation");
+        std::replace(why.begin(), why.end(), '\n', ' ');  // one line, whatever the message
+        return fmt::format("leftover: ERROR: {}\n", why);
+    }
+    const auto kills = result.check->plan.kills();
+    if (kills.empty()) return "leftover: OK: no stray processes\n";
+    std::set<uid_t> users;
+    for (const Decision& d : kills) users.insert(d.uid);
+    return fmt::format("leftover: ERROR: {} stray process{} of {} user{}\n", kills.size(),
+                       kills.size() == 1 ? "" : "es", users.size(), users.size() == 1 ? "" : "s");
 }
 
 }  // namespace leftover::cli

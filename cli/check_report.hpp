@@ -14,6 +14,9 @@ namespace leftover::cli {
 
 // JSON documents say which shape they have; bump on an incompatible change.
 inline constexpr int kCheckJsonFormat = 1;
+// The version of man/leftover-check.schema.json the document follows: bumped with any
+// change to the schema (a new key too), so a consumer can tell which keys to expect.
+inline constexpr int kCheckJsonSchemaVersion = 1;
 
 struct CheckResult {
     std::string node;  // empty when the node is not known
@@ -45,5 +48,9 @@ std::vector<UserSummary> summarize_users(const std::vector<Decision>& decisions)
 
 std::string format_check_table(const CheckResult& result);
 std::string format_check_json(const CheckResult& result);
+// One line for a health check, in the words NHC and a HealthCheckProgram wrapper pass on
+// as the node's drain reason: "leftover: OK: no stray processes",
+// "leftover: ERROR: 3 stray processes of 1 user", "leftover: ERROR: lookup error: ...".
+std::string format_check_health(const CheckResult& result);
 
 }  // namespace leftover::cli

@@ -53,9 +53,11 @@ int check_command(const Options& options, Environment& env) {
     const auto emit = [&] {
         if (options.json)
             env.out << format_check_json(result);
+        else if (options.health)
+            env.out << format_check_health(result);
         else
             env.out << format_check_table(result);
-        if (result.error) env.err << "leftover: " << describe(*result.error) << "\n";
+        if (result.error && !options.health) env.err << "leftover: " << describe(*result.error) << "\n";
         return check_exit_status(result);
     };
 

@@ -19,6 +19,7 @@ const std::map<std::string, Flag>& flags() {
     static const std::map<std::string, Flag> table = {
         {"--config", {true, {Command::check, Command::sweep, Command::config}}},
         {"--json", {false, {Command::check}}},
+        {"--health", {false, {Command::check}}},
         {"--all", {false, {Command::check}}},
         {"--dry-run", {false, {Command::sweep}}},
         {"--no-slew", {false, {Command::sweep}}},
@@ -38,6 +39,7 @@ std::optional<Command> command_named(const std::string& word) {
 void apply(Options& options, const std::string& flag, const std::string& value) {
     // Switches take no value; the others take the next argument.
     static const std::map<std::string, bool Options::*> switches = {{"--json", &Options::json},
+                                                                    {"--health", &Options::health},
                                                                     {"--all", &Options::all},
                                                                     {"--dry-run", &Options::dry_run},
                                                                     {"--no-slew", &Options::no_slew}};
@@ -108,6 +110,8 @@ Result<Options, UsageError> parse_options(const std::vector<std::string>& args) 
         apply(options, name, value);
     }
     if (!options.command && !options.help && !options.version) return UsageError{"no command given"};
+    if (options.health && options.json)
+        return UsageError{"check: --health and --json print different things; pick one"};
     return options;
 }
 
@@ -136,7 +140,8 @@ std::string help_text(std::optional<Command> command) {
     switch (*command) {
         case Command::check:
             return std::string(
-                       "usage: leftover check [--config PATH] [--json] [--all] [--node NAME] [--spool-dir DIR]\n"
+                       "usage: leftover check [--config PATH] [--json | --health] [--all] [--node NAME]\n"
+                       "                      [--spool-dir DIR]\n"
                        "\n"
                        "One node-wide evaluation, as the plugin makes with scope: node; nothing is signalled.\n"
                        "Prints every process of an unprotected user with its decision and reason, then one\n"
@@ -144,6 +149,7 @@ std::string help_text(std::optional<Command> command) {
                        "\n") +
                    config_flag +
                    "  --json            the same as a JSON document (see leftover(8))\n"
+                   "  --health          one line for a health check (NHC, HealthCheckProgram): OK or ERROR\n"
                    "  --all             also list processes of protected owners, kernel threads and this command\n" +
                    node_flags +
                    "\nexit status: 0 no strays, 1 strays found, 2 config or lookup error, or not a Slurm node\n";

@@ -21,6 +21,7 @@ struct Options {
     std::string config_path = kDefaultConfigPath;
     bool config_path_given = false;
     bool json = false;                     // check
+    bool health = false;                   // check: one line for a health check (NHC, HealthCheckProgram)
     bool all = false;                      // check: also processes of protected owners, kernel threads, ourselves
     bool dry_run = false;                  // sweep
     bool no_slew = false;                  // sweep

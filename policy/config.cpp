@@ -108,6 +108,20 @@ std::vector<std::string> string_list(const std::string& origin, const std::strin
     return out;
 }
 
+// An absolute path to a file whose name ends in the key's suffix (a metrics file is
+// replaced when it is not ours: a suffix of its own keeps a typo from naming /etc/passwd).
+std::string file_path(const std::string& origin, const std::string& key, const YAML::Node& node,
+                      const ConfigKey& spec) {
+    const std::string expected = fmt::format("an absolute path to a file ending in {}", spec.path_suffix);
+    if (!node.IsScalar()) fail(origin, key, node, expected);
+    const std::string& path = node.Scalar();
+    const auto name = path.substr(path.rfind('/') + 1);
+    if (!path.starts_with('/') || name.size() <= spec.path_suffix.size() || !name.ends_with(spec.path_suffix) ||
+        name.starts_with('.'))
+        fail(origin, key, node, expected);
+    return path;
+}
+
 // Reads the node into the key's field, as the field's type says.
 void read_value(Config& config, const ConfigKey& spec, const std::string& origin, const YAML::Node& node) {
     const std::string key(spec.name);
@@ -123,6 +137,8 @@ void read_value(Config& config, const ConfigKey& spec, const std::string& origin
                 value = seconds(origin, key, node, spec.min, spec.max, spec.min_exclusive);
             else if constexpr (std::is_enum_v<Value>)
                 value = static_cast<Value>(word(origin, key, node, spec.words));
+            else if constexpr (std::is_same_v<Value, std::optional<std::string>>)
+                value = file_path(origin, key, node, spec);
             else
                 value = uid_value(origin, key, node);
         },

@@ -32,6 +32,8 @@ struct Config {
     JobSource job_source = JobSource::local;
     double slurm_timeout = 2;
     double grace = 5;
+    std::optional<std::string> metrics_file;  // unset: no metrics
+    bool metrics_users = false;
 
     // Where the values came from: the file read, or empty when the default path
     // did not exist and every value is a default.

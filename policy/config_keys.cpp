@@ -92,6 +92,18 @@ constexpr ConfigKey kConfigKeys[] = {
      .default_text = "5",
      .max = 30,
      .doc = "between SIGTERM and SIGKILL; 0 sends SIGKILL at once"},
+    {.name = "metrics_file",
+     .field = &Config::metrics_file,
+     .type = "absolute path ending in `.prom`",
+     .default_text = "unset",
+     .path_suffix = ".prom",
+     .doc = "after each evaluation, add what it did to this Prometheus textfile (its directory root-owned, not "
+            "writable by group or others); see [Monitoring](#monitoring)"},
+    {.name = "metrics_users",
+     .field = &Config::metrics_users,
+     .type = "bool",
+     .default_text = "false",
+     .doc = "also count kills per user name in the metrics file"},
 };
 
 // Whole numbers without a fraction, others as written ("2", "0.5").
@@ -120,6 +132,8 @@ std::string value_text(const ConfigKey& key, const Config& config) {
                 return seconds_text(value);
             else if constexpr (std::is_same_v<Value, std::optional<double>>)
                 return value ? seconds_text(*value) : std::string(key.default_text);
+            else if constexpr (std::is_same_v<Value, std::optional<std::string>>)
+                return value ? *value : std::string(key.default_text);
             else if constexpr (std::is_enum_v<Value>)
                 return std::string(key.words[static_cast<std::size_t>(value)]);
             else

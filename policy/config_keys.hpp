@@ -17,11 +17,11 @@
 namespace leftover {
 
 // Where a key's value goes in Config. The member's type says how the value is read:
-// a list of strings, a uid, true/false, seconds (a double, or an optional one), or a
-// word of an enum.
-using ConfigField =
-    std::variant<std::vector<std::string> Config::*, uid_t Config::*, bool Config::*, double Config::*,
-                 std::optional<double> Config::*, LogLevel Config::*, Scope Config::*, JobSource Config::*>;
+// a list of strings, a uid, true/false, seconds (a double, or an optional one), a
+// word of an enum, or an optional file path (absolute, ending in `path_suffix`).
+using ConfigField = std::variant<std::vector<std::string> Config::*, uid_t Config::*, bool Config::*, double Config::*,
+                                 std::optional<double> Config::*, LogLevel Config::*, Scope Config::*,
+                                 JobSource Config::*, std::optional<std::string> Config::*>;
 
 struct ConfigKey {
     std::string_view name{};
@@ -31,6 +31,7 @@ struct ConfigKey {
     std::span<const std::string_view> words{};  // an enum key: its words, in the enum's order
     std::string_view entries{};                 // a list key: what each entry is, plural ("account names")
     bool absolute_paths = false;                // a list key: every entry must be an absolute path
+    std::string_view path_suffix{};             // a path key: how its file name must end
     double min = 0;                             // a seconds key: the allowed range
     double max = std::numeric_limits<double>::infinity();
     bool min_exclusive = false;

@@ -22,7 +22,7 @@ case "$suite" in trixie | sid) ;; *) usage ;; esac
 packages=(
   slurmd slurmctld slurm-client munge libslurm-dev
   g++ cmake make pkg-config libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev
-  python3 python3-pytest
+  python3 python3-pytest python3-prometheus-client python3-jsonschema
   procps util-linux iproute2 psmisc passwd dpkg-dev file
   rpm man-db openssh-server
 )

@@ -2,6 +2,7 @@
 #include "run_sweep.hpp"
 
 #include "evaluation.hpp"
+#include "record_metrics.hpp"
 #include "report.hpp"
 
 #include <fmt/format.h>
@@ -39,8 +40,12 @@ public:
     Result<LiveWork> read() {
         const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
         if (config_.job_source == JobSource::controller) {
-            if (controller_ == nullptr) return Error::lookup("job_source controller: no controller connection");
-            return controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
+            if (controller_ == nullptr)
+                return failed(FailureKind::controller,
+                              Error::lookup("job_source controller: no controller connection"));
+            auto work = controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
+            if (!work.ok()) return failed(FailureKind::controller, work.error());
+            return work;
         }
         if (!nodes_logged_) {
             nodes_logged_ = true;
@@ -48,7 +53,7 @@ public:
             if (!request_.node.other_nodes_note.empty()) log_.debug(request_.node.other_nodes_note);
         }
         auto state = node::read_local_steps(request_.node.step_sockets(), until);
-        if (!state.ok()) return state.error();
+        if (!state.ok()) return failed(FailureKind::step_socket, state.error());
         for (const node::LocalStep& step : state->live)
             if (logged_.insert(step.socket_path).second)
                 log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
@@ -61,8 +66,11 @@ public:
             if (logged_.insert(dead.socket_path).second)
                 log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
                                       node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
-        return node::live_work_from(state.value(), request_.trigger.ending_step,
-                                    fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
+        auto live =
+            node::live_work_from(state.value(), request_.trigger.ending_step,
+                                 fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
+        if (!live.ok()) return failed(FailureKind::step_socket, live.error());
+        return live;
     }
 
     // Without PrologFlags=contain a node of a multi-node job between steps looks empty
@@ -81,10 +89,11 @@ public:
         }
         return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
             log_.debug("no PrologFlags=contain: asking slurmctld whether these users hold an allocation here");
-            if (controller_ == nullptr) return Error::lookup("allocation check: no controller connection");
+            if (controller_ == nullptr)
+                return failed(FailureKind::controller, Error::lookup("allocation check: no controller connection"));
             const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
             auto work = controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
-            if (!work.ok()) return work.error();
+            if (!work.ok()) return failed(FailureKind::controller, work.error());
             std::set<uid_t> holders;
             for (const uid_t uid : uids)
                 if (work->uids.count(uid) != 0) holders.insert(uid);
@@ -97,7 +106,19 @@ public:
     // die mid-answer. slurmctld is asked only from the job epilog, outside the step.
     bool asks_no_child() const { return request_.trigger.ending_step.has_value(); }
 
+    // What an evaluation error came from, for the metrics: the job state or slurmctld
+    // when they failed, else the scan of /proc (the one other source of errors).
+    std::optional<FailureKind> failure_of(const KillReport& report) const {
+        if (report.error) return failure_.value_or(FailureKind::proc);
+        if (report.deadline_reached) return FailureKind::deadline;
+        return std::nullopt;
+    }
+
 private:
+    Error failed(FailureKind kind, Error error) {
+        failure_ = kind;
+        return error;
+    }
     std::optional<std::uint32_t> ending_job() const {
         return request_.trigger.job_ending ? request_.trigger.job_id : std::nullopt;
     }
@@ -109,6 +130,7 @@ private:
     Logger& log_;
     std::set<std::string> logged_;  // sockets already described: once per sweep
     bool nodes_logged_ = false;
+    std::optional<FailureKind> failure_;
 };
 
 // One deadline per evaluation; Slurm drains a node whose step does not end in time.
@@ -140,6 +162,8 @@ ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, b
     ConfigAndExemptions loaded;
     loaded.config = load_config(config_path, path_given);
     if (loaded.config.ok()) loaded.exemptions = Exemptions::load(loaded.config.value(), slurm_uids);
+    loaded.metrics =
+        loaded.config.ok() ? metrics_settings(loaded.config.value()) : metrics_settings_despite_error(config_path);
     return loaded;
 }
 
@@ -162,6 +186,12 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         const auto lookup = accounts.name_of(*request.trigger.uid);
         if (lookup.status == AccountLookup::Status::found) summary.trigger_user = lookup.name;
     };
+    // After the summary: a metrics file that cannot be written is one more log line.
+    const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run) {
+        const bool users = loaded.metrics && loaded.metrics->users;
+        record_metrics(loaded.metrics,
+                       sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started}), log);
+    };
 
     if (!loaded.config.ok()) {
         report.error = loaded.config.error();
@@ -169,6 +199,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         name_trigger_user(report.first_plan);
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
+        count_in_metrics(FailureKind::config, false);
         return report;
     }
     const Config& config = loaded.config.value();
@@ -184,6 +215,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         name_trigger_user(report.first_plan);
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
+        count_in_metrics(FailureKind::users_file, config.dry_run);
         return report;
     }
 
@@ -220,22 +252,34 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     name_trigger_user(report.first_plan);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report));
+    count_in_metrics(job_state.failure_of(report), config.dry_run);
     return report;
 }
 
 Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
                              node::Controller* controller, const AccountDatabase& accounts, Logger& log) {
-    if (!loaded.config.ok()) return loaded.config.error();
+    KillReport seen;  // what a check adds to the metrics: its plan, or its error; nothing signalled
+    const auto recorded = [&](Result<NodeCheck> result, std::optional<FailureKind> failure) {
+        if (result.ok()) seen.first_plan = result->plan;
+        const bool users = loaded.metrics && loaded.metrics->users;
+        record_metrics(loaded.metrics, sample_of({MetricsTrigger::check, seen, true, users, failure, request.started}),
+                       log);
+        return result;
+    };
+    if (!loaded.config.ok()) return recorded(loaded.config.error(), FailureKind::config);
     const Config& config = loaded.config.value();
     log.set_threshold(config.debuglevel);
-    if (!loaded.exemptions) return Error::lookup("exemptions not loaded");
-    if (!loaded.exemptions->ok()) return loaded.exemptions->error();
+    if (!loaded.exemptions) return recorded(Error::lookup("exemptions not loaded"), FailureKind::users_file);
+    if (!loaded.exemptions->ok()) return recorded(loaded.exemptions->error(), FailureKind::users_file);
 
     JobStateSource job_state(config, request, controller, evaluation_deadline(config, request), log);
     Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state);
     auto plan = evaluation();
-    if (!plan.ok()) return plan.error();
-    return NodeCheck{std::move(plan).value(), evaluation.last_live_work()};
+    if (!plan.ok()) {
+        seen.error = plan.error();
+        return recorded(plan.error(), job_state.failure_of(seen));
+    }
+    return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work()}, std::nullopt);
 }
 
 }  // namespace leftover::sweep

@@ -19,6 +19,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from e2e_accounts import TEST_UID_MAX, Account, ensure_test_users
@@ -29,6 +30,7 @@ from slurm_config import slurm_major_minor
 
 CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
 TOP = Path(__file__).resolve().parents[2]
+CHECK_SCHEMA = json.loads((TOP / "man/leftover-check.schema.json").read_text())
 
 # The plugin decides but never kills here, so what a test plants stays for the command.
 PLUGIN_CONF = "dry_run: true\nprotected_users: [alice]\n"
@@ -153,9 +155,10 @@ def test_check_json_for_the_same_node(cluster, conf_dir):
         result = cli(cluster, *on_node(cluster, "check", "--json", "--config", str(conf_dir / "leftover.conf")))
         assert result.returncode == 1, result.stderr
         doc = json.loads(result.stdout)
-        assert set(doc) == {"format", "command", "node", "spool_dir", "config", "status", "exit_status",
-                            "error", "live_work", "processes", "users", "totals"}
-        assert doc["format"] == 1 and doc["command"] == "check"
+        assert set(doc) == {"format", "schema_version", "command", "node", "spool_dir", "config", "status",
+                            "exit_status", "error", "live_work", "processes", "users", "totals"}
+        assert doc["format"] == 1 and doc["schema_version"] == 1 and doc["command"] == "check"
+        jsonschema.validate(doc, CHECK_SCHEMA)
         assert doc["node"] == cluster.node
         assert doc["spool_dir"] == str(cluster.spool_dir())
         assert doc["config"] == str(conf_dir / "leftover.conf")
@@ -216,6 +219,58 @@ def test_issue13_case3_a_job_under_a_slurmd_the_check_does_not_know_keeps_everyt
     finally:
         release.touch()
     assert cluster.wait_job_done(job).state == "COMPLETED"
+
+
+def test_check_json_validates_against_its_schema_clean_with_strays_and_on_errors(cluster, conf_dir):
+    jsonschema.Draft202012Validator.check_schema(CHECK_SCHEMA)
+    ensure_test_users([SWEEP_USER])
+    clean = write_leftover_conf(conf_dir, ONLY_SWEEP_USER, "schema-clean.conf")
+    typo = write_leftover_conf(conf_dir, ONLY_SWEEP_USER + "protected_user: [x]\n", "schema-typo.conf")
+    docs = [json.loads(cli(cluster, *on_node(cluster, "check", "--json", "--all", "--config", str(clean))).stdout)]
+    stray = cluster.spawn_outside_slurm(SWEEP_USER.name, ["sleep", "600"])
+    docs.append(json.loads(cli(cluster, *on_node(cluster, "check", "--json", "--config", str(clean))).stdout))
+    docs.append(json.loads(cli(cluster, *on_node(cluster, "check", "--json", "--config", str(typo))).stdout))
+    docs.append(json.loads(cli(cluster, "check", "--json", env_extra={"SLURM_CONF": str(conf_dir / "absent")}).stdout))
+    assert [doc["status"] for doc in docs] == ["clean", "strays", "error", "error"]
+    for doc in docs:
+        jsonschema.validate(doc, CHECK_SCHEMA)
+    assert cluster.is_alive(stray)
+    # The schema holds: a document that breaks it is refused.
+    broken = dict(docs[1], status="dirty")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, CHECK_SCHEMA)
+
+
+def test_check_health_exits_0_clean_1_dirty_2_broken_config_with_one_line(cluster, conf_dir):
+    ensure_test_users([SWEEP_USER])
+    conf = write_leftover_conf(conf_dir, ONLY_SWEEP_USER, "health.conf")
+    typo = write_leftover_conf(conf_dir, ONLY_SWEEP_USER + "protected_user: [x]\n", "health-typo.conf")
+    health = lambda path: cli(cluster, *on_node(cluster, "check", "--health", "--config", str(path)))  # noqa: E731
+    clean = health(conf)
+    assert (clean.returncode, clean.stdout) == (0, "leftover: OK: no stray processes\n"), clean.stderr
+    stray = cluster.spawn_outside_slurm(SWEEP_USER.name, ["sleep", "600"])
+    dirty = health(conf)
+    assert (dirty.returncode, dirty.stdout) == (1, "leftover: ERROR: 1 stray process of 1 user\n"), dirty.stderr
+    broken = health(typo)
+    assert broken.returncode == 2
+    assert broken.stdout.startswith(f"leftover: ERROR: config error: {typo}:4: unknown key 'protected_user'")
+    assert broken.stdout.count("\n") == 1
+    assert cluster.is_alive(stray), "a health check signals nothing"
+
+
+def test_check_and_sweep_count_in_the_metrics_file(cluster, conf_dir, tmp_path):
+    ensure_test_users([SWEEP_USER])
+    metrics = tmp_path / "leftover.prom"  # pytest's tmp_path: root's, 0700
+    conf = write_leftover_conf(conf_dir, ONLY_SWEEP_USER + f"metrics_file: {metrics}\n", "metrics.conf")
+    stray = cluster.spawn_outside_slurm(SWEEP_USER.name, ["sleep", "600"])
+    assert cli(cluster, *on_node(cluster, "check", "--health", "--config", str(conf))).returncode == 1
+    swept = cli(cluster, *on_node(cluster, "sweep", "--no-slew", "--config", str(conf)))
+    assert swept.returncode == 0, swept.stderr
+    cluster.wait_gone(stray, 10)
+    text = metrics.read_text()
+    assert 'leftover_evaluations_total{trigger="check"} 1\n' in text
+    assert 'leftover_evaluations_total{trigger="sweep"} 1\n' in text
+    assert 'leftover_processes_killed_total{signal="SIGTERM"} 1\n' in text
 
 
 def test_check_exits_0_when_nothing_would_be_killed(cluster, conf_dir):

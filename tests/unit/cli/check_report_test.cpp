@@ -2,6 +2,8 @@
 #include "check_report.hpp"
 
 #include <doctest/doctest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 using namespace leftover;
@@ -126,6 +128,7 @@ TEST_CASE("check JSON: keys in the documented order, two-space indentation, a fi
     CHECK(format_check_json(failed) ==
           "{\n"
           "  \"format\": 1,\n"
+          "  \"schema_version\": 1,\n"
           "  \"command\": \"check\",\n"
           "  \"node\": null,\n"
           "  \"spool_dir\": null,\n"
@@ -184,4 +187,29 @@ TEST_CASE("check JSON: any byte string stays valid JSON, bytes that are not UTF-
     CHECK(with_pid(120)["user"] == "bad" + fffd + fffd);
     CHECK(with_pid(120)["detail"] == fffd + fffd + " and " + fffd + fffd + fffd);
     CHECK(with_pid(120)["comm"] == "\\xff");
+}
+
+TEST_CASE("check health: one line, OK on a clean node, ERROR with the count or the error") {
+    CHECK(format_check_health(sample()) == "leftover: ERROR: 2 stray processes of 1 user\n");
+    CheckResult clean = sample();
+    clean.check->plan.decisions.resize(1);  // pid 1, kept
+    CHECK(format_check_health(clean) == "leftover: OK: no stray processes\n");
+    CheckResult failed;
+    failed.error = Error::lookup("slurmstepd socket x:\ntimed out");
+    CHECK(format_check_health(failed) == "leftover: ERROR: lookup error: slurmstepd socket x: timed out\n");
+    failed.error = Error::config("/etc/leftover.conf:3: unknown key 'grace_period'");
+    CHECK(format_check_health(failed) ==
+          "leftover: ERROR: config error: /etc/leftover.conf:3: unknown key 'grace_period'\n");
+}
+
+TEST_CASE("check JSON: the schema in man/ requires exactly the document's keys, in its order") {
+    std::ifstream in(std::string(LEFTOVER_SOURCE_DIR) + "/man/leftover-check.schema.json");
+    REQUIRE(in);
+    const auto schema = nlohmann::json::parse(in);
+    const auto doc = nlohmann::ordered_json::parse(format_check_json(sample()));
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : doc.items()) keys.push_back(key);
+    CHECK(schema["required"].get<std::vector<std::string>>() == keys);
+    CHECK(schema["properties"]["schema_version"]["const"] == kCheckJsonSchemaVersion);
+    CHECK(schema["properties"]["format"]["const"] == kCheckJsonFormat);
 }

@@ -2,6 +2,7 @@
 // The commands on a fake /proc (and, for one real sweep, on real processes): exit
 // statuses, what they print, and that they decide what the plugin decides.
 #include "commands.hpp"
+#include "metrics.hpp"
 #include "run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_controller.hpp"
@@ -18,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -386,4 +389,37 @@ TEST_CASE("--help and --version exit 0 without looking at the node") {
                                                  SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER))));
     CHECK(node.run({"check", "--help"}, false) == kExitClean);
     CHECK(node.out.str().starts_with("usage: leftover check"));
+}
+
+TEST_CASE("check --health: exit 0 and OK when clean, 1 with strays, 2 on a broken config, one line each") {
+    Node node;
+    CHECK(node.run({"check", "--health"}) == kExitStrays);
+    CHECK(node.out.str() == "leftover: ERROR: 1 stray process of 1 user\n");
+    node.config("protected_users: [alice, lo_alice]\n");
+    CHECK(node.run({"check", "--health"}) == kExitClean);
+    CHECK(node.out.str() == "leftover: OK: no stray processes\n");
+    node.config("protected_user: [alice]\n");
+    CHECK(node.run({"check", "--health"}) == kExitError);
+    CHECK(node.out.str().starts_with("leftover: ERROR: config error: " + node.dir / "leftover.conf" +
+                                     ":1: unknown key 'protected_user'"));
+    const std::string line = node.out.str();
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+    node.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
+    node.config("protected_users: [alice]\n");
+    CHECK(node.run({"check", "--health"}) == kExitError);
+    CHECK(node.out.str() == "leftover: ERROR: lookup error: asking slurmctld: did not finish before the deadline\n");
+}
+
+TEST_CASE("check: each check is counted in the metrics file as a check, with its strays") {
+    Node node;
+    node.config(fmt::format("protected_users: [alice]\nmetrics_file: {}\n", node.dir / "leftover.prom"));
+    CHECK(node.run({"check", "--health"}) == kExitStrays);
+    std::ifstream in(node.dir / "leftover.prom");
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto metrics = Metrics::parse(text.str());
+    REQUIRE(metrics.ok());
+    CHECK(metrics->value("leftover_evaluations_total", "check") == 1);
+    CHECK(metrics->value("leftover_last_strays_found") == 1);
+    CHECK(metrics->value("leftover_processes_killed_total", "SIGTERM") == 0);
 }

@@ -68,3 +68,11 @@ TEST_CASE("options: what is refused, and why") {
     CHECK(refusal({"check", "--json=yes"}) == "check: --json takes no value");
     CHECK(refusal({"check", "extra"}) == "check: unknown argument 'extra'");
 }
+
+TEST_CASE("options: check --health, for check alone and not with --json") {
+    CHECK(parsed({"check", "--health"}).health);
+    CHECK_FALSE(parsed({"check"}).health);
+    CHECK(refusal({"sweep", "--health"}) == "sweep: --health is not an option of this command");
+    CHECK(refusal({"check", "--health", "--json"}) == "check: --health and --json print different things; pick one");
+    CHECK(help_text(Command::check).find("--health") != std::string::npos);
+}

@@ -54,7 +54,10 @@ std::string readme_type(const ConfigKey& key) {
     return fmt::format("{}", fmt::join(words, ", "));
 }
 
-bool is_optional(const ConfigKey& key) { return std::holds_alternative<std::optional<double> Config::*>(key.field); }
+bool is_optional(const ConfigKey& key) {
+    return std::holds_alternative<std::optional<double> Config::*>(key.field) ||
+           std::holds_alternative<std::optional<std::string> Config::*>(key.field);
+}
 
 }  // namespace
 
@@ -91,7 +94,9 @@ TEST_CASE("config keys: a value other than the default lands in that key's field
                                                             {"dry_run", "true"},
                                                             {"job_source", "controller"},
                                                             {"slurm_timeout", "0.5"},
-                                                            {"grace", "30"}};
+                                                            {"grace", "30"},
+                                                            {"metrics_file", "/m/leftover.prom"},
+                                                            {"metrics_users", "true"}};
     REQUIRE(values.size() == config_keys().size());
     for (const ConfigKey& key : config_keys()) {
         CAPTURE(key.name);

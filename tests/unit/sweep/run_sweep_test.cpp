@@ -5,6 +5,9 @@
 // database alone knows (every other process is an unknown uid, so kept); decisions
 // that must not signal run on a fake /proc, always as dry runs.
 #include "run_sweep.hpp"
+#include "metrics.hpp"
+#include "support/fake_accounts.hpp"
+#include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"
 #include "support/pipeline.hpp"
 #include "support/plans.hpp"
@@ -17,6 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 using namespace leftover;
@@ -207,4 +213,111 @@ TEST_CASE("run_sweep: a step end with job_source controller asks nobody and swee
     CHECK(report.actions.empty());
     CHECK(pipeline.sink.lines.back().second ==
           "step 7.0: job_source controller: slurmctld is asked in the job epilog, not at a step end");
+}
+
+namespace {
+
+Metrics metrics_in(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    const auto metrics = Metrics::parse(text.str());
+    REQUIRE(metrics.ok());
+    return metrics.value();
+}
+
+}  // namespace
+
+TEST_CASE("run_sweep: each evaluation adds its kill, its reasons and its trigger to the metrics file") {
+    Pipeline pipeline(41306);
+    const std::string file = pipeline.dir / "leftover.prom";
+    const pid_t stray = spawn_as(41306, {"sleep", "600"});
+    const KillReport report = pipeline.run(fmt::format("grace: 2\nmetrics_file: {}\n", file));
+    CHECK(wait_gone(stray));
+    REQUIRE_FALSE(report.error);
+    const Metrics metrics = metrics_in(file);
+    CHECK(metrics.value("leftover_evaluations_total", "epilog") == 1);
+    CHECK(metrics.value("leftover_evaluations_total", "step") == 0);
+    CHECK(metrics.value("leftover_processes_killed_total", "SIGTERM") == 1);
+    CHECK(metrics.value("leftover_users_swept_total") == 1);
+    CHECK(metrics.value("leftover_last_strays_found") == 1);
+    CHECK(metrics.value("leftover_last_evaluation_failed") == 0);
+    for (const auto& [reason, count] : report.first_plan.count_by_reason())
+        if (reason != Reason::stray)
+            CHECK(metrics.value("leftover_processes_kept_total", to_string(reason)) == static_cast<double>(count));
+    CHECK(pipeline.sink.text().find("rs.user") != std::string::npos);
+    std::ifstream in(file);
+    CHECK(std::string(std::istreambuf_iterator<char>(in), {}).find("rs.user") == std::string::npos);
+
+    pipeline.request.trigger.ending_step = node::StepId{7, 0};
+    pipeline.request.trigger.job_ending = false;
+    pipeline.run(fmt::format("metrics_file: {}\nmetrics_users: true\n", file));
+    CHECK(metrics_in(file).value("leftover_evaluations_total", "step") == 1);
+    CHECK(metrics_in(file).value("leftover_user_processes_killed_total", "rs.user") == 0);  // nothing killed now
+}
+
+TEST_CASE("run_sweep: a config or lookup error is counted by its kind, and nothing is killed") {
+    Pipeline pipeline(41307);
+    const std::string file = pipeline.dir / "leftover.prom";
+    const std::string metrics_line = fmt::format("metrics_file: {}\n", file);
+    const pid_t stray = spawn_as(41307, {"sleep", "600"});
+    std::string kind;
+    SUBCASE("config: an unknown key, the metrics file still named") {
+        pipeline.run(metrics_line + "protected_user: [rs.user]\n");
+        kind = "config";
+    }
+    SUBCASE("users_file: a missing protected users file") {
+        pipeline.run(metrics_line + "protected_users_files: [" + pipeline.dir / "absent.list" + "]\n");
+        kind = "users_file";
+    }
+    SUBCASE("step_socket: a spool directory that cannot be read") {
+        pipeline.request.node.spool_dir = pipeline.dir / "absent-spool";
+        pipeline.run(metrics_line + "grace: 0\n");
+        kind = "step_socket";
+    }
+    SUBCASE("controller: slurmctld does not answer (no PrologFlags=contain)") {
+        pipeline.request.node.prolog_contain = false;
+        pipeline.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
+        pipeline.run(metrics_line + "grace: 0\n");
+        kind = "controller";
+    }
+    SUBCASE("proc: /proc is not slurmd's pid namespace") {
+        pipeline.request.node.slurmd_pid = 999999;  // no such process
+        pipeline.run(metrics_line + "grace: 0\n");
+        kind = "proc";
+    }
+    INFO(pipeline.sink.text());
+    CHECK(is_running(stray));
+    const Metrics metrics = metrics_in(file);
+    CHECK(metrics.value("leftover_lookup_errors_total", kind) == 1);
+    double all_errors = 0;
+    for (const auto& [label, value] : metrics.series().at("leftover_lookup_errors_total")) all_errors += value;
+    CHECK(all_errors == 1);
+    CHECK(metrics.value("leftover_evaluations_total", "epilog") == 1);
+    CHECK(metrics.value("leftover_last_evaluation_failed") == 1);
+    CHECK(metrics.value("leftover_processes_killed_total", "SIGTERM") == 0);
+}
+
+TEST_CASE("run_sweep: a metrics file that cannot be written is one warning, and the sweep goes on") {
+    Pipeline pipeline(41308);
+    const std::string open_dir = pipeline.dir / "open";
+    REQUIRE(::mkdir(open_dir.c_str(), 0777) == 0);
+    REQUIRE(::chmod(open_dir.c_str(), 0777) == 0);
+    const pid_t stray = spawn_as(41308, {"sleep", "600"});
+    const KillReport report = pipeline.run(fmt::format("grace: 0\nmetrics_file: {}/leftover.prom\n", open_dir));
+    CHECK(wait_gone(stray));
+    CHECK_FALSE(report.error);
+    CHECK(report.actions.size() == 1);
+    CHECK(pipeline.sink.level_of("metrics not written: metrics directory " + open_dir +
+                                 ": mode 0777; it must not be writable by group or others") == LogLevel::warn);
+    CHECK_FALSE(std::filesystem::exists(open_dir + "/leftover.prom"));
+    CHECK(pipeline.sink.count("killed 1;") == 1);
+}
+
+TEST_CASE("run_sweep: a metrics file that is not ours is replaced, with a warning") {
+    Pipeline pipeline(41309);
+    const std::string file = pipeline.dir.write("leftover.prom", "garbage\n");
+    pipeline.run(fmt::format("dry_run: true\nmetrics_file: {}\n", file));
+    CHECK(pipeline.sink.level_of("metrics file " + file + " was not leftover's (line 1: ") == LogLevel::warn);
+    CHECK(metrics_in(file).value("leftover_evaluations_total", "epilog") == 1);
 }

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// One evaluation's metrics: the sample taken from what the pipeline already has, and
+// the update of the metrics file, whose every failure is a log line and nothing more.
+#pragma once
+
+#include "log.hpp"
+#include "metrics.hpp"
+#include "metrics_config.hpp"
+#include "run_sweep.hpp"
+
+#include <optional>
+
+namespace leftover::sweep {
+
+struct SampleInput {
+    MetricsTrigger trigger = MetricsTrigger::sweep;
+    const KillReport& report;
+    bool dry_run = false;
+    bool users = false;  // metrics_users: count kills per user name
+    std::optional<FailureKind> failure;
+    std::chrono::steady_clock::time_point started;
+};
+
+EvaluationSample sample_of(const SampleInput& input);
+
+// step, epilog or sweep, from what ended.
+MetricsTrigger trigger_of(const Trigger& trigger);
+
+// Adds the sample to the metrics file, when one is set. Logs why it could not, or that
+// a file that was not ours was replaced; never fails anything else. Only root writes
+// it: a user's `leftover check` leaves it alone.
+void record_metrics(const std::optional<MetricsSettings>& settings, const EvaluationSample& sample, Logger& log);
+
+}  // namespace leftover::sweep
