@@ -401,15 +401,17 @@ int costs(uid_t uid, int reps) {
     std::printf(", \"account lookup\": %.3f", median_of([&] { (void)leftover::SystemAccounts{}.name_of(uid); }));
     {
         auto table = leftover::scan_processes(scan_options);
-        leftover::SystemAccounts accounts;
-        leftover::ExemptionCache cache(exemptions, accounts);
-        std::map<uid_t, leftover::Exemption> by_uid;
-        for (const auto& p : table->processes) {
-            if (!p.detailed)
-                by_uid.emplace(p.owner, exemptions.by_uid(p.owner));
-            else if (p.uids.all_equal())
-                by_uid.emplace(p.uids.real, cache.get(p.uids.real));
-        }
+        // Every uid the range rules leave unprotected classified by name, as the
+        // evaluation does for the uids it would kill.
+        std::set<uid_t> unprotected;
+        for (const auto& p : table->processes)
+            if (p.detailed && p.uids.all_equal() && !exemptions.by_uid(p.uids.real).is_protected())
+                unprotected.insert(p.uids.real);
+        const auto answers = leftover::SystemAccounts{}.look_up(unprotected, exemptions.listed_names(),
+                                                                std::chrono::steady_clock::time_point::max());
+        std::map<uid_t, leftover::Exemption> by_name;
+        for (const uid_t u : unprotected) by_name.emplace(u, exemptions.classify(u, answers));
+        const auto by_uid = leftover::table_exemptions(*table, exemptions, by_name);
         const leftover::LiveWork live;
         std::printf(
             ", \"decide\": %.3f", median_of([&] {

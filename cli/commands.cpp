@@ -126,6 +126,13 @@ int config_command(const Options& options, Environment& env) {
     }
     const ConfigReport report = report_config(config.value(), options.config_path);
     env.out << report.text;
+    // A listed name without an account protects nobody; usable users files only (an
+    // unusable one is already the report's error).
+    if (report.valid)
+        if (auto exemptions = Exemptions::load(config.value(), {}); exemptions.ok())
+            for (const std::string& warning :
+                 sweep::listed_name_warnings(config.value(), exemptions.value(), env.accounts))
+                env.out << "warning: " << warning << "\n";
     return report.valid ? kExitClean : kExitError;
 }
 

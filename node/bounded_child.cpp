@@ -52,6 +52,12 @@ void clean_signal_state(posix_spawnattr_t& attr) {
 
 }  // namespace
 
+std::string error_text(const ChildOutput& output) {
+    std::string why = output.err;
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    return why.empty() ? "no message" : why;
+}
+
 Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                                 Clock::time_point deadline) {
     Pipe out, err;

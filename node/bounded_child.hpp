@@ -18,6 +18,9 @@ struct ChildOutput {
     int exit_code = -1;  // -1 when killed by a signal
 };
 
+// What the child said on stderr, without trailing blanks; "no message" when it said nothing.
+std::string error_text(const ChildOutput& output);
+
 // `argv[0]` is an absolute path; `env` is the child's whole environment.
 Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                                 std::chrono::steady_clock::time_point deadline);

@@ -42,12 +42,9 @@ Result<LiveWork> QueryController::jobs_on_node(const std::string& node, std::opt
     if (!slurm_conf_.empty()) env.push_back("SLURM_CONF=" + slurm_conf_);
     auto output = run_bounded(argv, env, deadline);
     if (!output.ok()) return Error::lookup("asking slurmctld: " + output.error().message);
-    if (output->exit_code != 0) {
-        std::string why = output->err;
-        while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    if (output->exit_code != 0)
         return Error::lookup(
-            fmt::format("asking slurmctld failed (exit {}): {}", output->exit_code, why.empty() ? "no message" : why));
-    }
+            fmt::format("asking slurmctld failed (exit {}): {}", output->exit_code, error_text(*output)));
     return parse_query_output(output->out);
 }
 

@@ -1,17 +1,78 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "evaluation.hpp"
 
+#include <fmt/format.h>
+
 #include <map>
 
 namespace leftover {
 
+std::map<uid_t, Exemption> table_exemptions(const ProcessTable& table, const Exemptions& rules,
+                                            const std::map<uid_t, Exemption>& by_name) {
+    // Per uid, never per process: which process of a uid comes first (a not-detailed
+    // entry whose owner is that uid, a reused pid) cannot change how the uid is judged.
+    std::map<uid_t, Exemption> exemptions;
+    const auto add = [&](uid_t uid) {
+        if (exemptions.count(uid) != 0) return;
+        Exemption e = rules.by_uid(uid);
+        if (!e.is_protected())
+            if (const auto named = by_name.find(uid); named != by_name.end()) e = named->second;
+        exemptions.emplace(uid, std::move(e));
+    };
+    for (const Process& p : table.processes) {
+        if (!p.detailed)
+            add(p.owner);
+        else if (p.uids.all_equal())
+            add(p.uids.real);
+    }
+    return exemptions;
+}
+
 Evaluation::Evaluation(const Exemptions& exemptions, const AccountDatabase& accounts, JobStateReader job_state,
                        AllocationCheck allocation_check, EvaluationContext context)
     : exemptions_(exemptions),
-      cache_(exemptions, accounts),
+      accounts_(accounts),
       job_state_(std::move(job_state)),
       allocation_check_(std::move(allocation_check)),
       context_(std::move(context)) {}
+
+std::optional<std::string> Evaluation::account_name(uid_t uid) const {
+    const auto found = answers_.names.find(uid);
+    if (found == answers_.names.end() || found->second.status != LookupStatus::found) return std::nullopt;
+    return found->second.name;
+}
+
+std::map<uid_t, std::string> Evaluation::failed_lookups() const {
+    std::map<uid_t, std::string> out;
+    for (const auto& [uid, lookup] : answers_.names)
+        if (lookup.status == LookupStatus::failed) out.emplace(uid, failure_text(lookup.error, lookup.failure));
+    return out;
+}
+
+Status Evaluation::classify_by_name(const std::set<uid_t>& uids) {
+    std::set<uid_t> ask;
+    for (const uid_t uid : uids)
+        if (by_name_.count(uid) == 0) ask.insert(uid);
+    if (ask.empty()) return Ok{};
+    // The job's user too, while asking anyway: the summary names them.
+    if (context_.event.job_uid && answers_.names.count(*context_.event.job_uid) == 0)
+        ask.insert(*context_.event.job_uid);
+    // The listed names once per sweep: an alias protects the uid it resolves to.
+    const std::set<std::string> names = names_asked_ ? std::set<std::string>{} : exemptions_.listed_names();
+    names_asked_ = true;
+    AccountAnswers answers = accounts_.look_up(ask, names, context_.deadline);
+    answers_.names.merge(answers.names);
+    answers_.uids.merge(answers.uids);
+    // A listed name whose uid is unknown could protect any uid: judge nobody.
+    for (const auto& [name, lookup] : answers_.uids)
+        if (lookup.status == LookupStatus::failed)
+            return Error::lookup(fmt::format("{}: account lookup failed: {}",
+                                             describe_listed(name, exemptions_.listed().at(name)),
+                                             failure_text(lookup.error, lookup.failure)));
+    for (const uid_t uid : ask)
+        if (uids.count(uid) != 0) by_name_.emplace(uid, exemptions_.classify(uid, answers_));
+    return Ok{};
+}
 
 Result<Plan> Evaluation::operator()() {
     // Processes first, job state second: a step whose processes are in the table has
@@ -24,7 +85,7 @@ Result<Plan> Evaluation::operator()() {
     scan.read_cgroup = false;  // read below, and only if some job could protect by cgroup
     auto scanned = scan_processes(scan);
     if (!scanned.ok()) return scanned.error();
-    ProcessTable& table = scanned.value();
+    ProcessTable table = std::move(scanned).value();
 
     auto live = job_state_();
     if (!live.ok()) return live.error();
@@ -34,14 +95,9 @@ Result<Plan> Evaluation::operator()() {
     auto ancestry = read_ancestry(context_.proc_root, context_.self);
     std::set<pid_t> caller_ancestors(ancestry.begin(), ancestry.end());
 
-    std::map<uid_t, Exemption> exemptions;
-    for (const Process& p : table.processes) {
-        if (!p.detailed)
-            exemptions.emplace(p.owner, exemptions_.by_uid(p.owner));
-        else if (p.uids.all_equal())
-            exemptions.emplace(p.uids.real, cache_.get(p.uids.real));
-    }
-
+    // The range rules for every uid, names for those already looked up this sweep; the
+    // rest look unprotected until a plan would kill them, and then they are looked up.
+    std::map<uid_t, Exemption> exemptions = table_exemptions(table, exemptions_, by_name_);
     const auto decide_now = [&] {
         return decide(DecisionInput{table, exemptions, live_, context_.event, context_.self, caller_ancestors,
                                     context_.never_touch, context_.ending_stepds});
@@ -58,6 +114,16 @@ Result<Plan> Evaluation::operator()() {
             if (auto read = read_job_cgroups(context_.proc_root, table, candidates); !read.ok()) return read.error();
             plan = decide_now();
         }
+    }
+
+    // Account names only for the users a plan would kill, all in one bounded lookup.
+    if (const std::set<uid_t> kill_uids = plan.kill_uids(); !kill_uids.empty()) {
+        if (auto named = classify_by_name(kill_uids); !named.ok()) return named.error();
+        exemptions = table_exemptions(table, exemptions_, by_name_);
+        plan = decide_now();
+        for (const uid_t uid : plan.kill_uids())
+            if (by_name_.count(uid) == 0)
+                return Error::lookup(fmt::format("uid {} would be killed without its account lookup", uid));
     }
 
     if (allocation_check_) {

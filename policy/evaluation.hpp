@@ -9,7 +9,9 @@
 #include "proc_table.hpp"
 #include "result.hpp"
 
+#include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,7 +32,15 @@ struct EvaluationContext {
     std::set<pid_t> never_touch;            // kept whatever their owner (slurmd)
     std::set<pid_t> ending_stepds;
     Event event;
+    // Bounds the account lookups (the bounded lookups end there; see AccountDatabase).
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
+
+// The exemption of every owner and uid in the table, as the decision looks them up: the
+// range rules' when they protect it, else its classification by name from `by_name`,
+// else (not looked up yet) unprotected.
+std::map<uid_t, Exemption> table_exemptions(const ProcessTable& table, const Exemptions& rules,
+                                            const std::map<uid_t, Exemption>& by_name);
 
 class Evaluation {
 public:
@@ -40,10 +50,19 @@ public:
     Result<Plan> operator()();
 
     const LiveWork& last_live_work() const { return live_; }
+    // The account name of a uid this sweep looked up, if it has one.
+    std::optional<std::string> account_name(uid_t uid) const;
+    // The uids whose account lookup failed this sweep (kept as unknown), and why.
+    std::map<uid_t, std::string> failed_lookups() const;
 
 private:
+    Status classify_by_name(const std::set<uid_t>& uids);
+
     const Exemptions& exemptions_;
-    ExemptionCache cache_;
+    const AccountDatabase& accounts_;
+    std::map<uid_t, Exemption> by_name_;  // uids classified by name this sweep
+    AccountAnswers answers_;              // every account lookup this sweep, kept for the next rounds
+    bool names_asked_ = false;            // the listed names are looked up once per sweep
     JobStateReader job_state_;
     AllocationCheck allocation_check_;
     EvaluationContext context_;

@@ -2,6 +2,7 @@
 #include "exemptions.hpp"
 
 #include "errno_text.hpp"
+#include "escape.hpp"
 #include "trusted_file.hpp"
 
 #include <fmt/format.h>
@@ -59,50 +60,106 @@ Result<Exemptions> Exemptions::load(const Config& config, std::set<uid_t> slurm_
     return exemptions;
 }
 
+std::set<std::string> Exemptions::listed_names() const {
+    std::set<std::string> out;
+    for (const auto& [name, where] : names_) out.insert(name);
+    return out;
+}
+
 Exemption Exemptions::by_uid(uid_t uid) const {
-    if (uid == 0) return {Protection::root, "root", {}};
-    if (uid < uid_min_) return {Protection::below_uid_min, {}, fmt::format("uid_min {}", uid_min_)};
-    if (uid > uid_max_) return {Protection::above_uid_max, {}, fmt::format("uid_max {}", uid_max_)};
-    if (slurm_uids_.count(uid) != 0) return {Protection::slurm_account, {}, {}};
+    if (uid == 0) return {Protection::root, "root", {}, {}};
+    if (uid < uid_min_) return {Protection::below_uid_min, {}, fmt::format("uid_min {}", uid_min_), {}};
+    if (uid > uid_max_) return {Protection::above_uid_max, {}, fmt::format("uid_max {}", uid_max_), {}};
+    if (slurm_uids_.count(uid) != 0) return {Protection::slurm_account, {}, {}, {}};
     return {};
 }
 
-Exemption Exemptions::classify(uid_t uid, const AccountDatabase& accounts) const {
+Exemption Exemptions::classify(uid_t uid, const AccountAnswers& answers) const {
     Exemption exemption = by_uid(uid);
     if (exemption.is_protected()) return exemption;
 
-    const AccountLookup lookup = accounts.name_of(uid);
-    switch (lookup.status) {
-        case AccountLookup::Status::no_account: return {Protection::unknown_uid, {}, "no account has this uid"};
-        case AccountLookup::Status::failed:
-            return {Protection::unknown_uid, {}, fmt::format("account lookup failed: {}", errno_text(lookup.error))};
-        case AccountLookup::Status::found: break;
-    }
+    const auto asked = answers.names.find(uid);
+    const AccountLookup lookup = asked != answers.names.end()
+                                     ? asked->second
+                                     : AccountLookup{LookupStatus::failed, {}, 0, "this uid was not looked up"};
+    const std::string account = lookup.status == LookupStatus::found ? lookup.name : std::string();
+    const auto protected_as = [&](const std::string& name, const std::string& where) {
+        Exemption e{Protection::protected_users, account, {}, name == account ? std::string() : name};
+        if (where != "protected_users") {
+            e.protection = Protection::protected_users_file;
+            e.detail = where;
+        }
+        return e;
+    };
+
     // Exact, literal, case-sensitive: a std::map lookup compares whole strings.
-    const auto listed = names_.find(lookup.name);
-    if (listed == names_.end()) return {Protection::none, lookup.name, {}};
-    if (listed->second == "protected_users") return {Protection::protected_users, lookup.name, {}};
-    return {Protection::protected_users_file, lookup.name, listed->second};
+    if (const auto listed = names_.find(account); !account.empty() && listed != names_.end())
+        return protected_as(listed->first, listed->second);
+    // A listed name whose uid is this one (an alias), or whose uid is unknown: either
+    // could be this uid's protection.
+    for (const auto& [name, where] : names_) {
+        const auto resolved = answers.uids.find(name);
+        if (resolved == answers.uids.end())
+            return {Protection::unknown_uid,
+                    account,
+                    fmt::format("{} was not looked up", describe_listed(name, where)),
+                    {}};
+        const UidLookup& by_name = resolved->second;
+        if (by_name.status == LookupStatus::found && by_name.uid == uid) return protected_as(name, where);
+        if (by_name.status == LookupStatus::failed)
+            return {Protection::unknown_uid,
+                    account,
+                    fmt::format("the uid of {} is unknown: {}", describe_listed(name, where),
+                                failure_text(by_name.error, by_name.failure)),
+                    {}};
+    }
+    switch (lookup.status) {
+        case LookupStatus::no_account: return {Protection::unknown_uid, {}, "no account has this uid", {}};
+        case LookupStatus::failed:
+            return {Protection::unknown_uid,
+                    {},
+                    fmt::format("account lookup failed: {}", failure_text(lookup.error, lookup.failure)),
+                    {}};
+        case LookupStatus::found: break;
+    }
+    return {Protection::none, account, {}, {}};
 }
 
 std::string Exemption::describe() const {
+    const std::string as = listed_as.empty() ? std::string() : " as " + listed_as;
     switch (protection) {
         case Protection::none: return "not protected";
         case Protection::root: return "protected: root";
         case Protection::below_uid_min: return fmt::format("protected: uid below {}", detail);
         case Protection::above_uid_max: return fmt::format("protected: uid above {}", detail);
         case Protection::slurm_account: return "protected: Slurm's own account";
-        case Protection::protected_users: return "protected: listed in protected_users";
-        case Protection::protected_users_file: return fmt::format("protected: listed in {}", detail);
+        case Protection::protected_users: return "protected: listed in protected_users" + as;
+        case Protection::protected_users_file: return fmt::format("protected: listed in {}{}", detail, as);
         case Protection::unknown_uid: return fmt::format("protected: unknown uid ({})", detail);
     }
     return "?";
 }
 
-const Exemption& ExemptionCache::get(uid_t uid) {
-    auto found = cache_.find(uid);
-    if (found == cache_.end()) found = cache_.emplace(uid, exemptions_.classify(uid, accounts_)).first;
-    return found->second;
+std::string describe_listed(const std::string& name, const std::string& where) {
+    return fmt::format("protected user '{}' (listed in {})", escape_for_log(name), where);
+}
+
+std::vector<std::string> listed_name_warnings(const Exemptions& exemptions, const AccountDatabase& accounts,
+                                              std::chrono::steady_clock::time_point deadline) {
+    std::vector<std::string> warnings;
+    if (exemptions.listed().empty()) return warnings;
+    const AccountAnswers answers = accounts.look_up({}, exemptions.listed_names(), deadline);
+    for (const auto& [name, where] : exemptions.listed()) {
+        const auto found = answers.uids.find(name);
+        if (found != answers.uids.end() && found->second.status == LookupStatus::found) continue;
+        if (found != answers.uids.end() && found->second.status == LookupStatus::no_account)
+            warnings.push_back(describe_listed(name, where) + " has no account: it protects nobody");
+        else
+            warnings.push_back(fmt::format(
+                "{}: account lookup failed: {}; while it fails, evaluations kill nothing", describe_listed(name, where),
+                found == answers.uids.end() ? "no answer" : failure_text(found->second.error, found->second.failure)));
+    }
+    return warnings;
 }
 
 }  // namespace leftover

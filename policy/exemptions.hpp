@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Who is never touched, and why. Matching goes from the process to the name: a uid is
-// turned into its account name and that name is compared exactly with the protected names.
+// turned into its account name and that name is compared exactly with the protected
+// names; and every listed name is turned into its uid, so a second passwd entry of a
+// uid (an alias) protects that uid too.
 #pragma once
 
 #include "accounts.hpp"
@@ -9,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
@@ -29,8 +32,9 @@ enum class Protection {
 
 struct Exemption {
     Protection protection = Protection::none;
-    std::string account;  // the account name when known
-    std::string detail;   // the file that lists it, or why the lookup failed
+    std::string account;    // the account name when known
+    std::string detail;     // the file that lists it, or why the lookup failed
+    std::string listed_as;  // the listed name that protects it, when not `account` (an alias)
 
     bool is_protected() const { return protection != Protection::none; }
     std::string describe() const;  // e.g. "protected: listed in /etc/slurm/localusers.backup"
@@ -45,8 +49,13 @@ public:
 
     // Protection that follows from the uid alone: root, the uid range, Slurm's accounts.
     Exemption by_uid(uid_t uid) const;
-    // The full rule, looking the account name up when the uid alone does not decide.
-    Exemption classify(uid_t uid, const AccountDatabase& accounts) const;
+    // The full rule, from the account database's answers about this uid and about every
+    // listed name (a uid or name missing from the answers counts as a failed lookup).
+    Exemption classify(uid_t uid, const AccountAnswers& answers) const;
+
+    // Every listed name, and where it is listed ("protected_users" or the file's path).
+    const std::map<std::string, std::string>& listed() const { return names_; }
+    std::set<std::string> listed_names() const;
 
 private:
     uid_t uid_min_ = 1000;
@@ -59,17 +68,12 @@ private:
 // whitespace around a name trimmed. `origin` names the file in errors.
 Result<std::vector<std::string>> parse_users_file(const std::string& text, const std::string& origin);
 
-// Caches classify() per uid for the length of one evaluation.
-class ExemptionCache {
-public:
-    ExemptionCache(const Exemptions& exemptions, const AccountDatabase& accounts)
-        : exemptions_(exemptions), accounts_(accounts) {}
-    const Exemption& get(uid_t uid);
+// "protected user 'x' (listed in ...)": how logs name a listed name.
+std::string describe_listed(const std::string& name, const std::string& where);
 
-private:
-    const Exemptions& exemptions_;
-    const AccountDatabase& accounts_;
-    std::map<uid_t, Exemption> cache_;
-};
+// One warning per listed name that protects nobody because no account has it, or whose
+// lookup failed (then it protects nothing until the lookup works: evaluations kill nothing).
+std::vector<std::string> listed_name_warnings(const Exemptions& exemptions, const AccountDatabase& accounts,
+                                              std::chrono::steady_clock::time_point deadline);
 
 }  // namespace leftover

@@ -42,6 +42,18 @@ const sweep::ConfigAndExemptions& load_once(const PluginArgs& args, const node::
 
 void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t> ending_stepds,
                   std::optional<pid_t> slurmd_pid, std::chrono::steady_clock::time_point started) {
+    // Account lookups: in the job epilog through the bounded helper (a hung directory
+    // service costs the deadline, and its uids are kept). At a step end in this process:
+    // Slurm may kill any descendant of the ending step while its exit hook runs
+    // (proctrack/linuxproc killed leftover-query there on 24.11 and 26.05), and a killed
+    // helper would keep every user a step end could sweep, also on RunInJob, where the
+    // extern step's end is the job's last sweep. The cost is README's known limit: a
+    // directory service that hangs holds a step end (in getpwuid_r/getpwnam_r: the job's
+    // user for the summary, and the users it would kill and the listed names).
+    const bool step_end = trigger.ending_step.has_value();
+    const std::unique_ptr<AccountDatabase> bounded = step_end ? nullptr : make_bounded_accounts();
+    const SystemAccounts in_process;
+    const AccountDatabase& accounts = bounded ? *bounded : static_cast<const AccountDatabase&>(in_process);
     SlurmLogSink sink;
     Logger log(sink);
     log_unknown_args(args, log);
@@ -58,7 +70,7 @@ void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t
     request.ending_stepds = std::move(ending_stepds);
     request.started = started;
     auto controller = make_controller(node.value());
-    sweep::run_sweep(load_once(args, node.value()), request, controller.get(), SystemAccounts{}, log);
+    sweep::run_sweep(load_once(args, node.value()), request, controller.get(), accounts, log);
 }
 
 // The last word on any exception: the job must not notice our trouble.
@@ -79,6 +91,12 @@ void on_slurmd_start(spank_t, int ac, char** av) noexcept {
     guarded("slurmd start", [&] {
         const PluginArgs args = parse_plugin_args(ac, av);
         slurm_info("leftover: %s, config %s", node::build_banner().c_str(), args.config_path.c_str());
+        // A listed name without an account protects nobody: say so where operators look.
+        const auto loaded = sweep::load_config_and_exemptions(args.config_path, args.config_path_given, {});
+        if (loaded.exemptions && loaded.exemptions->ok())
+            for (const std::string& warning : sweep::listed_name_warnings(
+                     loaded.config.value(), loaded.exemptions->value(), *make_bounded_accounts()))
+                slurm_info("leftover: warning: %s", warning.c_str());
         if (!node::prolog_contain())
             slurm_info(
                 "leftover: PrologFlags=contain is not set: before sweeping a user, leftover asks "

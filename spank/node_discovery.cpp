@@ -2,6 +2,7 @@
 #include "node_discovery.hpp"
 
 #include "build_info.hpp"
+#include "query_accounts.hpp"
 #include "query_controller.hpp"
 #include "slurm_conf.hpp"
 
@@ -41,6 +42,10 @@ Result<node::NodeInfo> discover_node() {
 
 std::unique_ptr<node::Controller> make_controller(const node::NodeInfo& node) {
     return std::make_unique<node::QueryController>(node::query_helper_path(plugin_path()), node.slurm_conf);
+}
+
+std::unique_ptr<AccountDatabase> make_bounded_accounts() {
+    return std::make_unique<node::QueryAccounts>(node::query_helper_path(plugin_path()));
 }
 
 }  // namespace leftover::spank

@@ -2,6 +2,7 @@
 // What this node's slurmd really uses, asked of the Slurm process we are loaded into.
 #pragma once
 
+#include "accounts.hpp"
 #include "controller.hpp"
 #include "node_info.hpp"
 #include "result.hpp"
@@ -17,5 +18,8 @@ Result<node::NodeInfo> discover_node();
 
 // The controller as seen through the leftover-query helper next to this plugin.
 std::unique_ptr<node::Controller> make_controller(const node::NodeInfo& node);
+
+// Account lookups through the same helper, bounded by each caller's deadline.
+std::unique_ptr<AccountDatabase> make_bounded_accounts();
 
 }  // namespace leftover::spank

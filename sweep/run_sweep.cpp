@@ -142,6 +142,7 @@ Clock::time_point evaluation_deadline(const Config& config, const SweepRequest& 
 Evaluation make_evaluation(const Config& config, const Exemptions& exemptions, const SweepRequest& request,
                            const AccountDatabase& accounts, JobStateSource& job_state) {
     EvaluationContext context;
+    context.deadline = evaluation_deadline(config, request);
     context.proc_root = request.proc_root;
     context.self = request.self;
     if (request.node.slurmd_pid) {
@@ -153,6 +154,22 @@ Evaluation make_evaluation(const Config& config, const Exemptions& exemptions, c
     context.event = Event{request.trigger.uid ? config.scope : Scope::node, request.trigger.uid};
     return Evaluation(
         exemptions, accounts, [&job_state] { return job_state.read(); }, job_state.allocation_check(), context);
+}
+
+// The evaluation looks up only the users it would kill; a report for people names the
+// others too, in one more bounded lookup (a failure leaves their uids unnamed).
+void name_for_display(Plan& plan, const Exemptions& exemptions, const AccountDatabase& accounts,
+                      Clock::time_point deadline) {
+    std::set<uid_t> unnamed;
+    for (const Decision& d : plan.decisions)
+        if (d.user.empty() && !exemptions.by_uid(d.uid).is_protected()) unnamed.insert(d.uid);
+    if (unnamed.empty()) return;
+    const AccountAnswers answers = accounts.look_up(unnamed, {}, deadline);
+    for (Decision& d : plan.decisions) {
+        if (!d.user.empty()) continue;
+        const auto found = answers.names.find(d.uid);
+        if (found != answers.names.end() && found->second.status == LookupStatus::found) d.user = found->second.name;
+    }
 }
 
 }  // namespace
@@ -174,17 +191,20 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         return std::chrono::duration<double, std::milli>(Clock::now() - request.started).count();
     };
     SummaryInput summary{request.trigger.label, request.trigger.uid, {}, false, 0};
-    // The job user's name for the summary: from the plan when the evaluation already
-    // resolved it, so a step end costs one account lookup per user, not two.
-    const auto name_trigger_user = [&](const Plan& plan) {
+    // The job user's name for the summary: from the evaluation when it looked the user
+    // up anyway, so a step end costs one account lookup per user, not two.
+    const auto name_trigger_user = [&](const Evaluation* evaluation, Clock::time_point deadline) {
         if (!request.trigger.uid) return;
-        for (const Decision& d : plan.decisions)
-            if (d.uid == *request.trigger.uid && !d.user.empty()) {
-                summary.trigger_user = d.user;
+        const uid_t uid = *request.trigger.uid;
+        if (evaluation != nullptr)
+            if (auto name = evaluation->account_name(uid)) {
+                summary.trigger_user = *name;
                 return;
             }
-        const auto lookup = accounts.name_of(*request.trigger.uid);
-        if (lookup.status == AccountLookup::Status::found) summary.trigger_user = lookup.name;
+        const auto answers = accounts.look_up({uid}, {}, deadline);
+        if (const auto found = answers.names.find(uid);
+            found != answers.names.end() && found->second.status == LookupStatus::found)
+            summary.trigger_user = found->second.name;
     };
     // After the summary: a metrics file that cannot be written is one more log line.
     const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run) {
@@ -192,11 +212,13 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         record_metrics(loaded.metrics,
                        sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started}), log);
     };
+    // Without a valid config there is no evaluation deadline: the default query bound.
+    const auto short_deadline = [] { return Clock::now() + seconds(Config{}.slurm_timeout); };
 
     if (!loaded.config.ok()) {
         report.error = loaded.config.error();
         log.error(fmt::format("{}: {}; nothing killed", to_string(report.error->kind), report.error->message));
-        name_trigger_user(report.first_plan);
+        name_trigger_user(nullptr, short_deadline());
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
         count_in_metrics(FailureKind::config, false);
@@ -212,7 +234,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     if (!loaded.exemptions || !loaded.exemptions->ok()) {
         report.error = loaded.exemptions ? loaded.exemptions->error() : Error::lookup("exemptions not loaded");
         log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
-        name_trigger_user(report.first_plan);
+        name_trigger_user(nullptr, short_deadline());
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
         count_in_metrics(FailureKind::users_file, config.dry_run);
@@ -248,12 +270,19 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         if (!config.dry_run)
             log.warn(
                 fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user, survivor.uid));
+    for (const auto& [uid, why] : evaluation.failed_lookups())
+        log.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
     if (report.deadline_reached) log.warn("the evaluation reached its deadline and stopped where it was");
-    name_trigger_user(report.first_plan);
+    name_trigger_user(&evaluation, deadline);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report));
     count_in_metrics(job_state.failure_of(report), config.dry_run);
     return report;
+}
+
+std::vector<std::string> listed_name_warnings(const Config& config, const Exemptions& exemptions,
+                                              const AccountDatabase& accounts) {
+    return leftover::listed_name_warnings(exemptions, accounts, Clock::now() + seconds(config.slurm_timeout));
 }
 
 Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
@@ -272,13 +301,15 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     if (!loaded.exemptions) return recorded(Error::lookup("exemptions not loaded"), FailureKind::users_file);
     if (!loaded.exemptions->ok()) return recorded(loaded.exemptions->error(), FailureKind::users_file);
 
-    JobStateSource job_state(config, request, controller, evaluation_deadline(config, request), log);
+    const auto deadline = evaluation_deadline(config, request);
+    JobStateSource job_state(config, request, controller, deadline, log);
     Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state);
     auto plan = evaluation();
     if (!plan.ok()) {
         seen.error = plan.error();
         return recorded(plan.error(), job_state.failure_of(seen));
     }
+    name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
     return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work()}, std::nullopt);
 }
 

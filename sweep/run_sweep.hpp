@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace leftover::sweep {
 
@@ -56,6 +57,11 @@ struct SweepRequest {
 // report (its error set on any config or lookup error, in which case nothing was killed).
 KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
                      const AccountDatabase& accounts, Logger& log);
+
+// Warnings about listed names that protect nobody (no account has them) or cannot be
+// looked up, asked of `accounts` within slurm_timeout: for `leftover config` and slurmd's start.
+std::vector<std::string> listed_name_warnings(const Config& config, const Exemptions& exemptions,
+                                              const AccountDatabase& accounts);
 
 // What one evaluation saw and decided, with nothing signalled and no action logged.
 struct NodeCheck {

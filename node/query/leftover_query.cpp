@@ -5,10 +5,18 @@
 //
 // Usage: leftover-query --node NAME [--exclude-job ID]
 // Prints "job <id> uid <uid>" per job, then "end"; exit 0. Errors: stderr, exit 2.
+//
+// Usage: leftover-query accounts [--uid UID]... [--name NAME]...
+// Account lookups (getpwuid_r, getpwnam_r), run here so that a hung directory service
+// costs the caller its deadline and no more. Prints one line per question, then "end":
+// "uid <uid> found <name>" / "uid <uid> none" / "uid <uid> failed <errno>",
+// "name found <uid> <name>" / "name none <name>" / "name failed <errno> <name>".
 extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 }
+
+#include "accounts.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -21,7 +29,10 @@ extern "C" {
 namespace {
 
 int usage() {
-    (void)std::fputs("usage: leftover-query --node NAME [--exclude-job ID]\n", stderr);
+    (void)std::fputs(
+        "usage: leftover-query --node NAME [--exclude-job ID]\n"
+        "       leftover-query accounts [--uid UID]... [--name NAME]...\n",
+        stderr);
     return 2;
 }
 
@@ -35,9 +46,46 @@ bool on_node(const char* nodes, const std::string& node) {
     return found;
 }
 
+const char* status_word(leftover::LookupStatus status) {
+    switch (status) {
+        case leftover::LookupStatus::found: return "found";
+        case leftover::LookupStatus::no_account: return "none";
+        case leftover::LookupStatus::failed: return "failed";
+    }
+    return "failed";
+}
+
+int accounts(int argc, char** argv) {
+    using leftover::LookupStatus;
+    for (int i = 2; i < argc; i += 2) {
+        const std::string arg = argv[i];
+        if (i + 1 >= argc || (arg != "--uid" && arg != "--name")) return usage();
+        if (arg == "--uid") {
+            char* end = nullptr;
+            errno = 0;
+            const unsigned long uid = std::strtoul(argv[i + 1], &end, 10);
+            if (errno != 0 || end == argv[i + 1] || *end != '\0' || uid > 0xffffffffUL) return usage();
+            const auto lookup = leftover::SystemAccounts::name_of(static_cast<uid_t>(uid));
+            std::printf("uid %lu %s", uid, status_word(lookup.status));
+            if (lookup.status == LookupStatus::found) std::printf(" %s", lookup.name.c_str());
+            if (lookup.status == LookupStatus::failed) std::printf(" %d", lookup.error);
+        } else {
+            const auto lookup = leftover::SystemAccounts::uid_of(argv[i + 1]);
+            std::printf("name %s", status_word(lookup.status));
+            if (lookup.status == LookupStatus::found) std::printf(" %u", static_cast<unsigned>(lookup.uid));
+            if (lookup.status == LookupStatus::failed) std::printf(" %d", lookup.error);
+            std::printf(" %s", argv[i + 1]);
+        }
+        std::putchar('\n');
+    }
+    std::puts("end");
+    return std::fflush(stdout) == 0 ? 0 : 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc > 1 && std::string(argv[1]) == "accounts") return accounts(argc, argv);
     std::string node;
     std::optional<std::uint32_t> exclude;
     for (int i = 1; i < argc; ++i) {

@@ -22,7 +22,8 @@ from slurm_config import slurm_major_minor
 
 @pytest.fixture(scope="module")
 def cluster(make_cluster, conf_dir):
-    write_leftover_conf(conf_dir, "{}\n")
+    # A listed name no account has: slurmd's start-up line must say it protects nobody.
+    write_leftover_conf(conf_dir, '{"protected_users": ["lo_alcie"]}\n')
     return make_cluster(plugin_config(conf_dir))
 
 
@@ -37,6 +38,13 @@ def test_slurmd_start_names_the_release_and_the_contain_hint(cluster):
     text = cluster.slurmd_log_text()
     assert f"leftover: leftover 0.1.0 built for Slurm {slurm_major_minor()}." in text
     assert "PrologFlags=contain makes this unnecessary" in text
+
+
+def test_issue_13_case_5_slurmd_start_warns_about_a_listed_name_without_an_account(cluster):
+    text = cluster.slurmd_log_text()
+    assert ("leftover: warning: protected user 'lo_alcie' (listed in protected_users) "
+            "has no account: it protects nobody") in text
+    assert "protected user 'lo_alice'" not in text
 
 
 def test_double_forked_stray_of_a_finished_srun_job_is_reaped(cluster, config):

@@ -380,6 +380,19 @@ TEST_CASE("config command: valid, invalid and untrusted files") {
     CHECK(has(node.err.str(), "absent.conf: does not exist"));
 }
 
+TEST_CASE("issue 13 case 5: leftover config names each listed name that has no account") {
+    Node node;
+    node.accounts.aliases = {{"alice.alias", kProtected}};
+    const auto users = node.dir.write("localusers", "lo_bob\nlo_bbo\n");
+    node.config(fmt::format("protected_users: [alice, alcie, alice.alias]\nprotected_users_files: [{}]\n", users));
+    CHECK(node.run({"config"}) == kExitClean);  // a warning, not an error: the others still count
+    CHECK(has(node.out.str(), "warning: protected user 'alcie' (listed in protected_users) has no account"));
+    CHECK(has(node.out.str(), fmt::format("warning: protected user 'lo_bbo' (listed in {}) has no account", users)));
+    CHECK_FALSE(has(node.out.str(), "'alice'"));
+    CHECK_FALSE(has(node.out.str(), "'alice.alias'"));
+    CHECK_FALSE(has(node.out.str(), "'lo_bob'"));
+}
+
 TEST_CASE("--help and --version exit 0 without looking at the node") {
     Node node;
     node.discovery_error = Error::not_a_slurm_node("must not be asked");

@@ -35,10 +35,10 @@ Process root_process(pid_t pid) {
 struct Fixture {
     ProcessTable table;
     std::map<uid_t, Exemption> exemptions = {
-        {0, {Protection::root, "root", {}}},
-        {kAlice, {Protection::none, "alice", {}}},
-        {kBob, {Protection::none, "bob", {}}},
-        {kOperator, {Protection::protected_users_file, "je.kim", "/etc/slurm/localusers.backup"}},
+        {0, {Protection::root, "root", {}, {}}},
+        {kAlice, {Protection::none, "alice", {}, {}}},
+        {kBob, {Protection::none, "bob", {}, {}}},
+        {kOperator, {Protection::protected_users_file, "je.kim", "/etc/slurm/localusers.backup", {}}},
     };
     LiveWork live;
     Event event;

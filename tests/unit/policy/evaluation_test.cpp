@@ -16,6 +16,7 @@
 #include <vector>
 
 using namespace leftover;
+using leftover::test::classify;
 using leftover::test::FakeAccounts;
 using leftover::test::FakeProc;
 using leftover::test::FakeProcess;
@@ -220,4 +221,88 @@ TEST_CASE("issue 13 case 3: below a live step's stepd pid, or a root slurmstepd-
     REQUIRE(plan.ok());
     CHECK(reason_of(*plan, 302) == Reason::stray);
     CHECK(reason_of(*plan, 311) == Reason::inside_live_step);
+}
+
+TEST_CASE("issue 13 case 1: a not-detailed entry of a protected user does not drop the user's name protection") {
+    // A root-owned entry (not detailed) at a lower pid whose owner became kOperator, as a
+    // re-read ancestor or a reused pid leaves it, and a detailed process of kOperator,
+    // who is listed in protected_users.
+    Node node;
+    node.fake.add_process({.pid = 500, .uids = {0, 0, 0, 0}, .comm = "screen", .gids = {0, 0, 0, 0}});
+    node.fake.add_process(user_process(600, kOperator));
+    ScanOptions options = node.fake.options();
+    options.wants_detail = [](uid_t owner) { return owner != 0; };  // as the evaluation scans
+    auto scanned = scan_processes(options);
+    REQUIRE(scanned.ok());
+    ProcessTable table = std::move(scanned).value();
+    Process* entry = const_cast<Process*>(table.find(500));
+    REQUIRE(entry != nullptr);
+    REQUIRE_FALSE(entry->detailed);
+    entry->owner = kOperator;
+
+    auto loaded = Exemptions::load(node.config, {});
+    REQUIRE(loaded.ok());
+    const std::map<uid_t, Exemption> by_name = {{kOperator, classify(loaded.value(), kOperator, node.accounts)}};
+    const auto exemptions = table_exemptions(table, loaded.value(), by_name);
+    REQUIRE(exemptions.count(kOperator) == 1);
+    CHECK(exemptions.at(kOperator).protection == Protection::protected_users);
+
+    const Plan plan = decide(DecisionInput{table, exemptions, LiveWork{}, Event{}, FakeProc::caller_pid, {}, {}, {}});
+    CHECK(reason_of(plan, 600) == Reason::protected_account);
+}
+
+TEST_CASE("issue 13 case 5: a second passwd name of a uid, listed in protected_users, protects that uid") {
+    Node node;
+    node.accounts.aliases = {{"cg.alias", kStray}};  // kStray's first name stays cg.user
+    node.config.protected_users = {"cg.alias"};
+    node.fake.add_process(user_process(700, kStray));
+    node.fake.add_process(user_process(701, kOther));
+    auto plan = node.evaluation()();
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 700) == Reason::protected_account);
+    for (const Decision& d : plan->decisions)
+        if (d.pid == 700) CHECK(d.detail == "protected: listed in protected_users as cg.alias");
+    CHECK(reason_of(*plan, 701) == Reason::stray);
+}
+
+TEST_CASE("issue 13 case 5: a listed name whose lookup fails makes the evaluation a lookup error") {
+    Node node;
+    node.accounts.failing_names = {"op.erator"};
+    node.fake.add_process(user_process(700, kStray));
+    auto plan = node.evaluation()();
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.error().kind == ErrorKind::lookup);
+    CHECK(plan.error().message.starts_with(
+        "protected user 'op.erator' (listed in protected_users): account lookup failed"));
+}
+
+TEST_CASE("issue 13 case 7: names are looked up only for users a plan would kill, in one call, listed names once") {
+    Node node;
+    node.fake.add_process(user_process(700, kStray));
+    node.fake.add_process(user_process(701, kOther));
+    node.live.uids = {kOther};
+    Evaluation evaluation = node.evaluation();
+    auto plan = evaluation();
+    REQUIRE(plan.ok());
+    using Asked = std::vector<std::pair<std::set<uid_t>, std::set<std::string>>>;
+    CHECK(node.accounts.asked == Asked{{{kStray}, {"op.erator"}}});
+    CHECK(reason_of(*plan, 700) == Reason::stray);
+    CHECK(reason_of(*plan, 701) == Reason::has_live_job);
+
+    plan = evaluation();  // the next round: nothing asked again
+    REQUIRE(plan.ok());
+    CHECK(node.accounts.asked.size() == 1);
+
+    node.live.uids = {};
+    node.accounts.asked.clear();
+    REQUIRE(node.evaluation()().ok());
+    CHECK(node.accounts.asked == Asked{{{kStray, kOther}, {"op.erator"}}});
+}
+
+TEST_CASE("evaluation: nothing that would be killed means no account is looked up") {
+    Node node;
+    node.fake.add_process(user_process(701, kOther));
+    node.live.uids = {kOther};
+    REQUIRE(node.evaluation()().ok());
+    CHECK(node.accounts.asked.empty());
 }

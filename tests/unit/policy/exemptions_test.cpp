@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 using namespace leftover;
+using leftover::test::classify;
 using leftover::test::FakeAccounts;
 using leftover::test::TempDir;
 
@@ -50,7 +51,7 @@ TEST_CASE("seed 003: listed in the operators' file at the conventional path") {
     TempDir slurm_conf_dir;  // stands in for /etc/slurm
     const auto file = slurm_conf_dir.write("localusers.backup", kLocalUsers);
     const auto exemptions = load(with_file(file));
-    const auto e = exemptions.classify(1004, site_accounts());
+    const auto e = classify(exemptions, 1004, site_accounts());
     CHECK(e.protection == Protection::protected_users_file);
     CHECK(e.detail == file);
     CHECK(e.describe() == "protected: listed in " + file);
@@ -62,14 +63,14 @@ TEST_CASE("seed 003: listed in the operators' file at a custom path, and only th
     const auto file = custom.write("localusers.backup", kLocalUsers);
     unused.write("localusers.backup", "alice\n");
     const auto exemptions = load(with_file(file));
-    CHECK(exemptions.classify(1004, site_accounts()).protection == Protection::protected_users_file);
-    CHECK_FALSE(exemptions.classify(1001, site_accounts()).is_protected());
+    CHECK(classify(exemptions, 1004, site_accounts()).protection == Protection::protected_users_file);
+    CHECK_FALSE(classify(exemptions, 1001, site_accounts()).is_protected());
 }
 
 TEST_CASE("seed 003: a definite non-match is not protected") {
     TempDir dir;
     const auto exemptions = load(with_file(dir.write("localusers.backup", kLocalUsers)));
-    const auto e = exemptions.classify(1001, site_accounts());
+    const auto e = classify(exemptions, 1001, site_accounts());
     CHECK(e.protection == Protection::none);
     CHECK(e.account == "alice");
 }
@@ -123,8 +124,8 @@ TEST_CASE("seed 003: an untrusted file is a lookup error, not a licence to kill"
 TEST_CASE("seed 003: a list holding jeXkim does not protect je.kim (no regex)") {
     TempDir dir;
     const auto exemptions = load(with_file(dir.write("localusers.backup", "root\njeXkim\n")));
-    CHECK_FALSE(exemptions.classify(1004, site_accounts()).is_protected());
-    CHECK(exemptions.classify(1005, site_accounts()).is_protected());
+    CHECK_FALSE(classify(exemptions, 1004, site_accounts()).is_protected());
+    CHECK(classify(exemptions, 1005, site_accounts()).is_protected());
 }
 
 TEST_CASE("exemptions: dotted names match exactly, from the file and from protected_users") {
@@ -132,9 +133,9 @@ TEST_CASE("exemptions: dotted names match exactly, from the file and from protec
     Config config = with_file(dir.write("ops", "s.shin\n"));
     config.protected_users = {"j.baek"};
     const auto exemptions = load(config);
-    CHECK(exemptions.classify(1006, site_accounts()).protection == Protection::protected_users_file);
-    CHECK(exemptions.classify(1010, site_accounts()).protection == Protection::protected_users);
-    CHECK_FALSE(exemptions.classify(1004, site_accounts()).is_protected());
+    CHECK(classify(exemptions, 1006, site_accounts()).protection == Protection::protected_users_file);
+    CHECK(classify(exemptions, 1010, site_accounts()).protection == Protection::protected_users);
+    CHECK_FALSE(classify(exemptions, 1004, site_accounts()).is_protected());
 }
 
 TEST_CASE("exemptions: substring and case look-alikes do not match") {
@@ -142,11 +143,11 @@ TEST_CASE("exemptions: substring and case look-alikes do not match") {
     config.protected_users = {"bob", "ody", "alice", "nobody2"};
     const auto exemptions = load(config);
     const auto accounts = site_accounts();
-    CHECK(exemptions.classify(1002, accounts).is_protected());        // bob
-    CHECK_FALSE(exemptions.classify(1003, accounts).is_protected());  // bobby
-    CHECK(exemptions.classify(1000, accounts).is_protected());        // ody
-    CHECK_FALSE(exemptions.classify(1008, accounts).is_protected());  // nobody
-    CHECK_FALSE(exemptions.classify(1009, accounts).is_protected());  // Alice
+    CHECK(classify(exemptions, 1002, accounts).is_protected());        // bob
+    CHECK_FALSE(classify(exemptions, 1003, accounts).is_protected());  // bobby
+    CHECK(classify(exemptions, 1000, accounts).is_protected());        // ody
+    CHECK_FALSE(classify(exemptions, 1008, accounts).is_protected());  // nobody
+    CHECK_FALSE(classify(exemptions, 1009, accounts).is_protected());  // Alice
 }
 
 TEST_CASE("exemptions: users file format") {
@@ -163,7 +164,7 @@ TEST_CASE("exemptions: users file format") {
 TEST_CASE("exemptions: uid 0 is protected whatever uid_min says") {
     Config config;
     config.uid_min = 0;
-    CHECK(load(config).classify(0, site_accounts()).protection == Protection::root);
+    CHECK(classify(load(config), 0, site_accounts()).protection == Protection::root);
 }
 
 TEST_CASE("exemptions: uids at and around uid_min and uid_max") {
@@ -174,13 +175,13 @@ TEST_CASE("exemptions: uids at and around uid_min and uid_max") {
     for (uid_t uid : {999u, 1000u, 1001u, 59999u, 60000u, 60001u, 64030u})
         accounts.names.emplace(uid, std::string("u"));
     const auto exemptions = load(config);
-    CHECK(exemptions.classify(999, accounts).protection == Protection::below_uid_min);
-    CHECK_FALSE(exemptions.classify(1000, accounts).is_protected());
-    CHECK_FALSE(exemptions.classify(1001, accounts).is_protected());
-    CHECK_FALSE(exemptions.classify(59999, accounts).is_protected());
-    CHECK_FALSE(exemptions.classify(60000, accounts).is_protected());
-    CHECK(exemptions.classify(60001, accounts).protection == Protection::above_uid_max);
-    CHECK(exemptions.classify(64030, accounts).protection == Protection::above_uid_max);  // Debian's slurm
+    CHECK(classify(exemptions, 999, accounts).protection == Protection::below_uid_min);
+    CHECK_FALSE(classify(exemptions, 1000, accounts).is_protected());
+    CHECK_FALSE(classify(exemptions, 1001, accounts).is_protected());
+    CHECK_FALSE(classify(exemptions, 59999, accounts).is_protected());
+    CHECK_FALSE(classify(exemptions, 60000, accounts).is_protected());
+    CHECK(classify(exemptions, 60001, accounts).protection == Protection::above_uid_max);
+    CHECK(classify(exemptions, 64030, accounts).protection == Protection::above_uid_max);  // Debian's slurm
     CHECK(exemptions.by_uid(999).describe() == "protected: uid below uid_min 1000");
 }
 
@@ -188,19 +189,19 @@ TEST_CASE("exemptions: Slurm's own accounts are protected") {
     Config config;
     config.uid_max = 70000;
     const auto exemptions = load(config, {64030});
-    CHECK(exemptions.classify(64030, site_accounts()).protection == Protection::slurm_account);
+    CHECK(classify(exemptions, 64030, site_accounts()).protection == Protection::slurm_account);
 }
 
 TEST_CASE("exemptions: a uid whose account lookup fails, or that has no account, is kept as unknown") {
     auto accounts = site_accounts();
     accounts.failing = {1001};
     Config config;
-    config.protected_users = {"alice"};
+    config.protected_users = {"bob"};
     const auto exemptions = load(config);
-    const auto failed = exemptions.classify(1001, accounts);
+    const auto failed = classify(exemptions, 1001, accounts);
     CHECK(failed.protection == Protection::unknown_uid);
     CHECK(failed.detail.find("account lookup failed") != std::string::npos);
-    const auto none = exemptions.classify(4242, accounts);
+    const auto none = classify(exemptions, 4242, accounts);
     CHECK(none.protection == Protection::unknown_uid);
     CHECK(none.detail == "no account has this uid");
 }
@@ -225,13 +226,50 @@ TEST_CASE("fault catalogue: odd account names match exactly, numeric-looking one
     CHECK(unquoted.value().protected_users == yaml.value().protected_users);
     for (const Config& config : {yaml.value(), unquoted.value(), with_file(file)}) {
         const auto exemptions = load(config);
-        CHECK(exemptions.classify(2000, accounts).is_protected());
-        CHECK(exemptions.classify(2001, accounts).is_protected());
-        CHECK(exemptions.classify(2002, accounts).is_protected());
-        CHECK_FALSE(exemptions.classify(2003, accounts).is_protected());   // one character longer
-        CHECK(exemptions.classify(2004, accounts).is_protected());         // the account named 41002
-        CHECK_FALSE(exemptions.classify(41002, accounts).is_protected());  // not the uid 41002
-        CHECK_FALSE(exemptions.classify(2005, accounts).is_protected());
-        CHECK_FALSE(exemptions.classify(2006, accounts).is_protected());
+        CHECK(classify(exemptions, 2000, accounts).is_protected());
+        CHECK(classify(exemptions, 2001, accounts).is_protected());
+        CHECK(classify(exemptions, 2002, accounts).is_protected());
+        CHECK_FALSE(classify(exemptions, 2003, accounts).is_protected());   // one character longer
+        CHECK(classify(exemptions, 2004, accounts).is_protected());         // the account named 41002
+        CHECK_FALSE(classify(exemptions, 41002, accounts).is_protected());  // not the uid 41002
+        CHECK_FALSE(classify(exemptions, 2005, accounts).is_protected());
+        CHECK_FALSE(classify(exemptions, 2006, accounts).is_protected());
     }
+}
+
+TEST_CASE("issue 13 case 5: an alias protects the uid it resolves to, and says by which name") {
+    auto accounts = site_accounts();
+    accounts.aliases = {{"alice.admin", 1001}};  // a second passwd entry for alice's uid
+    Config config;
+    config.protected_users = {"alice.admin"};
+    const auto exemptions = load(config);
+    const auto e = classify(exemptions, 1001, accounts);
+    CHECK(e.protection == Protection::protected_users);
+    CHECK(e.account == "alice");
+    CHECK(e.describe() == "protected: listed in protected_users as alice.admin");
+    CHECK_FALSE(classify(exemptions, 1002, accounts).is_protected());
+}
+
+TEST_CASE("issue 13 case 5: a listed name whose uid cannot be looked up keeps every uid it could be") {
+    auto accounts = site_accounts();
+    accounts.failing_names = {"s.shin"};
+    Config config;
+    config.protected_users = {"s.shin"};
+    const auto e = classify(load(config), 1002, accounts);
+    CHECK(e.protection == Protection::unknown_uid);
+    CHECK(e.detail.find("protected user 's.shin' (listed in protected_users)") != std::string::npos);
+}
+
+TEST_CASE("issue 13 case 5: warnings name each listed name without an account, and where it is listed") {
+    TempDir dir;
+    const auto file = dir.write("localusers", "je.kim\nje.kmi\n");
+    auto accounts = site_accounts();
+    accounts.failing_names = {"flaky"};
+    Config config = with_file(file);
+    config.protected_users = {"alice", "alcie", "flaky"};
+    const auto warnings = listed_name_warnings(load(config), accounts, std::chrono::steady_clock::now());
+    REQUIRE(warnings.size() == 3);
+    CHECK(warnings[0] == "protected user 'alcie' (listed in protected_users) has no account: it protects nobody");
+    CHECK(warnings[1].starts_with("protected user 'flaky' (listed in protected_users): account lookup failed: "));
+    CHECK(warnings[2] == "protected user 'je.kmi' (listed in " + file + ") has no account: it protects nobody");
 }
