@@ -1,79 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The kill executor against real processes. Every test uses a uid of its own, scope
-// job_user and an account database that knows only that uid, so tests running in
-// parallel (and anything else on the machine) can never be touched.
+// job_user and an account database that knows only that uid (support/sweeper.hpp), so
+// tests running in parallel (and anything else on the machine) can never be touched.
 #include "evaluation.hpp"
 #include "executor.hpp"
 #include "support/fake_accounts.hpp"
+#include "support/plans.hpp"
 #include "support/processes.hpp"
+#include "support/sweeper.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <set>
+#include <thread>
+
 using namespace leftover;
 using namespace leftover::test;
 using namespace std::chrono_literals;
-
-namespace {
-
-struct Sweeper {
-    uid_t uid;
-    Config config;
-    FakeAccounts accounts;
-    std::function<Result<LiveWork>()> job_state = [] { return Result<LiveWork>(LiveWork{}); };
-
-    explicit Sweeper(uid_t u, std::string name = "stray.user") : uid(u) {
-        accounts.names[u] = std::move(name);
-        become_subreaper();
-    }
-    ~Sweeper() {
-        kill_all_of(uid);
-        for (const pid_t pid : spawned) ::kill(pid, SIGKILL);
-    }
-    pid_t spawn(const std::vector<std::string>& argv) { return spawned.emplace_back(spawn_as(uid, argv)); }
-    std::vector<pid_t> spawned;  // killed at the end whatever their uids are by then
-    Sweeper(const Sweeper&) = delete;
-    Sweeper& operator=(const Sweeper&) = delete;
-
-    KillReport run(std::chrono::milliseconds grace = 2000ms, bool dry_run = false,
-                   SystemCalls& calls = real_system_calls(), std::chrono::milliseconds budget = 20s) {
-        auto exemptions = Exemptions::load(config, {});
-        REQUIRE(exemptions.ok());
-        EvaluationContext context;
-        context.self = ::getpid();
-        context.event = Event{Scope::job_user, uid};
-        Evaluation evaluation(exemptions.value(), accounts, job_state, {}, context);
-        KillOptions options;
-        options.grace = grace;
-        options.dry_run = dry_run;
-        options.deadline = std::chrono::steady_clock::now() + budget;
-        return execute_kills([&] { return evaluation(); }, options, calls);
-    }
-};
-
-const KillRecord* action_for(const KillReport& report, pid_t pid, int signal) {
-    for (const KillRecord& r : report.actions)
-        if (r.pid == pid && r.signal == signal) return &r;
-    return nullptr;
-}
-
-// A directory every test user can write pid files into.
-struct SharedDir : TempDir {
-    SharedDir() { ::chmod(path().c_str(), 0777); }
-};
-
-// Starts `sh` ignoring SIGTERM and returns once the trap is in place.
-pid_t spawn_stubborn(uid_t uid, const SharedDir& dir, const std::string& body = "while :; do sleep 0.05; done") {
-    spawn_as(uid, {"sh", "-c", "trap '' TERM; echo $$ > " + (dir / "stubborn.pid") + "; " + body});
-    return wait_pid_file(dir / "stubborn.pid");
-}
-
-}  // namespace
 
 TEST_CASE("sweep: a user's strays, a double-forked setsid daemon among them, are gone, and a dry run leaves them") {
     Sweeper sweeper(41101);
@@ -193,10 +143,13 @@ TEST_CASE("sweep: a child of a slurmstepd survives, a child of a process merely 
 
 TEST_CASE("sweep: a job of the same user that starts during grace keeps its processes") {
     Sweeper sweeper(41108);
-    int reads = 0;
-    sweeper.job_state = [&reads] {
+    bool terminated = false;
+    sweeper.observer.on_action = [&terminated](const KillRecord& r) {
+        if (r.signal == SIGTERM && r.outcome == Outcome::signalled) terminated = true;
+    };
+    sweeper.job_state = [&terminated] {
         LiveWork live;
-        if (++reads > 1) live.uids.insert(41108);  // the new job appears after the first look
+        if (terminated) live.uids.insert(41108);  // the new job appears after SIGTERM
         return Result<LiveWork>(live);
     };
     SharedDir dir;
@@ -206,6 +159,32 @@ TEST_CASE("sweep: a job of the same user that starts during grace keeps its proc
     CHECK(action_for(report, stubborn, SIGTERM) != nullptr);
     CHECK(action_for(report, stubborn, SIGKILL) == nullptr);
     CHECK(is_running(stubborn));
+}
+
+TEST_CASE("issue 13 case 2: a user slurmctld cleared before SIGTERM but holding an allocation by SIGKILL keeps the process") {
+    Sweeper sweeper(41113);
+    bool terminated = false;
+    sweeper.observer.on_action = [&terminated](const KillRecord& r) {
+        if (r.signal == SIGTERM && r.outcome == Outcome::signalled) terminated = true;
+    };
+    int asked = 0;
+    // No PrologFlags=contain: a multi-node job of the user lands here during grace.
+    sweeper.allocation_check = [&](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
+        ++asked;
+        return terminated ? uids : std::set<uid_t>{};
+    };
+    SharedDir dir;
+    const pid_t stubborn = spawn_stubborn(41113, dir);
+    REQUIRE(is_running(stubborn));
+    const KillReport report = sweeper.run(300ms);
+    REQUIRE(action_for(report, stubborn, SIGTERM) != nullptr);
+    CHECK(action_for(report, stubborn, SIGTERM)->outcome == Outcome::signalled);
+    CHECK(action_for(report, stubborn, SIGKILL) == nullptr);
+    CHECK(asked >= 2);
+    CHECK(is_running(stubborn));
+    CHECK(report.survivors.empty());
+    REQUIRE(sweeper.last_plan);
+    CHECK(reason_of(*sweeper.last_plan, stubborn) == Reason::has_live_job);
 }
 
 TEST_CASE("sweep: a lookup error kills nothing") {
@@ -226,14 +205,17 @@ class FaultyCalls : public SystemCalls {
 public:
     int open_error = 0;    // pidfd_open fails with it
     int signal_error = 0;  // pidfd_send_signal fails with it
+    std::set<int> failing_signals;  // with signal_error: only these fail (empty: every one)
     bool identity_shifted = false;
     bool identity_gone = false;
     bool swallow_signals = false;  // pretend to signal, send nothing
     int signals_sent = 0;
+    std::function<void(int signal)> before_signal;  // e.g. a signal that takes long
 
     int pidfd_open(pid_t pid) override { return open_error ? -open_error : SystemCalls::pidfd_open(pid); }
     int pidfd_send_signal(int pidfd, int signal) override {
-        if (signal_error) return -signal_error;
+        if (before_signal) before_signal(signal);
+        if (signal_error && (failing_signals.empty() || failing_signals.count(signal) != 0)) return -signal_error;
         if (swallow_signals) return 0;
         ++signals_sent;
         return SystemCalls::pidfd_send_signal(pidfd, signal);
@@ -303,4 +285,100 @@ TEST_CASE("sweep: a target that never dies ends the sweep at its budget with a s
     REQUIRE(report.survivors.size() == 1);
     CHECK(report.survivors.front().pid == target);
     CHECK(is_running(target));
+}
+
+TEST_CASE("issue 13 case 6: an evaluation that returns after the deadline sends no signal at all") {
+    Sweeper sweeper(41114);
+    const pid_t stray = spawn_as(41114, {"sleep", "1000"});
+    // The first evaluation's job-state read ends only after the deadline.
+    sweeper.job_state = [&sweeper] {
+        std::this_thread::sleep_until(sweeper.deadline + 20ms);
+        return Result<LiveWork>(LiveWork{});
+    };
+    FaultyCalls calls;
+    const KillReport report = sweeper.run(2000ms, false, calls, 300ms);
+    CHECK(calls.signals_sent == 0);
+    CHECK(report.actions.empty());
+    CHECK(report.deadline_reached);
+    CHECK(report.evaluations == 1);
+    REQUIRE(report.survivors.size() == 1);
+    CHECK(report.survivors.front().pid == stray);
+    CHECK(is_running(stray));
+}
+
+TEST_CASE("issue 13 case 6: a deadline that passes midway through a long target list stops the signals there") {
+    Sweeper sweeper(41115);
+    std::vector<pid_t> strays;
+    for (int i = 0; i < 6; ++i) strays.push_back(spawn_as(41115, {"sleep", "1000"}));
+    FaultyCalls calls;
+    int kills = 0;
+    // The second SIGKILL takes until the deadline.
+    calls.before_signal = [&](int signal) {
+        if (signal == SIGKILL && ++kills == 2) std::this_thread::sleep_until(sweeper.deadline);
+    };
+    KillReport report;
+    SUBCASE("without stopping first") {
+        sweeper.freeze_rounds = 0;
+        report = sweeper.run(0ms, false, calls, 2s);
+        CHECK(calls.signals_sent == 2);
+        CHECK(report.evaluations == 1);
+    }
+    SUBCASE("stopped first: what was not killed runs again") {
+        report = sweeper.run(0ms, false, calls, 2s);
+        CHECK(report.evaluations == 2);  // before SIGSTOP, and after it
+    }
+    INFO(format_actions(report));
+    CHECK(report.deadline_reached);
+    std::size_t not_sent = 0;
+    for (const pid_t pid : strays) {
+        const KillRecord* kill = action_for(report, pid, SIGKILL);
+        REQUIRE(kill != nullptr);
+        if (kill->outcome == Outcome::signalled) {
+            CHECK(wait_gone(pid));
+            continue;
+        }
+        ++not_sent;
+        CHECK(kill->outcome == Outcome::deadline);
+        CHECK(kill->reason == Reason::stray);
+        CHECK(is_running(pid));
+        CHECK(process_state(pid) != 'T');  // never left stopped
+        CHECK(std::ranges::count_if(report.survivors, [pid](const Decision& d) { return d.pid == pid; }) == 1);
+    }
+    CHECK(not_sent == 4);
+}
+
+TEST_CASE("issue 13 case 6: the grace wait ends at the deadline") {
+    Sweeper sweeper(41116);
+    SharedDir dir;
+    const pid_t stubborn = spawn_stubborn(41116, dir);
+    const auto started = std::chrono::steady_clock::now();
+    const KillReport report = sweeper.run(20000ms, false, real_system_calls(), 500ms);
+    CHECK(std::chrono::steady_clock::now() - started < 10s);  // hang detector only: grace is 20 s
+    CHECK(action_for(report, stubborn, SIGTERM) != nullptr);
+    CHECK(action_for(report, stubborn, SIGKILL) == nullptr);
+    CHECK(report.deadline_reached);
+    REQUIRE(report.survivors.size() == 1);
+    CHECK(report.survivors.front().pid == stubborn);
+    CHECK(process_state(stubborn) != 'T');
+}
+
+TEST_CASE("issue 13 case 10: a stopped process that no signal could kill runs again when the sweep returns") {
+    Sweeper sweeper(41122);
+    const pid_t target = spawn_as(41122, {"sleep", "1000"});
+    FaultyCalls calls;
+    calls.signal_error = EPERM;
+    calls.failing_signals = {SIGTERM, SIGKILL};
+    const KillReport report = sweeper.run(100ms, false, calls, 5s);
+    INFO(format_actions(report));
+    REQUIRE(action_for(report, target, SIGSTOP) != nullptr);
+    CHECK(action_for(report, target, SIGTERM)->outcome == Outcome::permission_denied);
+    REQUIRE_FALSE(report.actions.empty());
+    const KillRecord& last = report.actions.back();
+    CHECK(last.pid == target);
+    CHECK(last.signal == SIGCONT);
+    CHECK(last.outcome == Outcome::signalled);
+    CHECK(last.detail == "not killed: the sweep ended before its kill");
+    CHECK(is_running(target));
+    CHECK(process_state(target) == 'S');
+    REQUIRE(report.survivors.size() == 1);
 }

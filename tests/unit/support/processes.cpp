@@ -89,16 +89,20 @@ pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vecto
     return pid;
 }
 
-bool is_running(pid_t pid) {
-    reap_children();
+char process_state(pid_t pid) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::ostringstream content;
     content << stat.rdbuf();
     const std::string text = content.str();
     const auto close = text.rfind(')');
-    if (close == std::string::npos || close + 2 >= text.size()) return false;
-    const char state = text[close + 2];
-    return state != 'Z' && state != 'X';
+    if (close == std::string::npos || close + 2 >= text.size()) return 0;
+    return text[close + 2];
+}
+
+bool is_running(pid_t pid) {
+    reap_children();
+    const char state = process_state(pid);
+    return state != 0 && state != 'Z' && state != 'X';
 }
 
 bool wait_gone(pid_t pid, std::chrono::milliseconds timeout) {

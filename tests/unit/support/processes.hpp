@@ -20,6 +20,9 @@ pid_t spawn_as(uid_t uid, const std::vector<std::string>& argv);
 // Running: /proc/<pid> exists and is not a zombie. Reaps zombie children of ours.
 bool is_running(pid_t pid);
 
+// The state letter of /proc/<pid>/stat (R, S, T, Z ...); 0 once the process is gone.
+char process_state(pid_t pid);
+
 // Polls until the process is no longer running; false at the deadline.
 bool wait_gone(pid_t pid, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
