@@ -27,7 +27,7 @@ bool same_process(const Decision& a, const Decision& b) { return a.pid == b.pid 
 class Sweep {
 public:
     Sweep(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls)
-        : evaluate_(evaluate), options_(options), signaller_(options, calls, report_) {}
+        : evaluate_(evaluate), options_(options), calls_(calls), signaller_(options, calls, report_) {}
 
     KillReport run();
 
@@ -35,6 +35,7 @@ private:
     bool replan();
     bool deadline_passed();
     bool freeze();
+    void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
     void continue_released();
     void continue_all(const char* why);
     std::vector<Pinned> signal_round(int signal);
@@ -42,6 +43,7 @@ private:
 
     const Evaluate& evaluate_;
     const KillOptions& options_;
+    SystemCalls& calls_;
     KillReport report_;
     Signaller signaller_;
     // The plan acted on: the first one lives in the report (moved there, not copied);
@@ -96,14 +98,45 @@ bool Sweep::freeze() {
         // One line per SIGSTOP would double every kill's lines: they are intermediate
         // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
         std::vector<Pinned> pinned = signaller_.signal_all(untried, SIGSTOP, true);
+        bool escaped = pinned.size() < untried.size();
         std::set<pid_t> now_stopped;
-        for (const Pinned& p : pinned) now_stopped.insert(p.pid);
+        for (const Pinned& p : pinned)
+            if (signaller_.has_exited(p))
+                escaped = true;
+            else
+                now_stopped.insert(p.pid);
         pinned.clear();  // a stopped process stays put: no pin needed until it is signalled again
         for (Decision& d : untried) {
             tried.insert({d.pid, d.start_time});
             if (now_stopped.count(d.pid) != 0) stopped_.insert_or_assign(d.pid, std::move(d));
         }
+        if (escaped && !report_.deadline_reached) stop_unseen(tried);
         if (report_.deadline_reached || !replan()) return false;
+    }
+}
+
+// A target that exited before it stopped may have forked first (a pid hopper does so
+// every few ms, faster than a whole evaluation): list its users' processes at once and
+// stop those no plan has seen, before they move on too. The evaluation that follows
+// decides on them (and continues any it keeps); a process a plan keeps is never stopped.
+void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
+    constexpr int max_passes = 8;
+    std::map<uid_t, std::string> users;
+    for (const Decision& d : plan_->decisions)
+        if (d.verdict == Verdict::kill) users.emplace(d.uid, d.user);
+    std::set<uid_t> uids;
+    for (const auto& [uid, name] : users) uids.insert(uid);
+    for (int pass = 0; pass < max_passes && !past(options_.deadline); ++pass) {
+        bool found = false, escaped = false;
+        for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, uids)) {
+            if (decision_for(*plan_, pid) != nullptr || stopped_.count(pid) != 0) continue;
+            found = true;
+            if (auto target = signaller_.stop_unseen(pid, owner, users[owner], escaped)) {
+                tried.insert({target->pid, target->start_time});
+                stopped_.insert_or_assign(pid, std::move(*target));
+            }
+        }
+        if (!found || !escaped) return;
     }
 }
 
@@ -146,8 +179,7 @@ std::vector<Pinned> Sweep::signal_round(int signal) {
         while (targets[t].pid != p.pid) ++t;
         // A stopped process runs its SIGTERM handler only once continued; one that got
         // SIGKILL dies stopped or not.
-        if (stopped_.erase(p.pid) != 0 && signal == SIGTERM)
-            signaller_.signal_pinned(p, targets[t], SIGCONT, true);
+        if (stopped_.erase(p.pid) != 0 && signal == SIGTERM) signaller_.signal_pinned(p, targets[t], SIGCONT, true);
     }
     return pinned;
 }

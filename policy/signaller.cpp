@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 
 namespace leftover {
 namespace {
@@ -96,6 +97,38 @@ void Signaller::signal_pinned(const Pinned& pinned, const Decision& target, int 
     record.intermediate = intermediate;
     set_outcome(record, -calls_.pidfd_send_signal(pinned.pidfd.get(), signal));
     note(record);
+}
+
+std::optional<Decision> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user, bool& escaped) {
+    // Gone already: nothing to stop, but it may have forked before it went.
+    const int opened = calls_.pidfd_open(pid);
+    if (opened < 0) {
+        escaped = escaped || opened == -ESRCH;
+        return std::nullopt;
+    }
+    Pinned pinned{pid, UniqueFd(opened)};
+    const auto identity = calls_.read_identity(options_.proc_root, pid);
+    if (!identity) escaped = true;
+    if (!identity || !identity->uids.all_equal() || identity->uids.real != uid) return std::nullopt;
+    Decision target;
+    target.pid = pid;
+    target.uid = uid;
+    target.user = user;
+    target.start_time = identity->start_time;
+    target.verdict = Verdict::kill;
+    target.detail = "a new process of a user being swept, stopped before it was evaluated";
+    KillRecord record = record_for(target, SIGSTOP, Outcome::signalled);
+    record.intermediate = true;
+    set_outcome(record, -calls_.pidfd_send_signal(pinned.pidfd.get(), SIGSTOP));
+    note(record);
+    if (record.outcome != Outcome::signalled) return std::nullopt;
+    escaped = escaped || has_exited(pinned);
+    return target;
+}
+
+bool Signaller::has_exited(const Pinned& pinned) {
+    pollfd fd{pinned.pidfd.get(), POLLIN, 0};
+    return calls_.poll(&fd, 1, 0) > 0 && fd.revents != 0;
 }
 
 void Signaller::wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until) {

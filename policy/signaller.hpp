@@ -41,6 +41,14 @@ public:
     // check: the pin still holds the process that was checked then).
     void signal_pinned(const Pinned& pinned, const Decision& target, int signal, bool intermediate);
 
+    // Stops a process that no plan has decided on yet (a child a target forked, a pid
+    // hopper's new pid) if, through its pin, all its uids are still `uid`; returns it as a
+    // target then (start time from the pin), or nullopt. `escaped`: it exited at once.
+    std::optional<Decision> stop_unseen(pid_t pid, uid_t uid, const std::string& user, bool& escaped);
+
+    // Whether the pinned process has exited (its pidfd polls readable), without waiting.
+    bool has_exited(const Pinned& pinned);
+
     // Waits until every pinned process has exited (a pidfd polls readable then; a zombie
     // counts as exited), `until` or the deadline, whichever comes first; then closes the pins.
     void wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until);

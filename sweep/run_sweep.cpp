@@ -211,9 +211,10 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
                 fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user, survivor.uid));
     if (report.deadline_reached) log.warn("the evaluation reached its deadline and stopped where it was");
     if (report.left_running > 0)
-        log.warn(fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
-                             "signals went out (they fork or change their pid faster than a scan sees them)",
-                             options.freeze_rounds, report.left_running));
+        log.warn(
+            fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
+                        "signals went out (they fork or change their pid faster than a scan sees them)",
+                        options.freeze_rounds, report.left_running));
     name_trigger_user(report.first_plan);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report));

@@ -109,6 +109,10 @@ bool wait_gone(pid_t pid, std::chrono::milliseconds timeout) {
     return poll_until([pid] { return !is_running(pid); }, timeout);
 }
 
+bool wait_not_stopped(pid_t pid, std::chrono::milliseconds timeout) {
+    return poll_until([pid] { return process_state(pid) != 'T'; }, timeout) && is_running(pid);
+}
+
 bool wait_owner(pid_t pid, uid_t uid, std::chrono::milliseconds timeout) {
     return poll_until([pid, uid] { return proc_owner(pid) == uid; }, timeout);
 }

@@ -23,6 +23,10 @@ bool is_running(pid_t pid);
 // The state letter of /proc/<pid>/stat (R, S, T, Z ...); 0 once the process is gone.
 char process_state(pid_t pid);
 
+// Polls until the process runs (is not stopped, state T); false at the deadline or once
+// it is gone. SIGCONT wakes a stopped process, which may show T for a moment after.
+bool wait_not_stopped(pid_t pid, std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
 // Polls until the process is no longer running; false at the deadline.
 bool wait_gone(pid_t pid, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 

@@ -32,7 +32,7 @@ struct Sweeper {
     AllocationCheck allocation_check;  // unset: PrologFlags=contain
     KillObserver observer;
     int freeze_rounds = KillOptions{}.freeze_rounds;
-    std::optional<Plan> last_plan;                    // what the last evaluation of run() decided
+    std::optional<Plan> last_plan;                   // what the last evaluation of run() decided
     std::chrono::steady_clock::time_point deadline;  // of the last run()
 
     explicit Sweeper(uid_t u, std::string name = "stray.user") : uid(u) {
@@ -92,8 +92,7 @@ struct SharedDir : TempDir {
 };
 
 // Starts `sh` ignoring SIGTERM and returns once the trap is in place.
-inline pid_t spawn_stubborn(uid_t uid, const SharedDir& dir,
-                            const std::string& body = "while :; do sleep 0.05; done") {
+inline pid_t spawn_stubborn(uid_t uid, const SharedDir& dir, const std::string& body = "while :; do sleep 0.05; done") {
     spawn_as(uid, {"sh", "-c", "trap '' TERM; echo $$ > " + (dir / "stubborn.pid") + "; " + body});
     return wait_pid_file(dir / "stubborn.pid");
 }
