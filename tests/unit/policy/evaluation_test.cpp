@@ -97,7 +97,7 @@ TEST_CASE("evaluation: job cgroups are read only when a live job could protect a
     CHECK(plan.error().kind == ErrorKind::lookup);
 }
 
-TEST_CASE("evaluation: slurmctld is asked only about users a plan would kill; a held allocation is remembered") {
+TEST_CASE("evaluation: slurmctld is asked only about users a plan would kill, and a held allocation is remembered") {
     Node node;
     node.fake.add_process(user_process(700, kStray));
     node.fake.add_process(user_process(701, kOther));

@@ -159,10 +159,10 @@ TEST_CASE("issue 13 case 10: a pid hopper outruns a sweep that does not stop it 
     Reaper reaper;
     sweeper.spawn({forker(dir), "hop", "2000"});
     REQUIRE(wait_processes(41117, 1));
-    // Reading the node's job state takes a few ms (slurmstepd sockets), between the scan
-    // and the signals: as long as a hopper keeps a pid.
+    // Reading the node's job state (slurmstepd sockets, slurmctld) comes between the scan
+    // and the signals and takes far longer than a hopper keeps a pid.
     sweeper.job_state = [] {
-        std::this_thread::sleep_for(5ms);
+        std::this_thread::sleep_for(50ms);
         return Result<LiveWork>(LiveWork{});
     };
 

@@ -105,6 +105,21 @@ TEST_CASE("run_sweep: a stray is killed, and each action, the grace wait and the
     CHECK(pipeline.summary().starts_with("job 7 epilog (user rs.user uid 41301): swept [rs.user]; killed 1; "));
 }
 
+TEST_CASE("issue 13 case 10: the SIGSTOP before a kill and the SIGCONT after SIGTERM are debug lines") {
+    // One line per action would double every kill's lines: the stop and the continue
+    // that let a SIGTERM handler run are steps on the way, the SIGTERM is the line.
+    Pipeline pipeline(41310);
+    const pid_t stray = spawn_as(41310, {"sleep", "600"});
+    const KillReport report = pipeline.run("grace: 2\ndebuglevel: debug\n");
+    CHECK(wait_gone(stray));
+    const std::string who = fmt::format("pid={} user=rs.user uid=41310 comm='sleep' reason=stray", stray);
+    CHECK(pipeline.sink.level_of("SIGSTOP " + who) == LogLevel::debug);
+    CHECK(pipeline.sink.level_of("SIGTERM " + who) == LogLevel::info);
+    CHECK(pipeline.sink.level_of("SIGCONT " + who) == LogLevel::debug);
+    CHECK(report.freeze_rounds == 1);
+    CHECK(pipeline.summary().find("; killed 1; ") != std::string::npos);
+}
+
 TEST_CASE("run_sweep: a dry run logs what it would kill and signals nothing") {
     Pipeline pipeline(41302);
     const pid_t stray = spawn_as(41302, {"sleep", "600"});
