@@ -153,8 +153,8 @@ void Sweep::continue_released() {
         if (now && same_process(*now, it->second) && now->reason != Reason::zombie) released.push_back(*now);
         it = stopped_.erase(it);
     }
-    // Through a fresh pin with the identity check, like every signal.
-    signaller_.signal_all(released, SIGCONT);
+    // Through a fresh pin with the identity check, like every signal; past the deadline too.
+    signaller_.signal_all(released, SIGCONT, false, Clock::time_point::max());
 }
 
 // The sweep ends with processes still stopped (an error, the deadline, a failed kill):

@@ -202,3 +202,27 @@ TEST_CASE("issue 13 case 10: a stopped process that no signal could kill runs ag
     CHECK(wait_not_stopped(target));
     REQUIRE(report.survivors.size() == 1);
 }
+
+TEST_CASE("issue 13 case 10: a stopped process kept by an evaluation that ends past the deadline runs again") {
+    Sweeper sweeper(41123);
+    const pid_t stray = spawn_as(41123, {"sleep", "1000"});
+    int reads = 0;
+    // The evaluation after SIGSTOP sees a new job of the user, and returns late.
+    sweeper.job_state = [&] {
+        LiveWork live;
+        if (++reads > 1) {
+            std::this_thread::sleep_until(sweeper.deadline + 20ms);
+            live.uids.insert(41123);
+        }
+        return Result<LiveWork>(live);
+    };
+    const KillReport report = sweeper.run(2000ms, false, real_system_calls(), 500ms);
+    INFO(format_actions(report));
+    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
+    const KillRecord* cont = action_for(report, stray, SIGCONT);
+    REQUIRE(cont != nullptr);
+    CHECK(cont->outcome == Outcome::signalled);
+    CHECK(cont->reason == Reason::has_live_job);
+    CHECK(action_for(report, stray, SIGTERM) == nullptr);
+    CHECK(wait_not_stopped(stray));
+}
