@@ -126,13 +126,12 @@ Result<Plan> Evaluation::operator()() {
                 return Error::lookup(fmt::format("uid {} would be killed without its account lookup", uid));
     }
 
+    // Only "holds an allocation" is remembered: a user cleared in one round is asked again
+    // in the next, since a job of theirs may land here during grace.
     if (allocation_check_) {
-        std::set<uid_t> unasked;
-        for (const uid_t uid : plan.kill_uids())
-            if (asked_allocations_.count(uid) == 0) unasked.insert(uid);
-        if (!unasked.empty()) {
-            asked_allocations_.insert(unasked.begin(), unasked.end());
-            auto holders = allocation_check_(unasked);
+        const std::set<uid_t> to_ask = plan.kill_uids();  // the confirmed ones are kept already
+        if (!to_ask.empty()) {
+            auto holders = allocation_check_(to_ask);
             if (!holders.ok()) return holders.error();
             if (!holders->empty()) {
                 confirmed_allocations_.insert(holders->begin(), holders->end());

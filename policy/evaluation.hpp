@@ -67,8 +67,7 @@ private:
     AllocationCheck allocation_check_;
     EvaluationContext context_;
     LiveWork live_;
-    std::set<uid_t> asked_allocations_;      // the controller is asked once per user per sweep
-    std::set<uid_t> confirmed_allocations_;  // users it said hold an allocation here
+    std::set<uid_t> confirmed_allocations_;  // users the controller said hold an allocation here
 };
 
 }  // namespace leftover

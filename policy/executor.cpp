@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "executor.hpp"
 
-#include "escape.hpp"
-#include "poll_timeout.hpp"
-#include "unique_fd.hpp"
+#include "signaller.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <csignal>
+#include <map>
 #include <utility>
 
 namespace leftover {
@@ -15,184 +13,253 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The one way a decision becomes the record of what was done to its process.
-KillRecord record_for(const Decision& target, int signal, Outcome outcome) {
-    KillRecord record;
-    record.pid = target.pid;
-    record.uid = target.uid;
-    record.user = target.user;
-    record.comm = escape_for_log(target.comm);
-    record.signal = signal;
-    record.reason = target.reason;
-    record.detail = target.detail;
-    record.outcome = outcome;
-    return record;
+bool past(Clock::time_point deadline) { return Clock::now() >= deadline; }
+
+const Decision* decision_for(const Plan& plan, pid_t pid) {
+    const auto it = std::lower_bound(plan.decisions.begin(), plan.decisions.end(), pid,
+                                     [](const Decision& d, pid_t value) { return d.pid < value; });
+    return it != plan.decisions.end() && it->pid == pid ? &*it : nullptr;
 }
 
-struct Pinned {
-    pid_t pid = 0;  // the pin is all that waiting needs: no copy of the decision
-    UniqueFd pidfd;
-};
+bool same_process(const Decision& a, const Decision& b) { return a.pid == b.pid && a.start_time == b.start_time; }
 
-class Executor {
+// One sweep: the rounds, the plans they act on, and the processes it holds stopped.
+class Sweep {
 public:
-    Executor(const KillOptions& options, SystemCalls& calls, KillReport& report)
-        : options_(options), calls_(calls), report_(report) {}
+    Sweep(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls)
+        : evaluate_(evaluate), options_(options), calls_(calls), signaller_(options, calls, report_) {}
 
-    // Every action goes into the report and, as it happens, to the observer.
-    void note(const KillRecord& r) {
-        report_.actions.push_back(r);
-        if (options_.observer.on_action) options_.observer.on_action(r);
-    }
-
-    // Pins every target, checks its identity through the pin and signals it.
-    // Returns the pinned processes that were signalled, for waiting.
-    std::vector<Pinned> signal_all(const std::vector<Decision>& targets, int signal) {
-        std::vector<Pinned> signalled;
-        for (const Decision& target : targets) {
-            KillRecord record = record_for(target, signal, Outcome::signalled);
-            const int opened = calls_.pidfd_open(target.pid);
-            if (opened < 0) {
-                set_outcome(record, -opened);
-                note(record);
-                continue;
-            }
-            UniqueFd pidfd(opened);
-            // pidfd_open pinned whatever process holds the pid now; only if it is still
-            // the one that was decided on (same start time, same uids) may it be signalled.
-            const auto identity = calls_.read_identity(options_.proc_root, target.pid);
-            if (!identity) {
-                record.outcome = Outcome::gone;
-            } else if (identity->start_time != target.start_time || !identity->uids.all_equal() ||
-                       identity->uids.real != target.uid) {
-                record.outcome = Outcome::pid_reused;
-            } else {
-                const int rc = calls_.pidfd_send_signal(pidfd.get(), signal);
-                set_outcome(record, -rc);
-                if (record.outcome == Outcome::signalled) {
-                    note(record);
-                    signalled.push_back({target.pid, std::move(pidfd)});
-                    continue;
-                }
-            }
-            note(record);
-        }
-        return signalled;
-    }
-
-    // Waits until every pinned process has exited (a pidfd polls readable then; a zombie
-    // counts as exited) or `until`; then closes the pins.
-    void wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until) {
-        std::vector<pollfd> fds;
-        fds.reserve(pinned.size());
-        for (const Pinned& p : pinned) fds.push_back({p.pidfd.get(), POLLIN, 0});
-        until = std::min(until, options_.deadline);
-        while (!fds.empty()) {
-            const int left_ms = poll_timeout_ms(until);
-            if (left_ms == 0) break;
-            const int rc = calls_.poll(fds.data(), fds.size(), std::min(left_ms, 1000));
-            if (rc < 0 && rc != -EINTR) break;
-            fds.erase(std::remove_if(fds.begin(), fds.end(), [](const pollfd& f) { return f.revents != 0; }),
-                      fds.end());
-        }
-        pinned.clear();
-    }
+    KillReport run();
 
 private:
-    static void set_outcome(KillRecord& record, int error) {
-        record.error = error;
-        if (error == 0)
-            record.outcome = Outcome::signalled;
-        else if (error == ESRCH)
-            record.outcome = Outcome::gone;
-        else if (error == EPERM)
-            record.outcome = Outcome::permission_denied;
-        else
-            record.outcome = Outcome::failed;
-    }
+    bool replan();
+    bool deadline_passed();
+    bool freeze();
+    void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
+    void continue_released();
+    void continue_all(const char* why);
+    std::vector<Pinned> signal_round(int signal);
+    void finish();
 
+    const Evaluate& evaluate_;
     const KillOptions& options_;
     SystemCalls& calls_;
-    KillReport& report_;
+    KillReport report_;
+    Signaller signaller_;
+    // The plan acted on: the first one lives in the report (moved there, not copied);
+    // each fresh evaluation replaces `fresh_`, and the previous plan is freed before it.
+    std::optional<Plan> fresh_;
+    const Plan* plan_ = nullptr;
+    // Processes this sweep stopped and has not killed or continued yet, as decided then.
+    std::map<pid_t, Decision> stopped_;
 };
 
-bool past(Clock::time_point deadline) { return Clock::now() >= deadline; }
+bool Sweep::replan() {
+    fresh_.reset();
+    signaller_.forget_exits();
+    ++report_.evaluations;
+    auto plan = evaluate_();
+    if (!plan.ok()) {
+        report_.error = plan.error();
+        return false;
+    }
+    fresh_ = std::move(plan).value();
+    plan_ = &*fresh_;
+    return true;
+}
+
+// No round starts once the deadline has passed.
+bool Sweep::deadline_passed() {
+    if (!past(options_.deadline)) return false;
+    report_.deadline_reached = true;
+    return true;
+}
+
+// Stops every target of the plan, scans again and stops the targets that are new (a
+// child forked before its parent stopped, a process that changed its pid), until a fresh
+// plan has no target this phase has not tried to stop, or freeze_rounds. A stopped
+// process cannot fork or run away, so the round that follows meets every target still.
+// false: an evaluation failed or the deadline passed.
+bool Sweep::freeze() {
+    if (options_.freeze_rounds <= 0) return true;
+    std::set<std::pair<pid_t, std::uint64_t>> tried;  // stopped, or failed to stop: not retried
+    for (int round = 0;; ++round) {
+        continue_released();
+        std::vector<Decision> untried;
+        for (Decision& d : plan_->kills())
+            if (tried.count({d.pid, d.start_time}) == 0) untried.push_back(std::move(d));
+        if (untried.empty()) return true;
+        if (round >= options_.freeze_rounds) {
+            report_.left_running = std::max(report_.left_running, untried.size());
+            return true;  // bounded: the round goes ahead with what is stopped
+        }
+        if (deadline_passed()) return false;
+        ++report_.freeze_rounds;
+        // One line per SIGSTOP would double every kill's lines: they are intermediate
+        // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
+        std::vector<Pinned> pinned = signaller_.signal_all(untried, SIGSTOP, true);
+        bool escaped = pinned.size() < untried.size();
+        std::set<pid_t> now_stopped;
+        for (const Pinned& p : pinned)
+            if (signaller_.has_exited(p))
+                escaped = true;
+            else
+                now_stopped.insert(p.pid);
+        pinned.clear();  // a stopped process stays put: no pin needed until it is signalled again
+        for (Decision& d : untried) {
+            tried.insert({d.pid, d.start_time});
+            if (now_stopped.count(d.pid) != 0) stopped_.insert_or_assign(d.pid, std::move(d));
+        }
+        if (escaped && !report_.deadline_reached) stop_unseen(tried);
+        if (report_.deadline_reached || !replan()) return false;
+    }
+}
+
+// A target that exited before it stopped may have forked first (a pid hopper does so
+// every few ms, faster than a whole evaluation): list its users' processes at once and
+// stop those no plan has seen, before they move on too. The evaluation that follows
+// decides on them (and continues any it keeps); a process a plan keeps is never stopped.
+void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
+    constexpr int max_passes = 8;
+    std::map<uid_t, std::string> users;
+    for (const Decision& d : plan_->decisions)
+        if (d.verdict == Verdict::kill) users.emplace(d.uid, d.user);
+    std::set<uid_t> uids;
+    for (const auto& [uid, name] : users) uids.insert(uid);
+    for (int pass = 0; pass < max_passes && !past(options_.deadline); ++pass) {
+        bool found = false, escaped = false;
+        for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, uids)) {
+            if (decision_for(*plan_, pid) != nullptr || stopped_.count(pid) != 0) continue;
+            found = true;
+            if (auto target = signaller_.stop_unseen(pid, owner, users[owner], escaped)) {
+                tried.insert({target->pid, target->start_time});
+                stopped_.insert_or_assign(pid, std::move(*target));
+            }
+        }
+        if (!found || !escaped) return;
+    }
+}
+
+// A stopped process that the fresh plan no longer kills (its user got live work, say)
+// runs again at once. One that is gone or a zombie needs nothing.
+void Sweep::continue_released() {
+    std::vector<Decision> released;
+    for (auto it = stopped_.begin(); it != stopped_.end();) {
+        const Decision* now = decision_for(*plan_, it->first);
+        if (now && same_process(*now, it->second) && now->verdict == Verdict::kill) {
+            ++it;
+            continue;
+        }
+        if (now && same_process(*now, it->second) && now->reason != Reason::zombie) released.push_back(*now);
+        it = stopped_.erase(it);
+    }
+    // Through a fresh pin with the identity check, like every signal; past the deadline too.
+    signaller_.signal_all(released, SIGCONT, false, Clock::time_point::max());
+}
+
+// The sweep ends with processes still stopped (an error, the deadline, a failed kill):
+// none of them may stay stopped. Sent past the deadline too.
+void Sweep::continue_all(const char* why) {
+    if (stopped_.empty()) return;
+    std::vector<Decision> all;
+    for (auto& [pid, d] : stopped_) {
+        d.detail = why;
+        all.push_back(std::move(d));
+    }
+    stopped_.clear();
+    signaller_.signal_all(all, SIGCONT, false, Clock::time_point::max());
+}
+
+// One list of targets per round, freed as soon as every one is signalled.
+std::vector<Pinned> Sweep::signal_round(int signal) {
+    auto targets = plan_->kills();
+    auto pinned = signaller_.signal_all(targets, signal);
+    std::size_t t = 0;
+    for (const Pinned& p : pinned) {
+        while (targets[t].pid != p.pid) ++t;
+        // A stopped process runs its SIGTERM handler only once continued; one that got
+        // SIGKILL dies stopped or not.
+        if (stopped_.erase(p.pid) != 0 && signal == SIGTERM) signaller_.signal_pinned(p, targets[t], SIGCONT, true);
+    }
+    return pinned;
+}
+
+// The survivors: the last plan's targets, less those seen to exit since it was made.
+void Sweep::finish() {
+    continue_all(report_.error ? "not killed: the sweep stopped at an error"
+                               : "not killed: the sweep ended before its kill");
+    if (report_.error) return;
+    for (Decision& d : plan_->kills())
+        if (signaller_.exited().count(d.pid) == 0) report_.survivors.push_back(std::move(d));
+}
+
+KillReport Sweep::run() {
+    ++report_.evaluations;
+    auto first = evaluate_();
+    if (!first.ok()) {
+        report_.error = first.error();
+        return std::move(report_);  // a lookup or config error: nothing is killed
+    }
+    report_.first_plan = std::move(first).value();
+    plan_ = &report_.first_plan;
+    const auto has_kills = [this] {
+        return std::any_of(plan_->decisions.begin(), plan_->decisions.end(),
+                           [](const Decision& d) { return d.verdict == Verdict::kill; });
+    };
+    if (options_.dry_run) {
+        const int first_signal = options_.grace.count() > 0 ? SIGTERM : SIGKILL;
+        for (const Decision& d : plan_->kills()) signaller_.note(record_for(d, first_signal, Outcome::dry_run));
+        report_.survivors = plan_->kills();
+        return std::move(report_);
+    }
+    if (!has_kills()) return std::move(report_);
+    // An evaluation that ran past the deadline starts no round, not even SIGTERM.
+    if (deadline_passed()) {
+        finish();
+        return std::move(report_);
+    }
+
+    if (options_.grace.count() > 0) {
+        if (!freeze() || deadline_passed()) {
+            finish();
+            return std::move(report_);
+        }
+        auto pinned = signal_round(SIGTERM);
+        if (!pinned.empty() && options_.observer.on_grace_wait)
+            options_.observer.on_grace_wait(pinned.size(), options_.grace);
+        signaller_.wait_and_release(pinned, Clock::now() + options_.grace);
+        // Job state and processes are read again right before SIGKILL: a job that
+        // started during grace protects its user's processes.
+        if (report_.deadline_reached || deadline_passed() || !replan()) {
+            finish();
+            return std::move(report_);
+        }
+    }
+
+    while (has_kills()) {
+        if (report_.rounds >= options_.max_rounds || deadline_passed()) break;
+        ++report_.rounds;
+        if (!freeze() || deadline_passed()) {
+            finish();
+            return std::move(report_);
+        }
+        if (!has_kills()) break;
+        auto pinned = signal_round(SIGKILL);
+        signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
+        // A stray that forks keeps making new ones: decide again on a fresh scan.
+        if (report_.deadline_reached || deadline_passed() || !replan()) {
+            finish();
+            return std::move(report_);
+        }
+    }
+    finish();
+    return std::move(report_);
+}
 
 }  // namespace
 
 KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls) {
-    KillReport report;
-    Executor executor(options, calls, report);
-
-    auto next_plan = [&]() -> std::optional<Plan> {
-        ++report.evaluations;
-        auto plan = evaluate();
-        if (!plan.ok()) {
-            report.error = plan.error();
-            return std::nullopt;
-        }
-        return std::move(plan).value();
-    };
-
-    // The plan acted on: the first one lives in the report (moved there, not copied);
-    // each fresh evaluation replaces `fresh`, and the previous plan is freed before it.
-    std::optional<Plan> fresh = next_plan();
-    if (!fresh) return report;  // a lookup or config error: nothing is killed
-    report.first_plan = std::move(*fresh);
-    fresh.reset();
-    const Plan* plan = &report.first_plan;
-    const auto has_kills = [](const Plan& p) {
-        return std::any_of(p.decisions.begin(), p.decisions.end(),
-                           [](const Decision& d) { return d.verdict == Verdict::kill; });
-    };
-    const auto replan = [&]() -> bool {
-        fresh.reset();
-        fresh = next_plan();
-        if (!fresh) return false;
-        plan = &*fresh;
-        return true;
-    };
-    if (options.dry_run) {
-        const int first_signal = options.grace.count() > 0 ? SIGTERM : SIGKILL;
-        for (const Decision& d : plan->kills()) executor.note(record_for(d, first_signal, Outcome::dry_run));
-        report.survivors = plan->kills();
-        return report;
-    }
-
-    if (!has_kills(*plan)) return report;
-
-    // One list of targets per round, freed as soon as every one is signalled.
-    const auto signal_round = [&](int signal) {
-        auto targets = plan->kills();
-        report.actions.reserve(report.actions.size() + targets.size());
-        auto pinned = executor.signal_all(targets, signal);
-        targets = {};
-        return pinned;
-    };
-
-    if (options.grace.count() > 0) {
-        auto pinned = signal_round(SIGTERM);
-        if (!pinned.empty() && options.observer.on_grace_wait)
-            options.observer.on_grace_wait(pinned.size(), options.grace);
-        executor.wait_and_release(pinned, Clock::now() + options.grace);
-        // Job state and processes are read again right before SIGKILL: a job that
-        // started during grace protects its user's processes.
-        if (!replan()) return report;
-    }
-
-    while (has_kills(*plan)) {
-        if (report.rounds >= options.max_rounds || past(options.deadline)) {
-            report.deadline_reached = past(options.deadline);
-            break;
-        }
-        ++report.rounds;
-        auto pinned = signal_round(SIGKILL);
-        executor.wait_and_release(pinned, Clock::now() + options.settle);
-        // A stray that forks keeps making new ones: decide again on a fresh scan.
-        if (!replan()) return report;
-    }
-    report.survivors = plan->kills();
-    return report;
+    return Sweep(evaluate, options, calls).run();
 }
 
 }  // namespace leftover

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The kill executor: pins each target with a pidfd, checks it is still the process that
 // was decided on, signals it, and repeats on fresh evaluations until nothing is left.
+// Before each round of signals it stops the targets (SIGSTOP) and scans again until no
+// target is left running, so a process that forks or changes its pid cannot outrun it.
 #pragma once
 
 #include "decision.hpp"
@@ -22,6 +24,7 @@ enum class Outcome {
     pid_reused,         // the pid now names another process: not signalled
     permission_denied,  // EPERM
     failed,             // any other error
+    deadline,           // not sent: the evaluation's deadline passed first
 };
 
 struct KillRecord {
@@ -34,6 +37,9 @@ struct KillRecord {
     std::string detail;
     Outcome outcome = Outcome::signalled;
     int error = 0;  // errno for permission_denied / failed
+    // A step on the way to a kill, not a kill or a release: the SIGSTOP before it, the
+    // SIGCONT right after SIGTERM. Front ends log these at debug level.
+    bool intermediate = false;
 };
 
 // Told about each action as it happens, so a front end logs it then and not after
@@ -48,6 +54,9 @@ struct KillOptions {
     std::chrono::milliseconds grace{5000};  // SIGTERM -> SIGKILL; 0: SIGKILL at once
     int max_rounds = 10;                    // SIGKILL rounds on fresh evaluations
     std::chrono::milliseconds settle{500};  // how long a SIGKILL round waits for exits
+    // Before each round: stop the targets, scan again, stop the new ones, at most this
+    // many times. 0: no stopping (tests show with it what stopping is for).
+    int freeze_rounds = 16;
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     bool dry_run = false;
     KillObserver observer;
@@ -61,12 +70,17 @@ struct KillReport {
     bool deadline_reached = false;
     int rounds = 0;
     std::size_t evaluations = 0;
+    int freeze_rounds = 0;  // SIGSTOP rounds, all phases together
+    // Stopping did not settle before a round (freeze_rounds used up): how many targets of
+    // the last plan were still running when the signals went out anyway. 0: it settled.
+    std::size_t left_running = 0;
 };
 
 // Produces a fresh plan from fresh job state and a fresh scan every time it is called.
 using Evaluate = std::function<Result<Plan>()>;
 
-// Always returns, by the deadline at the latest (plus one bounded evaluation).
+// Always returns, by the deadline at the latest (plus one bounded evaluation), and never
+// leaves a process stopped that it stopped.
 KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options,
                          SystemCalls& calls = real_system_calls());
 

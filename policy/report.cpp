@@ -28,6 +28,8 @@ std::string signal_name(int signal) {
     switch (signal) {
         case SIGTERM: return "SIGTERM";
         case SIGKILL: return "SIGKILL";
+        case SIGSTOP: return "SIGSTOP";
+        case SIGCONT: return "SIGCONT";
         default: return fmt::format("signal {}", signal);
     }
 }
@@ -43,6 +45,8 @@ std::string format_action(const KillRecord& r) {
             return fmt::format("{} failed: {}: permission denied", signal_name(r.signal), who(r));
         case Outcome::failed:
             return fmt::format("{} failed: {}: {}", signal_name(r.signal), who(r), errno_text(r.error));
+        case Outcome::deadline:
+            return fmt::format("{} not sent: {}: the deadline passed", signal_name(r.signal), who(r));
     }
     return "?";
 }
@@ -55,6 +59,8 @@ std::string format_summary(const SummaryInput& in, const KillReport& report) {
     std::set<std::string> swept;
     std::set<pid_t> killed;
     for (const KillRecord& r : report.actions) {
+        // Stopping and continuing kill nothing.
+        if (r.signal != SIGTERM && r.signal != SIGKILL) continue;
         if (r.outcome != Outcome::signalled && r.outcome != Outcome::dry_run) continue;
         swept.insert(r.user.empty() ? fmt::format("uid {}", r.uid) : r.user);
         killed.insert(r.pid);

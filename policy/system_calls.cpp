@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "system_calls.hpp"
 
+#include "proc_read.hpp"
+
 #include <cerrno>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <csignal>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,6 +30,22 @@ int SystemCalls::poll(pollfd* fds, nfds_t count, int timeout_ms) {
 
 std::optional<Identity> SystemCalls::read_identity(const std::string& proc_root, pid_t pid) {
     return leftover::read_identity(proc_root, pid);
+}
+
+std::vector<std::pair<pid_t, uid_t>> SystemCalls::processes_owned_by(const std::string& proc_root,
+                                                                     const std::set<uid_t>& owners) {
+    std::vector<std::pair<pid_t, uid_t>> pids;
+    DIR* dir = ::opendir(proc_root.c_str());
+    if (dir == nullptr) return pids;
+    while (const dirent* entry = ::readdir(dir)) {
+        const auto pid = procfs::parse_pid(entry->d_name);
+        struct stat st {};
+        if (pid && ::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            owners.count(st.st_uid) != 0)
+            pids.emplace_back(*pid, st.st_uid);
+    }
+    ::closedir(dir);
+    return pids;
 }
 
 SystemCalls& real_system_calls() {

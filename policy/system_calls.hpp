@@ -8,7 +8,10 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace leftover {
 
@@ -21,6 +24,10 @@ public:
     virtual int poll(pollfd* fds, nfds_t count, int timeout_ms);
     // open/read of /proc/<pid>/{stat,status}; nullopt when gone or unreadable.
     virtual std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
+    // The pids whose /proc/<pid> one of `owners` owns, with that owner: one directory pass
+    // and one fstatat per process, nothing more, so that what it lists can be stopped at once.
+    virtual std::vector<std::pair<pid_t, uid_t>> processes_owned_by(const std::string& proc_root,
+                                                                    const std::set<uid_t>& owners);
 };
 
 SystemCalls& real_system_calls();

@@ -20,8 +20,9 @@ Clock::duration seconds(double value) {
 
 LogLevel level_of(const KillRecord& record) {
     switch (record.outcome) {
-        case Outcome::signalled:
-        case Outcome::dry_run: return LogLevel::info;
+        case Outcome::signalled: return record.intermediate ? LogLevel::debug : LogLevel::info;
+        case Outcome::dry_run:
+        case Outcome::deadline: return LogLevel::info;
         case Outcome::gone:
         case Outcome::pid_reused: return LogLevel::debug;
         case Outcome::permission_denied:
@@ -273,6 +274,11 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     for (const auto& [uid, why] : evaluation.failed_lookups())
         log.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
     if (report.deadline_reached) log.warn("the evaluation reached its deadline and stopped where it was");
+    if (report.left_running > 0)
+        log.warn(
+            fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
+                        "signals went out (they fork or change their pid faster than a scan sees them)",
+                        options.freeze_rounds, report.left_running));
     name_trigger_user(&evaluation, deadline);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report));

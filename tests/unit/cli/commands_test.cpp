@@ -353,6 +353,7 @@ TEST_CASE("sweep: a real stray is killed and the sweep exits 0") {
         .random_unit = [] { return 0.0; },
     };
     const int status = cli::run(options.value(), env);
+    INFO(node.err.str());
     CHECK(wait_gone(stray));
     kill_all_of(kStray);
     CHECK(status == kExitClean);

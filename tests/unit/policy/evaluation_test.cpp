@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // One evaluation on a fake /proc tree: scan, job state, exemptions and the decision put
 // together, job cgroups read only when they could matter, slurmctld asked only when a
-// plan would kill and at most once per user per sweep.
+// plan would kill, again each round for users it cleared.
 #include "evaluation.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_proc.hpp"
@@ -100,7 +100,7 @@ TEST_CASE("evaluation: job cgroups are read only when a live job could protect a
     CHECK(plan.error().kind == ErrorKind::lookup);
 }
 
-TEST_CASE("evaluation: slurmctld is asked only about users a plan would kill, once per user per sweep") {
+TEST_CASE("evaluation: slurmctld is asked only about users a plan would kill, and a held allocation is remembered") {
     Node node;
     node.fake.add_process(user_process(700, kStray));
     node.fake.add_process(user_process(701, kOther));
@@ -119,17 +119,40 @@ TEST_CASE("evaluation: slurmctld is asked only about users a plan would kill, on
     CHECK(reason_of(*plan, 702) == Reason::protected_account);
     CHECK(evaluation.last_live_work().uids == std::set<uid_t>{kOther});
 
-    plan = evaluation();  // the next round: nobody asked again, the allocation still counts
+    // The next round: the allocation still counts without asking about other.user again;
+    // cg.user, who held none, is asked again (see the issue 13 case 2 test below).
+    plan = evaluation();
     REQUIRE(plan.ok());
-    CHECK(asked.size() == 1);
+    CHECK(asked.size() == 2);
+    CHECK(asked.back() == std::set<uid_t>{kStray});
     CHECK(reason_of(*plan, 701) == Reason::has_live_job);
 
     node.fake.add_process(user_process(703, kLate));  // a user not asked yet
     plan = evaluation();
     REQUIRE(plan.ok());
-    CHECK(asked.size() == 2);
-    CHECK(asked.back() == std::set<uid_t>{kLate});
+    CHECK(asked.size() == 3);
+    CHECK(asked.back() == std::set<uid_t>{kStray, kLate});
     CHECK(reason_of(*plan, 703) == Reason::stray);
+}
+
+TEST_CASE("issue 13 case 2: a user slurmctld cleared in one round is asked again in the next") {
+    // Without PrologFlags=contain, a multi-node job of the user may land here during grace:
+    // a "no allocation" answer must not outlive the round it was given for.
+    Node node;
+    node.fake.add_process(user_process(700, kStray));
+    int calls = 0;
+    Evaluation evaluation = node.evaluation([&calls](const std::set<uid_t>&) -> Result<std::set<uid_t>> {
+        return ++calls == 1 ? std::set<uid_t>{} : std::set<uid_t>{kStray};
+    });
+    auto plan = evaluation();
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 700) == Reason::stray);
+
+    plan = evaluation();  // the round before SIGKILL: the job has landed
+    REQUIRE(plan.ok());
+    CHECK(calls == 2);
+    CHECK(reason_of(*plan, 700) == Reason::has_live_job);
+    CHECK(plan->kills().empty());
 }
 
 TEST_CASE("evaluation: nothing that would be killed means slurmctld is not asked") {

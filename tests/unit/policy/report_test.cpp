@@ -92,3 +92,20 @@ TEST_CASE("report: the summary of a dry run, an error, survivors and a deadline"
           "job 12 epilog (user ? uid 41001): swept []; killed 0; kept 0; survivors 0; lookup errors 1; 12.3 ms; "
           "deadline reached");
 }
+
+TEST_CASE("report: stopping and continuing are lines of their own and kill nobody") {
+    CHECK(format_action(stray_sleep(Outcome::signalled, SIGSTOP)) ==
+          "SIGSTOP pid=123 user=alice uid=41001 comm='sleep' reason=stray (no live work on this node)");
+    KillRecord released = stray_sleep(Outcome::signalled, SIGCONT);
+    released.reason = Reason::has_live_job;
+    released.detail.clear();
+    CHECK(format_action(released) == "SIGCONT pid=123 user=alice uid=41001 comm='sleep' reason=has_live_job");
+    CHECK(format_action(stray_sleep(Outcome::deadline, SIGKILL)) ==
+          "SIGKILL not sent: pid=123 user=alice uid=41001 comm='sleep': the deadline passed");
+
+    KillReport report;
+    report.first_plan.decisions = {decided(123, Reason::stray, Verdict::kill)};
+    report.actions = {stray_sleep(Outcome::signalled, SIGSTOP), released};
+    const SummaryInput input{"job 12 epilog", 41001, "alice", false, 1.0};
+    CHECK(format_summary(input, report).starts_with("job 12 epilog (user alice uid 41001): swept []; killed 0; "));
+}

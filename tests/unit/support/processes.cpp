@@ -139,6 +139,10 @@ bool wait_gone(pid_t pid, std::chrono::milliseconds timeout) {
     return poll_until([pid] { return !is_running(pid); }, timeout);
 }
 
+bool wait_not_stopped(pid_t pid, std::chrono::milliseconds timeout) {
+    return poll_until([pid] { return state_of(pid) != 'T'; }, timeout) && is_running(pid);
+}
+
 bool wait_owner(pid_t pid, uid_t uid, std::chrono::milliseconds timeout) {
     return poll_until([pid, uid] { return proc_owner(pid) == uid; }, timeout);
 }

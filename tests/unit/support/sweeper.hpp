@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The kill executor on real processes of one test uid: an evaluation with scope job_user
-// and an account database that knows only that uid, so tests running in parallel (and
-// anything else on the machine) can never be touched.
+// The kill executor on real processes of one test uid: scope job_user and an account
+// database that knows only that uid, so nothing else on the machine can be touched.
 #pragma once
 
 #include "evaluation.hpp"
 #include "executor.hpp"
+#include "report.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
@@ -18,18 +18,24 @@
 #include <chrono>
 #include <csignal>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
-namespace leftover::test {
-
 using namespace std::chrono_literals;
+
+namespace leftover::test {
 
 struct Sweeper {
     uid_t uid;
     Config config;
     FakeAccounts accounts;
     std::function<Result<LiveWork>()> job_state = [] { return Result<LiveWork>(LiveWork{}); };
+    AllocationCheck allocation_check;  // unset: PrologFlags=contain
+    KillObserver observer;
+    int freeze_rounds = KillOptions{}.freeze_rounds;
+    std::optional<Plan> last_plan;                   // what the last evaluation of run() decided
+    std::chrono::steady_clock::time_point deadline;  // of the last run()
 
     explicit Sweeper(uid_t u, std::string name = "stray.user") : uid(u) {
         accounts.names[u] = std::move(name);
@@ -44,19 +50,28 @@ struct Sweeper {
     Sweeper(const Sweeper&) = delete;
     Sweeper& operator=(const Sweeper&) = delete;
 
-    KillReport run(std::chrono::milliseconds grace = 2000ms, bool dry_run = false,
-                   SystemCalls& calls = real_system_calls(), std::chrono::milliseconds budget = 20s) {
+    KillReport run(std::chrono::milliseconds grace = std::chrono::seconds(2), bool dry_run = false,
+                   SystemCalls& calls = real_system_calls(),
+                   std::chrono::milliseconds budget = std::chrono::seconds(20)) {
         auto exemptions = Exemptions::load(config, {});
         REQUIRE(exemptions.ok());
         EvaluationContext context;
         context.self = ::getpid();
         context.event = Event{Scope::job_user, uid};
-        Evaluation evaluation(exemptions.value(), accounts, job_state, {}, context);
+        Evaluation evaluation(exemptions.value(), accounts, job_state, allocation_check, context);
         KillOptions options;
         options.grace = grace;
         options.dry_run = dry_run;
-        options.deadline = std::chrono::steady_clock::now() + budget;
-        return execute_kills([&] { return evaluation(); }, options, calls);
+        options.freeze_rounds = freeze_rounds;
+        deadline = options.deadline = std::chrono::steady_clock::now() + budget;
+        options.observer = observer;
+        return execute_kills(
+            [&] {
+                auto plan = evaluation();
+                if (plan.ok()) last_plan = plan.value();
+                return plan;
+            },
+            options, calls);
     }
 };
 
@@ -64,6 +79,13 @@ inline const KillRecord* action_for(const KillReport& report, pid_t pid, int sig
     for (const KillRecord& r : report.actions)
         if (r.pid == pid && r.signal == signal) return &r;
     return nullptr;
+}
+
+// Every action as the log would say it, one a line: for INFO() when a check fails.
+inline std::string format_actions(const KillReport& report) {
+    std::string lines;
+    for (const KillRecord& r : report.actions) lines += format_action(r) + "\n";
+    return lines;
 }
 
 // A directory every test user can write pid files into.

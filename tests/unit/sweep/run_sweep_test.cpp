@@ -37,7 +37,7 @@ TEST_CASE("run_sweep: a stray is killed, and each action, the grace wait and the
     const KillReport report = pipeline.run("grace: 2\n");
     CHECK(wait_gone(stray));
     CHECK_FALSE(report.error);
-    CHECK(report.evaluations == 2);  // before SIGTERM, and again before any SIGKILL
+    CHECK(report.evaluations == 3);  // before SIGSTOP, before SIGTERM, and again before any SIGKILL
     const RecordingSink& sink = pipeline.sink;
     CHECK(sink.level_of(fmt::format("SIGTERM pid={} user=rs.user uid=41301 comm='sleep' reason=stray", stray)) ==
           LogLevel::info);
@@ -46,6 +46,21 @@ TEST_CASE("run_sweep: a stray is killed, and each action, the grace wait and the
     CHECK(sink.count("step 5.0 is gone: its slurmstepd does not answer on " + pipeline.dir / "spool/n1_5.0" +
                      " (stale socket)") == 1);
     CHECK(pipeline.summary().starts_with("job 7 epilog (user rs.user uid 41301): swept [rs.user]; killed 1; "));
+}
+
+TEST_CASE("issue 13 case 10: the SIGSTOP before a kill and the SIGCONT after SIGTERM are debug lines") {
+    // One line per action would double every kill's lines: the stop and the continue
+    // that let a SIGTERM handler run are steps on the way, the SIGTERM is the line.
+    Pipeline pipeline(41310);
+    const pid_t stray = spawn_as(41310, {"sleep", "600"});
+    const KillReport report = pipeline.run("grace: 2\ndebuglevel: debug\n");
+    CHECK(wait_gone(stray));
+    const std::string who = fmt::format("pid={} user=rs.user uid=41310 comm='sleep' reason=stray", stray);
+    CHECK(pipeline.sink.level_of("SIGSTOP " + who) == LogLevel::debug);
+    CHECK(pipeline.sink.level_of("SIGTERM " + who) == LogLevel::info);
+    CHECK(pipeline.sink.level_of("SIGCONT " + who) == LogLevel::debug);
+    CHECK(report.freeze_rounds == 1);
+    CHECK(pipeline.summary().find("; killed 1; ") != std::string::npos);
 }
 
 TEST_CASE("run_sweep: a dry run logs what it would kill and signals nothing") {
