@@ -59,6 +59,9 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
     if (e == nullptr) return keep(d, Reason::protected_account, "protected: not classified");
     if (e->is_protected()) return keep(d, Reason::protected_account, e->describe());
 
+    // Whether it descends from a live slurmstepd is unknown: keep it, judge the rest.
+    if (p.ancestry_unreadable)
+        return keep(d, Reason::unreadable_ancestry, "parent chain deeper than 512, looping or changing");
     if (p.stepd_ancestor && in.ending_stepds.count(*p.stepd_ancestor) == 0)
         return keep(d, Reason::inside_live_step, fmt::format("slurmstepd {}", *p.stepd_ancestor));
     if (p.job_cgroup)
@@ -115,6 +118,7 @@ const char* to_string(Reason reason) {
         case Reason::protected_owner: return "protected_owner";
         case Reason::mixed_uids: return "mixed_uids";
         case Reason::protected_account: return "protected";
+        case Reason::unreadable_ancestry: return "unreadable_ancestry";
         case Reason::inside_live_step: return "inside_live_step";
         case Reason::live_job_cgroup: return "live_job_cgroup";
         case Reason::has_live_job: return "has_live_job";

@@ -44,11 +44,13 @@ enum class Reason {
     protected_owner,    // owner protected: only /proc/<pid>'s owner was read
     mixed_uids,         // real/effective/saved/filesystem uids differ
     protected_account,  // printed "protected" (a C++ keyword)
-    inside_live_step,   // descends from a live slurmstepd
-    live_job_cgroup,    // in the cgroup of a job with a live step
-    has_live_job,       // its user has live work on the node
-    out_of_scope,       // scope job_user and another user
-    stray,              // kill
+    // The parent chain is too deep, loops or kept changing: a live step above is unknown.
+    unreadable_ancestry,
+    inside_live_step,  // descends from a live slurmstepd
+    live_job_cgroup,   // in the cgroup of a job with a live step
+    has_live_job,      // its user has live work on the node
+    out_of_scope,      // scope job_user and another user
+    stray,             // kill
 };
 
 struct Decision {

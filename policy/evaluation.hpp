@@ -9,6 +9,7 @@
 #include "proc_table.hpp"
 #include "result.hpp"
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <set>
@@ -30,6 +31,7 @@ struct EvaluationContext {
     std::set<pid_t> never_touch;            // kept whatever their owner (slurmd)
     std::set<pid_t> ending_stepds;
     Event event;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();  // of the scan
 };
 
 class Evaluation {

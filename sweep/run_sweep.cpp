@@ -119,6 +119,7 @@ Evaluation make_evaluation(const Config& config, const Exemptions& exemptions, c
         context.never_touch = {*request.node.slurmd_pid};
     }
     context.ending_stepds = request.ending_stepds;
+    context.deadline = evaluation_deadline(config, request);
     // A node-wide sweep has no job user that scope job_user could narrow it to.
     context.event = Event{request.trigger.uid ? config.scope : Scope::node, request.trigger.uid};
     return Evaluation(
