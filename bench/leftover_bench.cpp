@@ -556,7 +556,47 @@ public:
     }
 };
 
-// Forks a tree of `count` idle processes of uid: a chain `depth` deep, the rest a fan
+// One level of a chain: set up, then fork the next level (which execs this program
+// again, so every level starts from a fresh image) or, at the bottom, the fan. A chain
+// of plain forks would be unrealistically slow to fork and to kill: every fork level
+// makes the kernel's anon_vma chains of the copied memory one longer.
+[[noreturn]] void tree_level(long level, long depth, long count, int setup_fd) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::prctl(PR_SET_NAME, "lo-bench-deep");
+    const char byte = 1;
+    if (::write(setup_fd, &byte, 1) != 1) ::_exit(4);
+    if (level + 1 < std::min(depth, count)) {
+        const pid_t child = ::fork();
+        if (child < 0) ::_exit(5);
+        if (child == 0) {
+            const auto arg = [](long value) { return std::to_string(value); };
+            const std::string args[] = {"leftover_bench", "tree-level", arg(level + 1),
+                                        arg(depth),       arg(count),   arg(setup_fd)};
+            char* argv[] = {const_cast<char*>(args[0].c_str()),
+                            const_cast<char*>(args[1].c_str()),
+                            const_cast<char*>(args[2].c_str()),
+                            const_cast<char*>(args[3].c_str()),
+                            const_cast<char*>(args[4].c_str()),
+                            const_cast<char*>(args[5].c_str()),
+                            nullptr};
+            ::execv("/proc/self/exe", argv);
+            ::_exit(6);
+        }
+    } else {
+        for (long i = std::min(depth, count); i < count; ++i) {
+            const pid_t child = ::fork();
+            if (child < 0) ::_exit(5);
+            if (child == 0) {
+                ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (::write(setup_fd, &byte, 1) != 1) ::_exit(4);
+                for (;;) ::pause();
+            }
+        }
+    }
+    for (;;) ::pause();
+}
+
+// Starts a tree of `count` idle processes of uid: a chain `depth` deep, the rest a fan
 // under its bottom. Each dies with its parent; returns when all are set up. The first
 // fork uses up pid 2, which the scan would take for kthreadd in a fresh namespace.
 void spawn_tree(uid_t uid, long count, long depth) {
@@ -564,37 +604,15 @@ void spawn_tree(uid_t uid, long count, long depth) {
         for (;;) ::pause();
     }
     int setup[2];
-    if (::pipe2(setup, O_CLOEXEC) != 0) die("pipe2");
+    if (::pipe(setup) != 0) die("pipe");  // the write end is inherited across every exec
+    ::fcntl(setup[0], F_SETFD, FD_CLOEXEC);
     const pid_t top = ::fork();
     if (top < 0) die("fork");
     if (top == 0) {
         ::close(setup[0]);
         if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(3);
-        ::prctl(PR_SET_DUMPABLE, 1);  // like a program exec'd by the user (inherited by fork)
-        const auto idle = [&] {
-            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-            ::prctl(PR_SET_NAME, "lo-bench-deep");
-            const char byte = 1;
-            if (::write(setup[1], &byte, 1) != 1) ::_exit(4);
-        };
-        idle();
-        for (long level = 1; level < std::min(depth, count); ++level) {
-            const pid_t child = ::fork();
-            if (child < 0) ::_exit(5);
-            if (child > 0) {
-                for (;;) ::pause();
-            }
-            idle();
-        }
-        for (long i = std::min(depth, count); i < count; ++i) {
-            const pid_t child = ::fork();
-            if (child < 0) ::_exit(5);
-            if (child == 0) {
-                idle();
-                for (;;) ::pause();
-            }
-        }
-        for (;;) ::pause();
+        ::prctl(PR_SET_DUMPABLE, 1);  // like a program exec'd by the user
+        tree_level(0, depth, count, setup[1]);
     }
     ::close(setup[1]);
     for (long done = 0; done < count;) {
@@ -733,6 +751,8 @@ int main(int argc, char** argv) {
         return costs(static_cast<uid_t>(std::stoul(args[1])), std::stoi(args[2]));
     if (args.size() == 5 && args[0] == "sweep")
         return sweep(static_cast<uid_t>(std::stoul(args[1])), args[2], args[3], std::stoul(args[4]));
+    if (args.size() == 5 && args[0] == "tree-level")
+        tree_level(std::stol(args[1]), std::stol(args[2]), std::stol(args[3]), std::stoi(args[4]));
     if (args.size() == 5 && args[0] == "deep")
         return deep(static_cast<uid_t>(std::stoul(args[1])), std::stol(args[2]), std::stol(args[3]),
                     std::stoi(args[4]));

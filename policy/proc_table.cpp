@@ -171,8 +171,8 @@ Result<bool> Scanner::load_detail(Process& p) {
 Status Scanner::load_details() {
     std::unordered_set<pid_t> gone;
     for (Process& p : table_.processes) {
-        if (auto in_time = check_deadline(); !in_time) return in_time;
         if (!options_.wants_detail(p.owner)) continue;
+        if (auto in_time = check_deadline(); !in_time) return in_time;
         const auto loaded = load_detail(p);
         if (!loaded) return loaded.error();
         if (!*loaded) gone.insert(p.pid);
