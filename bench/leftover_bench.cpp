@@ -44,6 +44,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -692,7 +693,13 @@ int deep(uid_t uid, long count, long depth, int reps) {
     }
     ::chmod(conf.c_str(), 0644);
     const auto prepared = leftover::sweep::load_config_and_exemptions(conf, true, {});
-    auto pidfds = pin_user(uid);
+    // The executor pins every target with a pidfd: room for all of them. The bench pins
+    // none (it would need as many again): it polls for survivors after the sweep returns.
+    rlimit files{};
+    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &files);
+    }
     leftover::sweep::SweepRequest request;
     request.trigger.label = "bench deep sweep";
     request.node.spool_dir = dir / "spool";
@@ -704,7 +711,8 @@ int deep(uid_t uid, long count, long depth, int reps) {
     leftover::sweep::Logger log(sink);
     const auto report = leftover::sweep::run_sweep(prepared, request, nullptr, BenchAccounts{}, log);
     const double returned_ms = ms_since(request.started);
-    const bool all_gone = wait_exited(pidfds);
+    bool all_gone = false;
+    while (!(all_gone = pin_user(uid).empty()) && ms_since(request.started) < 60000) ::usleep(10000);
     const double sweep_ms = ms_since(request.started);
     fs::remove_all(dir);
     std::printf(
