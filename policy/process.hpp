@@ -38,9 +38,11 @@ struct Process {
     // The directory of a Slurm-owned job cgroup: "job_<id>", or the job's SLUID
     // ("s" and 13 base32 digits: 26.05 without CgroupJobIdPaths=yes).
     std::optional<std::string> job_cgroup;
-    bool is_slurmstepd = false;                        // uid 0 and /proc/<pid>/exe is a slurmstepd binary
-    std::optional<pid_t> stepd_ancestor;               // nearest ancestor that is a slurmstepd
-    std::shared_ptr<const AncestorLink> parent_chain;  // up to pid 1 (detailed only), nearest first
+    bool is_slurmstepd = false;           // uid 0 and /proc/<pid>/exe is a slurmstepd binary
+    std::optional<pid_t> stepd_ancestor;  // nearest ancestor that is a slurmstepd
+
+    // ppid chain up to pid 1 (detailed only), nearest first.
+    std::shared_ptr<const AncestorLink> parent_chain;
     // The parent chain could not be read: deeper than the scan believes, a loop, or it
     // kept changing. Whether it descends from a live slurmstepd is then unknown.
     bool ancestry_unreadable = false;
