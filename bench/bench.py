@@ -611,6 +611,60 @@ def write_report(path: Path, facts, scans, sweeps, cluster, reps, sweep_reps, lo
     return misses
 
 
+# Issue 13 case 6: deep chains and a node full of a live job's processes, each in a pid
+# namespace of its own (leftover_bench deep/live insist on being pid 1 there), so that
+# nothing else on the machine is scanned or swept. 40,000 needs pid_max above 32768.
+DEEP_SHAPES = ((10000, 500), (20000, 500), (40000, 500))
+LIVE_SIZES = (1000, 10000)
+
+
+def measure_deep(binary: Path, reps: int) -> list[dict]:
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    rows = []
+    for count, depth in DEEP_SHAPES:
+        if count + 100 > pid_max:
+            log(f"deep {count}: skipped, pid_max is {pid_max}")
+            rows.append({"processes": count, "depth": depth, "skipped": f"pid_max {pid_max}"})
+            continue
+        log(f"deep {count} (chain {depth} + fan {count - depth})")
+        out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", str(binary), "deep",
+                              str(BENCH_UID), str(count), str(depth), str(reps)],
+                             check=False, capture_output=True, text=True, timeout=1800)
+        if out.returncode != 0 and not out.stdout.strip():
+            sys.exit(f"bench: leftover_bench deep failed: {out.stderr}")
+        rows.append(json.loads(out.stdout))
+    for count in LIVE_SIZES:
+        log(f"live {count} + {STRAYS_ON_BUSY} strays")
+        out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", str(binary), "live",
+                              str(BENCH_UID), str(count), str(reps)],
+                             check=True, capture_output=True, text=True, timeout=1800)
+        rows.append(json.loads(out.stdout))
+    return rows
+
+
+def print_deep(rows: list[dict]) -> None:
+    """The figures of measure_deep as a markdown table (medians, ms)."""
+    print("| case | evaluation | floor (getdents+fstatat) | floor (status) | sweep | target |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        if "skipped" in r:
+            print(f"| {r['processes']:,} deep | skipped: {r['skipped']} | | | | |")
+            continue
+        ev, fl = med(r["evaluation"]), med(r["floor_stat"])
+        if "depth" in r:
+            err = f" (error: {r['evaluation_error']})" if r["evaluation_error"] else ""
+            sweep = f"{r['sweep_ms']:.0f} ms, {r['rounds']} round(s), all gone: {r['all_gone']}"
+            if r["sweep_error"]:
+                sweep += f" (error: {r['sweep_error']})"
+            print(f"| {r['processes']:,}: chain {r['depth']} + fan | {ev:.1f} ms{err} | {fl:.1f} ms | "
+                  f"{med(r['floor_status']):.1f} ms | {sweep} | inside 3 s: "
+                  f"{verdict(ev < 3000 and r['sweep_returned_ms'] < 3000)} |")
+        else:
+            limit = 1.5 * fl + 1.0
+            print(f"| {r['processes']:,} of a live user + {r['strays']} strays | {ev:.1f} ms | {fl:.1f} ms | | | "
+                  f"<= {limit:.1f} ms: {verdict(ev <= limit)} |")
+
+
 def main() -> int:
     global BENCH_USER, BENCH_UID, PLAIN_USER, PLAIN_UID
     ap = argparse.ArgumentParser()
@@ -622,6 +676,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=20)
     ap.add_argument("--skip-cluster", action="store_true")
     ap.add_argument("--render-only", action="store_true", help="rewrite --out from its .json, measure nothing")
+    ap.add_argument("--deep-only", action="store_true",
+                    help="measure only the deep-chain and live-job cases (issue 13), print them, write nothing")
     ap.add_argument("--stray-uid", type=int, default=BENCH_UID,
                     help="uid of the strays' account lo_bench<uid> (created if missing, and uid+1 for the "
                          "cluster without plugin); the default, above 60000, keeps them out of reach of other "
@@ -643,6 +699,13 @@ def main() -> int:
         write_report(args.out, raw["facts"], {key(k): v for k, v in raw["scans"].items()},
                      {key(k): v for k, v in raw["sweeps"].items()}, raw["cluster"], meta["reps"],
                      meta["sweep_reps"], meta["load_before"], meta["load_after"], meta["elapsed"])
+        return 0
+    if args.deep_only:
+        load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        rows = measure_deep(args.binary, args.reps)
+        print(f"load average before: {load}, after: " + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
+        print_deep(rows)
+        print(json.dumps(rows))
         return 0
     started = time.monotonic()
     load_before = " / ".join(f"{x:.2f}" for x in os.getloadavg())

@@ -18,6 +18,15 @@
 //       Pins every process of UID with a pidfd first (untimed), then times from the
 //       start until every one of them has exited. Prints JSON with the time and the
 //       process's peak RSS before and after.
+//   leftover_bench deep UID COUNT DEPTH REPS
+//       In a pid namespace of its own (run it under unshare --pid --fork --mount-proc):
+//       COUNT processes of UID, a chain DEPTH deep with a fan of the rest under its
+//       bottom. Times REPS evaluations (all strays) against the floors, then one full
+//       sweep (grace 0) with the sweep's own deadline. Prints JSON.
+//   leftover_bench live UID COUNT REPS
+//       Also in a pid namespace of its own: COUNT processes of UID, whose user has a
+//       live step (job state says so), plus 10 strays of UID + 1. Times REPS evaluations
+//       against the getdents + fstatat floor. Prints JSON.
 #include "run_sweep.hpp"
 #include "errno_text.hpp"
 #include "evaluation.hpp"
@@ -25,6 +34,7 @@
 #include "proc_read.hpp"
 #include "proc_table.hpp"
 #include "unique_fd.hpp"
+#include "accounts.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -34,6 +44,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -539,6 +550,206 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     return all_gone ? 0 : 1;
 }
 
+// ---- deep chains and live users, in a pid namespace of the bench's own ------------
+
+// Every uid has an account "bench<uid>": no accounts are created on the machine.
+class BenchAccounts final : public leftover::AccountDatabase {
+public:
+    leftover::AccountLookup name_of(uid_t uid) const override {
+        return {leftover::AccountLookup::Status::found, fmt::format("bench{}", uid), 0};
+    }
+};
+
+// One level of a chain: set up, then fork the next level (which execs this program
+// again, so every level starts from a fresh image) or, at the bottom, the fan. A chain
+// of plain forks would be unrealistically slow to fork and to kill: every fork level
+// makes the kernel's anon_vma chains of the copied memory one longer.
+[[noreturn]] void tree_level(long level, long depth, long count, int setup_fd) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::prctl(PR_SET_NAME, "lo-bench-deep");
+    const char byte = 1;
+    if (::write(setup_fd, &byte, 1) != 1) ::_exit(4);
+    if (level + 1 < std::min(depth, count)) {
+        const pid_t child = ::fork();
+        if (child < 0) ::_exit(5);
+        if (child == 0) {
+            const auto arg = [](long value) { return std::to_string(value); };
+            const std::string args[] = {"leftover_bench", "tree-level", arg(level + 1),
+                                        arg(depth),       arg(count),   arg(setup_fd)};
+            char* argv[] = {const_cast<char*>(args[0].c_str()),
+                            const_cast<char*>(args[1].c_str()),
+                            const_cast<char*>(args[2].c_str()),
+                            const_cast<char*>(args[3].c_str()),
+                            const_cast<char*>(args[4].c_str()),
+                            const_cast<char*>(args[5].c_str()),
+                            nullptr};
+            ::execv("/proc/self/exe", argv);
+            ::_exit(6);
+        }
+    } else {
+        for (long i = std::min(depth, count); i < count; ++i) {
+            const pid_t child = ::fork();
+            if (child < 0) ::_exit(5);
+            if (child == 0) {
+                ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (::write(setup_fd, &byte, 1) != 1) ::_exit(4);
+                for (;;) ::pause();
+            }
+        }
+    }
+    for (;;) ::pause();
+}
+
+// Starts a tree of `count` idle processes of uid: a chain `depth` deep, the rest a fan
+// under its bottom. Each dies with its parent; returns when all are set up. The first
+// fork uses up pid 2, which the scan would take for kthreadd in a fresh namespace.
+void spawn_tree(uid_t uid, long count, long depth) {
+    if (const pid_t burn = ::fork(); burn == 0) {
+        for (;;) ::pause();
+    }
+    int setup[2];
+    if (::pipe(setup) != 0) die("pipe");  // the write end is inherited across every exec
+    ::fcntl(setup[0], F_SETFD, FD_CLOEXEC);
+    const pid_t top = ::fork();
+    if (top < 0) die("fork");
+    if (top == 0) {
+        ::close(setup[0]);
+        if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(3);
+        ::prctl(PR_SET_DUMPABLE, 1);  // like a program exec'd by the user
+        tree_level(0, depth, count, setup[1]);
+    }
+    ::close(setup[1]);
+    for (long done = 0; done < count;) {
+        char buf[4096];
+        const ssize_t n = ::read(setup[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            std::fprintf(stderr, "leftover_bench: only %ld of %ld processes were set up\n", done, count);
+            std::exit(1);
+        }
+        done += n;
+    }
+    ::close(setup[0]);
+}
+
+struct Timed {
+    std::vector<double> ms;
+    std::size_t kills = 0;
+    std::string error;
+};
+
+// REPS evaluations as at a node-wide sweep, with the given job state.
+Timed time_evaluations(uid_t uid, int reps, const leftover::LiveWork& live) {
+    auto config = bench_config(uid + 1);
+    auto exemptions = leftover::Exemptions::load(config, {});
+    if (!exemptions.ok()) die("exemptions");
+    BenchAccounts accounts;
+    Timed out;
+    for (int i = 0; i < reps; ++i) {
+        leftover::EvaluationContext context;
+        context.self = ::getpid();
+        context.deadline = Clock::now() + std::chrono::seconds(3);  // grace 0 + slurm_timeout 2 + 1 s
+        const auto start = Clock::now();
+        leftover::Evaluation evaluation(
+            exemptions.value(), accounts, [&] { return leftover::Result<leftover::LiveWork>(live); }, {}, context);
+        auto plan = evaluation();
+        out.ms.push_back(ms_since(start));
+        if (!plan.ok()) {
+            out.error = plan.error().message;
+            break;
+        }
+        out.kills = plan->kills().size();
+    }
+    return out;
+}
+
+std::vector<double> time_floor(int reps, std::size_t (*floor)()) {
+    std::vector<double> ms;
+    for (int i = 0; i < reps; ++i) {
+        const auto start = Clock::now();
+        floor();
+        ms.push_back(ms_since(start));
+    }
+    return ms;
+}
+
+int deep(uid_t uid, long count, long depth, int reps) {
+    if (::getpid() != 1) {
+        std::fprintf(stderr, "leftover_bench deep: run it under unshare --pid --fork --mount-proc\n");
+        return 2;
+    }
+    auto spawn_start = Clock::now();
+    spawn_tree(uid, count, depth);
+    const double spawn_ms = ms_since(spawn_start);
+    const auto evaluations = time_evaluations(uid, reps, {});
+    const auto floor_stat_ms = time_floor(reps, floor_stat);
+    const auto floor_status_ms = time_floor(reps, floor_status);
+
+    // One sweep as the plugin runs it: grace 0, one deadline (2 + 1 s with grace 0).
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / fmt::format("leftover-bench-deep-{}", ::getppid());
+    fs::create_directories(dir / "spool");
+    const fs::path conf = dir / "leftover.conf";
+    if (FILE* f = std::fopen(conf.c_str(), "w")) {
+        std::fputs(fmt::format("grace: 0\nuid_max: {}\n", uid + 1).c_str(), f);
+        std::fclose(f);
+    }
+    ::chmod(conf.c_str(), 0644);
+    const auto prepared = leftover::sweep::load_config_and_exemptions(conf, true, {});
+    // The executor pins every target with a pidfd: room for all of them. The bench pins
+    // none (it would need as many again): it polls for survivors after the sweep returns.
+    rlimit files{};
+    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &files);
+    }
+    leftover::sweep::SweepRequest request;
+    request.trigger.label = "bench deep sweep";
+    request.node.spool_dir = dir / "spool";
+    request.node.node_name = "bench";
+    request.node.prolog_contain = true;
+    request.self = ::getpid();
+    request.started = Clock::now();
+    NullSink sink;
+    leftover::sweep::Logger log(sink);
+    const auto report = leftover::sweep::run_sweep(prepared, request, nullptr, BenchAccounts{}, log);
+    const double returned_ms = ms_since(request.started);
+    bool all_gone = false;
+    while (!(all_gone = pin_user(uid).empty()) && ms_since(request.started) < 60000) ::usleep(10000);
+    const double sweep_ms = ms_since(request.started);
+    fs::remove_all(dir);
+    std::printf(
+        "{\"processes\": %ld, \"depth\": %ld, \"spawn_ms\": %.1f, \"evaluation\": %s, \"kills\": %zu, "
+        "\"evaluation_error\": \"%s\", \"floor_stat\": %s, \"floor_status\": %s, \"sweep_ms\": %.4f, "
+        "\"sweep_returned_ms\": %.4f, \"sweep_error\": \"%s\", \"deadline_reached\": %s, \"rounds\": %d, "
+        "\"all_gone\": %s}\n",
+        count, depth, spawn_ms, json_list(evaluations.ms).c_str(), evaluations.kills, evaluations.error.c_str(),
+        json_list(floor_stat_ms).c_str(), json_list(floor_status_ms).c_str(), sweep_ms, returned_ms,
+        report.error ? report.error->message.c_str() : "", report.deadline_reached ? "true" : "false", report.rounds,
+        all_gone ? "true" : "false");
+    return all_gone ? 0 : 1;
+}
+
+int live(uid_t uid, long count, int reps) {
+    if (::getpid() != 1) {
+        std::fprintf(stderr, "leftover_bench live: run it under unshare --pid --fork --mount-proc\n");
+        return 2;
+    }
+    spawn_tree(uid, count, 1);
+    spawn_tree(uid + 1, 10, 1);
+    leftover::LiveWork work;
+    work.uids = {uid};
+    work.job_ids = {1};
+    const auto evaluations = time_evaluations(uid, reps, work);
+    const auto floor_stat_ms = time_floor(reps, floor_stat);
+    std::printf(
+        "{\"processes\": %ld, \"strays\": 10, \"evaluation\": %s, \"kills\": %zu, \"evaluation_error\": \"%s\", "
+        "\"floor_stat\": %s}\n",
+        count, json_list(evaluations.ms).c_str(), evaluations.kills, evaluations.error.c_str(),
+        json_list(floor_stat_ms).c_str());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -551,8 +762,16 @@ int main(int argc, char** argv) {
         return costs(static_cast<uid_t>(std::stoul(args[1])), std::stoi(args[2]));
     if (args.size() == 5 && args[0] == "sweep")
         return sweep(static_cast<uid_t>(std::stoul(args[1])), args[2], args[3], std::stoul(args[4]));
+    if (args.size() == 5 && args[0] == "tree-level")
+        tree_level(std::stol(args[1]), std::stol(args[2]), std::stol(args[3]), std::stoi(args[4]));
+    if (args.size() == 5 && args[0] == "deep")
+        return deep(static_cast<uid_t>(std::stoul(args[1])), std::stol(args[2]), std::stol(args[3]),
+                    std::stoi(args[4]));
+    if (args.size() == 4 && args[0] == "live")
+        return live(static_cast<uid_t>(std::stoul(args[1])), std::stol(args[2]), std::stoi(args[3]));
     std::fprintf(stderr,
-                 "usage: leftover_bench spawn UID COUNT | scan UID USER REPS [leftover-only] | costs UID REPS | "
+                 "usage: leftover_bench deep UID COUNT DEPTH REPS | live UID COUNT REPS | spawn UID COUNT | scan UID "
+                 "USER REPS [leftover-only] | costs UID REPS | "
                  "sweep UID USER METHOD EXPECT\n");
     return 2;
 }

@@ -31,7 +31,8 @@ std::optional<std::string> live_job_of_cgroup(const LiveWork& live, const std::s
 // covers steps of a slurmd this evaluation does not ask). The ending step's own stepd
 // protects nothing.
 std::optional<pid_t> live_stepd_of(const DecisionInput& in, const Process& p) {
-    for (const pid_t ancestor : p.ancestors) {
+    for (const AncestorLink* link = p.parent_chain.get(); link != nullptr; link = link->next.get()) {
+        const pid_t ancestor = link->pid;
         if (in.ending_stepds.count(ancestor) != 0) return std::nullopt;
         if (ancestor == p.stepd_ancestor || in.live.stepd_pids.count(ancestor) != 0) return ancestor;
     }
@@ -72,6 +73,9 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
     if (e == nullptr) return keep(d, Reason::protected_account, "protected: not classified");
     if (e->is_protected()) return keep(d, Reason::protected_account, e->describe());
 
+    // Whether it descends from a live slurmstepd is unknown: keep it, judge the rest.
+    if (p.ancestry_unreadable)
+        return keep(d, Reason::unreadable_ancestry, "parent chain deeper than 512, looping or changing");
     if (const auto stepd = live_stepd_of(in, p))
         return keep(d, Reason::inside_live_step, fmt::format("slurmstepd {}", *stepd));
     if (p.job_cgroup)
@@ -128,6 +132,7 @@ const char* to_string(Reason reason) {
         case Reason::protected_owner: return "protected_owner";
         case Reason::mixed_uids: return "mixed_uids";
         case Reason::protected_account: return "protected";
+        case Reason::unreadable_ancestry: return "unreadable_ancestry";
         case Reason::inside_live_step: return "inside_live_step";
         case Reason::live_job_cgroup: return "live_job_cgroup";
         case Reason::has_live_job: return "has_live_job";

@@ -45,6 +45,8 @@ enum class Reason {
     protected_owner,    // owner protected: only /proc/<pid>'s owner was read
     mixed_uids,         // real/effective/saved/filesystem uids differ
     protected_account,  // printed "protected" (a C++ keyword)
+    // The parent chain is too deep, loops or kept changing: a live step above is unknown.
+    unreadable_ancestry,
     inside_live_step,   // descends from a live slurmstepd (named by its socket, or root running its binary)
     live_job_cgroup,    // in the cgroup of a job with a live step
     has_live_job,       // its user has live work on the node

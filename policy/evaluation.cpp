@@ -81,6 +81,7 @@ Result<Plan> Evaluation::operator()() {
     scan.proc_root = context_.proc_root;
     scan.caller_pid = context_.self;
     scan.slurm_daemon_pid = context_.slurm_daemon_pid;
+    scan.deadline = context_.deadline;
     scan.wants_detail = [this](uid_t owner) { return !exemptions_.by_uid(owner).is_protected(); };
     scan.read_cgroup = false;  // read below, and only if some job could protect by cgroup
     auto scanned = scan_processes(scan);

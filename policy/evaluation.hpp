@@ -32,7 +32,7 @@ struct EvaluationContext {
     std::set<pid_t> never_touch;            // kept whatever their owner (slurmd)
     std::set<pid_t> ending_stepds;
     Event event;
-    // Bounds the account lookups (the bounded lookups end there; see AccountDatabase).
+    // Bounds the scan and the account lookups (the bounded lookups end there; see AccountDatabase).
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 

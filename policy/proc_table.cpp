@@ -16,7 +16,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace leftover {
 
@@ -30,8 +32,6 @@ namespace {
 
 using namespace procfs;
 
-Process* find_mutable(ProcessTable& table, pid_t pid) { return const_cast<Process*>(std::as_const(table).find(pid)); }
-
 void apply_stat(Process& p, StatFields&& stat) {
     p.ppid = stat.ppid;
     p.state = stat.state;
@@ -40,12 +40,24 @@ void apply_stat(Process& p, StatFields&& stat) {
     p.comm = std::move(stat.comm);
 }
 
-// What the ancestry walk needs to know about one process.
+// What the ancestry walk knows about one process: what it read, and once resolved,
+// the process's own parent chain (shared by everything below it).
 struct Node {
     pid_t ppid = 0;
     std::uint64_t start_time = 0;
     bool slurmstepd = false;
+    enum class Chain { unresolved, resolved, unreadable } chain = Chain::unresolved;
+    std::shared_ptr<const AncestorLink> ancestors;
+    std::size_t depth = 0;  // length of ancestors
+    std::optional<pid_t> stepd_ancestor;
+    int refreshes = 0;
 };
+
+// Real chains are a few levels deep. A deeper one, or a loop, is not believed: its
+// processes are kept as unreadable, the rest of the node is judged as usual.
+constexpr std::size_t max_depth = 512;
+// Re-reads of one process whose parent went away, before its chain counts as unreadable.
+constexpr int max_refreshes = 8;
 
 class Scanner {
 public:
@@ -58,10 +70,13 @@ public:
 
 private:
     Result<bool> load_detail(Process& p);
-    Result<const std::optional<Node>*> ancestor(pid_t pid);
+    Result<std::optional<Node>*> ancestor(pid_t pid);
+    Result<const Node*> resolved(pid_t pid);
+    Status resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>& on_stack);
     Result<bool> walk(Process& p);
     Result<bool> refresh(pid_t pid, std::uint64_t start_time, pid_t& ppid);
     Error failure(pid_t pid, const char* file, int err) const;
+    Status check_deadline() const;
 
     int root_;
     const ScanOptions& options_;
@@ -77,10 +92,17 @@ Error Scanner::failure(pid_t pid, const char* file, int err) const {
     return Error::lookup(fmt::format("cannot read {}: {}", path, what));
 }
 
+Status Scanner::check_deadline() const {
+    if (std::chrono::steady_clock::now() < options_.deadline) return Ok{};
+    return Error::lookup(
+        fmt::format("the scan of {} stopped: the evaluation's deadline was reached", options_.proc_root));
+}
+
 Status Scanner::list() {
     // getdents64 records: d_ino, d_off, d_reclen, d_type, d_name (see getdents(2)).
     alignas(8) char buf[32768];
     for (;;) {
+        if (auto in_time = check_deadline(); !in_time) return in_time;
         const ssize_t n = ::getdents64(root_, buf, sizeof buf);
         if (n < 0) return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root, errno_text(errno)));
         if (n == 0) break;
@@ -128,6 +150,12 @@ Result<bool> Scanner::load_detail(Process& p) {
         const auto uids = value ? parse_uids(*value) : std::nullopt;
         if (!err && !uids) err = EBADMSG;
         if (uids) p.uids = *uids;
+        // A leader whose own thread exited is a zombie while its other threads run.
+        if (const auto threads = err ? std::nullopt : status_value(buf_, "Threads")) {
+            const auto count = parse_ids(*threads);
+            if (!count || count->size() != 1) err = EBADMSG;
+            if (!err) p.threads = count->front();
+        }
     }
     if (!err && options_.read_cgroup) {
         file = "cgroup";
@@ -141,25 +169,30 @@ Result<bool> Scanner::load_detail(Process& p) {
 }
 
 Status Scanner::load_details() {
-    std::vector<pid_t> gone;
+    std::unordered_set<pid_t> gone;
     for (Process& p : table_.processes) {
         if (!options_.wants_detail(p.owner)) continue;
+        if (auto in_time = check_deadline(); !in_time) return in_time;
         const auto loaded = load_detail(p);
         if (!loaded) return loaded.error();
-        if (!*loaded) gone.push_back(p.pid);
+        if (!*loaded) gone.insert(p.pid);
     }
-    std::erase_if(table_.processes, [&](const Process& p) { return std::ranges::count(gone, p.pid) > 0; });
+    std::erase_if(table_.processes, [&](const Process& p) { return gone.count(p.pid) != 0; });
     return Ok{};
 }
 
-// An ancestor as seen right now, read once and cached. slurmstepd is decided
-// here, so only ancestors of detailed processes ever get their exe link read.
-Result<const std::optional<Node>*> Scanner::ancestor(pid_t pid) {
+// A process as the walk sees it right now, read once and cached. slurmstepd is decided
+// here, so only ancestors of detailed processes ever get their exe link read. The table
+// entry is never changed (its owner and stat are what the listing and detail pass read,
+// and what the decision judges), except to note that it is a slurmstepd.
+Result<std::optional<Node>*> Scanner::ancestor(pid_t pid) {
     if (const auto it = ancestors_.find(pid); it != ancestors_.end()) return &it->second;
-    Process* entry = find_mutable(table_, pid);
+    Process* entry = table_.find(pid);
     std::optional<Node>& node = ancestors_[pid];
     if (entry && entry->detailed && (entry->owner != 0 || entry->kernel_thread)) {
-        node = Node{entry->ppid, entry->start_time, false};  // cannot be a slurmstepd: no I/O
+        node.emplace();  // cannot be a slurmstepd: no I/O
+        node->ppid = entry->ppid;
+        node->start_time = entry->start_time;
         return &node;
     }
     Probe probe;
@@ -167,16 +200,14 @@ Result<const std::optional<Node>*> Scanner::ancestor(pid_t pid) {
         if (!vanished(err)) return failure(pid, probe.failed_file, err);
         return &node;  // gone
     }
-    node = Node{probe.stat.ppid, probe.stat.start_time, probe.slurmstepd};
+    node.emplace();
+    node->ppid = probe.stat.ppid;
+    node->start_time = probe.stat.start_time;
+    node->slurmstepd = probe.slurmstepd;
     // A detailed entry whose pid was reused since is left alone; the walk sees the
     // younger start time and treats the ancestor as gone.
-    if (entry && (!entry->detailed || entry->start_time == probe.stat.start_time)) {
+    if (entry && (!entry->detailed || entry->start_time == probe.stat.start_time))
         entry->is_slurmstepd = probe.slurmstepd;
-        if (!entry->detailed) {
-            entry->owner = probe.owner;
-            apply_stat(*entry, std::move(probe.stat));
-        }
-    }
     return &node;
 }
 
@@ -194,66 +225,115 @@ Result<bool> Scanner::refresh(pid_t pid, std::uint64_t start_time, pid_t& ppid) 
     return true;
 }
 
-// Fills p.ancestors (nearest first) and p.stepd_ancestor. false: p is gone.
-Result<bool> Scanner::walk(Process& p) {
-    // Real chains are a few levels deep; the bounds only stop garbage and pid-reuse
-    // loops from hanging the scan.
-    constexpr std::size_t max_depth = 512;
-    constexpr int max_attempts = 8;
-    for (int attempt = 0; attempt < max_attempts; ++attempt) {
-        p.ancestors.clear();
-        p.stepd_ancestor.reset();
-        pid_t child = p.pid, next = p.ppid;
-        std::uint64_t child_start = p.start_time;
-        bool broken = false;
-        while (next > 0) {
-            if (next == p.pid || p.ancestors.size() >= max_depth || std::ranges::count(p.ancestors, next) > 0)
-                return Error::lookup(
-                    fmt::format("the parent chain of pid {} in {} loops or does not end", p.pid, options_.proc_root));
-            const auto cached = ancestor(next);
-            if (!cached) return cached.error();
-            const std::optional<Node>& node = **cached;
-            // Gone, or younger than its child: a reused pid. Either way the child's
-            // real parent has exited and the child was reparented.
-            broken = !node || node->start_time > child_start;
-            if (broken) break;
-            const Node& found = *node;
-            p.ancestors.push_back(next);
-            if (found.slurmstepd && !p.stepd_ancestor) p.stepd_ancestor = next;
-            child = next;
-            child_start = found.start_time;
-            next = found.ppid;
-        }
-        if (!broken) return true;
-        // Read the orphaned child's parent again and walk once more.
-        pid_t ppid = 0;
-        const auto alive = refresh(child, child_start, ppid);
-        if (!alive) return alive.error();
-        if (child == p.pid) {
-            if (!*alive) return false;
-            if (ppid == p.ppid) return true;  // the parent really is missing: the chain ends
-            p.ppid = ppid;
-        } else if (!*alive) {
-            ancestors_[child].reset();
-        } else {
-            if (ppid == ancestors_[child]->ppid) return true;
-            ancestors_[child]->ppid = ppid;
-            if (Process* entry = find_mutable(table_, child)) entry->ppid = ppid;
-        }
+// One step on the top of the stack: resolves it from its parent, or pushes the parent.
+// Each node is resolved once, so a fan under a deep chain costs one step per process.
+Status Scanner::resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>& on_stack) {
+    const pid_t pid = stack.back();
+    const auto pop = [&] {
+        stack.pop_back();
+        on_stack.erase(pid);
+        return Ok{};
+    };
+    const auto slot = ancestor(pid);
+    if (!slot) return slot.error();
+    std::optional<Node>& node = **slot;
+    if (!node || node->chain != Node::Chain::unresolved) return pop();
+    Node& n = *node;
+    if (n.ppid <= 0) {
+        n.chain = Node::Chain::resolved;
+        return pop();
     }
-    return Error::lookup(
-        fmt::format("the parent chain of pid {} in {} kept changing while it was read", p.pid, options_.proc_root));
+    if (on_stack.count(n.ppid) != 0) {  // a loop: everything on the stack descends from it
+        n.chain = Node::Chain::unreadable;
+        return pop();
+    }
+    const auto parent_slot = ancestor(n.ppid);
+    if (!parent_slot) return parent_slot.error();
+    const std::optional<Node>& parent = **parent_slot;
+    if (parent && parent->chain == Node::Chain::unresolved) {
+        stack.push_back(n.ppid);
+        on_stack.insert(n.ppid);
+        return Ok{};
+    }
+    // Gone, or younger than its child: a reused pid. Either way the child's real parent
+    // has exited and the child was reparented: read it again.
+    if (!parent || parent->start_time > n.start_time) {
+        if (++n.refreshes > max_refreshes) {
+            n.chain = Node::Chain::unreadable;  // kept changing while it was read
+            return pop();
+        }
+        pid_t ppid = 0;
+        const auto alive = refresh(pid, n.start_time, ppid);
+        if (!alive) return alive.error();
+        if (!*alive) {
+            node.reset();
+            return pop();
+        }
+        if (ppid == n.ppid) n.chain = Node::Chain::resolved;  // the parent really is missing: the chain ends
+        n.ppid = ppid;
+        if (Process* entry = table_.find(pid); entry && entry->detailed && entry->start_time == n.start_time)
+            entry->ppid = ppid;
+        return n.chain == Node::Chain::resolved ? pop() : Ok{};
+    }
+    if (parent->chain == Node::Chain::unreadable || parent->depth + 1 > max_depth) {
+        n.chain = Node::Chain::unreadable;
+        return pop();
+    }
+    n.chain = Node::Chain::resolved;
+    n.ancestors = std::make_shared<const AncestorLink>(AncestorLink{n.ppid, parent->ancestors});
+    n.depth = parent->depth + 1;
+    n.stepd_ancestor = parent->slurmstepd ? std::optional<pid_t>(n.ppid) : parent->stepd_ancestor;
+    return pop();
+}
+
+// The node of pid with its chain resolved; nullptr when it is gone.
+Result<const Node*> Scanner::resolved(pid_t pid) {
+    std::vector<pid_t> stack{pid};
+    std::unordered_set<pid_t> on_stack{pid};
+    while (!stack.empty()) {
+        if (auto in_time = check_deadline(); !in_time) return in_time.error();
+        if (auto step = resolve_one(stack, on_stack); !step) return step.error();
+    }
+    const std::optional<Node>& node = ancestors_[pid];
+    return node ? &*node : nullptr;
+}
+
+// Fills p.parent_chain and p.stepd_ancestor, or marks them unreadable. false: p is gone.
+Result<bool> Scanner::walk(Process& p) {
+    for (int refreshes = 0; refreshes <= max_refreshes; ++refreshes) {
+        if (p.ppid <= 0) return true;
+        if (p.ppid == p.pid) break;
+        const auto parent = resolved(p.ppid);
+        if (!parent) return parent.error();
+        const Node* found = *parent;
+        if (found && found->start_time <= p.start_time) {
+            if (found->chain == Node::Chain::unreadable || found->depth + 1 > max_depth) break;
+            p.parent_chain = std::make_shared<const AncestorLink>(AncestorLink{p.ppid, found->ancestors});
+            p.stepd_ancestor = found->slurmstepd ? std::optional<pid_t>(p.ppid) : found->stepd_ancestor;
+            return true;
+        }
+        // The parent is gone or younger than p (a reused pid): p was reparented.
+        pid_t ppid = 0;
+        const auto alive = refresh(p.pid, p.start_time, ppid);
+        if (!alive) return alive.error();
+        if (!*alive) return false;
+        if (ppid == p.ppid) return true;  // the parent really is missing: the chain ends
+        p.ppid = ppid;
+    }
+    p.ancestry_unreadable = true;
+    return true;
 }
 
 Status Scanner::resolve_ancestry() {
-    std::vector<pid_t> gone;
+    std::unordered_set<pid_t> gone;
     for (Process& p : table_.processes) {
         if (!p.detailed) continue;
+        if (auto in_time = check_deadline(); !in_time) return in_time;
         const auto kept = walk(p);
         if (!kept) return kept.error();
-        if (!*kept) gone.push_back(p.pid);
+        if (!*kept) gone.insert(p.pid);
     }
-    std::erase_if(table_.processes, [&](const Process& p) { return std::ranges::count(gone, p.pid) > 0; });
+    std::erase_if(table_.processes, [&](const Process& p) { return gone.count(p.pid) != 0; });
     return Ok{};
 }
 
@@ -267,57 +347,6 @@ Result<ProcessTable> scan_processes(const ScanOptions& options) {
     for (auto step : {&Scanner::list, &Scanner::load_details, &Scanner::resolve_ancestry})
         if (auto status = (scanner.*step)(); !status) return status.error();
     return scanner.take();
-}
-
-Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids) {
-    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (root.get() < 0) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
-    std::string buf;
-    for (const pid_t pid : pids) {
-        Process* p = find_mutable(table, pid);
-        if (p == nullptr || !p->detailed) continue;
-        // No start-time check: if the pid now names another process, the scanned one is
-        // gone and the executor's identity check refuses to signal it whatever its cgroup.
-        const int err = read_file(root.get(), fmt::format("{}/cgroup", pid).c_str(), buf);
-        if (vanished(err)) continue;
-        if (err) return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid, errno_text(err)));
-        p->job_cgroup = slurm_job_cgroup(buf);
-    }
-    return Ok{};
-}
-
-std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) {
-    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    UniqueFd dir;
-    std::string buf;
-    StatFields stat;
-    if (root.get() < 0 || open_pid_dir(root.get(), pid, dir) != 0 || read_stat(dir.get(), pid, stat, buf) != 0 ||
-        read_file(dir.get(), "status", buf) != 0)
-        return std::nullopt;
-    const auto value = status_value(buf, "Uid");
-    const auto uids = value ? parse_uids(*value) : std::nullopt;
-    if (!uids) return std::nullopt;
-    return Identity{stat.start_time, *uids};
-}
-
-std::vector<pid_t> read_ancestry(const std::string& proc_root, pid_t pid) {
-    // Used to protect the caller's own ancestors: a partial chain (an ancestor
-    // exited meanwhile) still protects the part that was read.
-    constexpr std::size_t max_depth = 512;
-    std::vector<pid_t> chain;
-    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (root.get() < 0) return chain;
-    std::string buf;
-    procfs::StatFields stat;
-    for (pid_t next = pid; chain.size() < max_depth;) {
-        UniqueFd dir;
-        if (procfs::open_pid_dir(root.get(), next, dir) != 0 || procfs::read_stat(dir.get(), next, stat, buf) != 0)
-            break;
-        next = stat.ppid;
-        if (next <= 0 || next == pid || std::ranges::count(chain, next) > 0) break;
-        chain.push_back(next);
-    }
-    return chain;
 }
 
 }  // namespace leftover

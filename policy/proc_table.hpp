@@ -5,6 +5,7 @@
 #include "process.hpp"
 #include "result.hpp"
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <set>
@@ -26,6 +27,8 @@ struct ScanOptions {
     // A Slurm daemon (slurmd, or a slurmstepd) whose pid namespace the caller must share;
     // its exe must name slurmd or slurmstepd. Unset skips that check.
     std::optional<pid_t> slurm_daemon_pid;
+    // Past it the scan stops with a lookup error: a sweep must end in time.
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // Checks the view (hidepid, pid namespace) and reads every process.

@@ -190,7 +190,7 @@ TEST_CASE("proc scan: wants_detail false records pid and owner only, reading no 
     CHECK_FALSE(rootd.detailed);
     CHECK(rootd.owner == 0);
     CHECK(rootd.comm.empty());
-    CHECK(rootd.ancestors.empty());
+    CHECK(rootd.ancestors().empty());
     CHECK_FALSE(get(table, 601).detailed);
     CHECK(get(table, 602).detailed);
     CHECK(get(table, 602).uids.real == 1602);

@@ -238,15 +238,15 @@ TEST_CASE("proc scan of the real /proc finds this test process as it is") {
     CHECK(self->start_time == start_time);
     CHECK(self->state == 'R');
     CHECK(self->ppid == getppid());
-    REQUIRE_FALSE(self->ancestors.empty());
-    CHECK(self->ancestors.front() == getppid());
-    CHECK(self->ancestors.back() == 1);
+    REQUIRE_FALSE(self->ancestors().empty());
+    CHECK(self->ancestors().front() == getppid());
+    CHECK(self->ancestors().back() == 1);
     CHECK(table->processes.size() > 2);
 
     const auto identity = read_identity("/proc", getpid());
     REQUIRE(identity.has_value());
     CHECK(*identity == Identity{start_time, self->uids});
-    CHECK(read_ancestry("/proc", getpid()) == self->ancestors);
+    CHECK(read_ancestry("/proc", getpid()) == self->ancestors());
 }
 
 TEST_CASE("proc scan of the real /proc keeps an unreaped child as a zombie") {
@@ -270,6 +270,6 @@ TEST_CASE("proc scan of the real /proc keeps an unreaped child as a zombie") {
     CHECK(zombie->zombie());
     CHECK(zombie->detailed);
     CHECK(zombie->ppid == getpid());
-    CHECK(zombie->ancestors.front() == getpid());
+    CHECK(zombie->ancestors().front() == getpid());
     CHECK(waitpid(child, nullptr, 0) == child);
 }

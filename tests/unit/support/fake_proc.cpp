@@ -48,10 +48,10 @@ std::string status_text(const FakeProcess& p) {
     return fmt::format(
         "Name:\t{}\nUmask:\t0022\nState:\t{} (fake)\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\n"
         "TracerPid:\t0\nUid:\t{}\t{}\t{}\t{}\nGid:\t{}\nFDSize:\t64\nGroups:\t{}\nNStgid:\t{}\n"
-        "NSpid:\t{}\nThreads:\t1\nCapInh:\t0000000000000000\nCapPrm:\t{}\nCapEff:\t{}\n"
+        "NSpid:\t{}\nThreads:\t{}\nCapInh:\t0000000000000000\nCapPrm:\t{}\nCapEff:\t{}\n"
         "CapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\n",
         escape_name(p.comm), p.state, p.pid, p.pid, p.ppid, p.uids.real, p.uids.effective, p.uids.saved,
-        p.uids.filesystem, join(p.gids, "\t"), join(p.groups, " "), p.pid, p.pid, caps, caps);
+        p.uids.filesystem, join(p.gids, "\t"), join(p.groups, " "), p.pid, p.pid, p.threads, caps, caps);
 }
 
 std::string escape_mount_field(const std::string& path) {

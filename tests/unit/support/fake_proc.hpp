@@ -36,6 +36,7 @@ struct FakeProcess {
     std::vector<gid_t> gids{1000, 1000, 1000, 1000};
     std::vector<gid_t> groups{};
     std::uint64_t cap_eff = 0;
+    int threads = 1;  // the status file's Threads: line
 };
 
 class FakeProc {
