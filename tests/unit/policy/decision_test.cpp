@@ -9,6 +9,13 @@ using namespace leftover;
 
 namespace {
 
+// The parent chain as the scan links it, nearest first.
+void set_ancestors(Process& p, const std::vector<pid_t>& pids) {
+    p.parent_chain.reset();
+    for (auto it = pids.rbegin(); it != pids.rend(); ++it)
+        p.parent_chain = std::make_shared<const AncestorLink>(AncestorLink{*it, p.parent_chain});
+}
+
 constexpr uid_t kAlice = 41001, kBob = 41002, kOperator = 41003;
 
 Process user_process(pid_t pid, uid_t uid, pid_t ppid = 1) {
@@ -150,10 +157,10 @@ TEST_CASE("decision: a descendant of a live slurmstepd is kept, of the ending on
     Fixture f;
     Process in_live = user_process(1800, kAlice, 900);
     in_live.stepd_ancestor = 900;
-    in_live.ancestors = {900, 1};
+    set_ancestors(in_live, {900, 1});
     Process in_ending = user_process(1801, kAlice, 901);
     in_ending.stepd_ancestor = 901;
-    in_ending.ancestors = {901, 1};
+    set_ancestors(in_ending, {901, 1});
     f.ending_stepds = {901};
     f.add(in_live);
     f.add(in_ending);
@@ -166,11 +173,11 @@ TEST_CASE("issue 13 case 3: a descendant of a stepd pid from live work is kept w
     Fixture f;
     // 900's exe is not recognised (stepd_ancestor unset); its step socket named it.
     Process task = user_process(1810, kAlice, 1811);
-    task.ancestors = {1811, 900, 1};
+    set_ancestors(task, {1811, 900, 1});
     Process outside = user_process(1812, kAlice, 1);
-    outside.ancestors = {1};
+    set_ancestors(outside, {1});
     Process in_ending = user_process(1813, kAlice, 901);
-    in_ending.ancestors = {901, 1};
+    set_ancestors(in_ending, {901, 1});
     f.live.stepd_pids = {900};
     f.add(task);
     f.add(outside);
