@@ -49,7 +49,10 @@ struct StatFields {
     pid_t ppid = 0;
     std::uint64_t flags = 0;       // field 9
     std::uint64_t start_time = 0;  // field 22
-    bool kernel_thread() const { return (flags & pf_kthread) != 0 || ppid == 2 || pid == 2; }
+    // By the flag alone: in a pid namespace of its own, pid 2 and its children are
+    // ordinary processes (kthreadd is not visible there), and a usermode helper that
+    // kthreadd started and that exec'd is root's process, not a kernel thread.
+    bool kernel_thread() const { return (flags & pf_kthread) != 0; }
 };
 std::optional<StatFields> parse_stat(std::string_view text);
 // Reads and parses <dir>/stat of the process pid; EBADMSG when it does not parse

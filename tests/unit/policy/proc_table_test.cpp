@@ -132,7 +132,7 @@ TEST_CASE("proc scan: zombies are kept with their state") {
     CHECK_FALSE(get(table, 322).zombie());
 }
 
-TEST_CASE("proc scan: kernel threads by PF_KTHREAD, by parent kthreadd, and kthreadd itself") {
+TEST_CASE("proc scan: kernel threads by PF_KTHREAD alone, kthreadd itself included") {
     FakeProc fake;
     const Uids root{};
     fake.add_process({.pid = 40, .ppid = 2, .uids = root, .comm = "kworker/0:1", .flags = test::pf_kthread, .exe = ""});
@@ -142,10 +142,21 @@ TEST_CASE("proc scan: kernel threads by PF_KTHREAD, by parent kthreadd, and kthr
     const auto table = scan_ok(fake.options());
     CHECK(get(table, 2).kernel_thread);
     CHECK(get(table, 40).kernel_thread);
-    CHECK(get(table, 41).kernel_thread);
+    CHECK_FALSE(get(table, 41).kernel_thread);  // a usermode helper that exec'd: root's process
     CHECK(get(table, 42).kernel_thread);
     CHECK_FALSE(get(table, 43).kernel_thread);  // a name is not a flag
     CHECK_FALSE(get(table, 1).kernel_thread);
+}
+
+TEST_CASE("proc scan: in a pid namespace of its own, pid 2 and its children are ordinary processes") {
+    FakeProc fake;
+    // A namespace's second process is whatever its init started first: here a user's shell.
+    fake.add_process({.pid = 2, .ppid = 1, .uids = {41001, 41001, 41001, 41001}, .comm = "bash"});
+    fake.add_process({.pid = 30, .ppid = 2, .uids = {41001, 41001, 41001, 41001}, .comm = "sleep"});
+    const auto table = scan_ok(fake.options());
+    CHECK_FALSE(get(table, 2).kernel_thread);
+    CHECK_FALSE(get(table, 30).kernel_thread);
+    CHECK(get(table, 30).detailed);
 }
 
 TEST_CASE("proc scan: every uid of status is read into its own field") {
