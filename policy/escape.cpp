@@ -12,6 +12,8 @@ std::string escape_for_log(std::string_view raw) {
         const auto byte = static_cast<unsigned char>(c);
         if (byte == '\\')
             out += "\\\\";
+        else if (byte == '\'')
+            out += "\\x27";  // names are logged as comm='...': a quote inside must not end it
         else if (byte >= 0x20 && byte < 0x7f)
             out += c;
         else

@@ -7,7 +7,8 @@
 
 namespace leftover {
 
-// Printable ASCII stays (backslash doubled); every other byte becomes \xNN.
+// Printable ASCII stays (backslash doubled), but for the single quote the log puts
+// names in; it and every other byte become \xNN.
 std::string escape_for_log(std::string_view raw);
 
 }  // namespace leftover

@@ -8,9 +8,9 @@
 
 using namespace leftover;
 
-TEST_CASE("escape for log: printable ASCII stays as it is") {
+TEST_CASE("escape for log: printable ASCII stays as it is, but for the single quote") {
     CHECK(escape_for_log("sleep") == "sleep");
-    CHECK(escape_for_log(" !\"#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}~") == " !\"#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}~");
+    CHECK(escape_for_log(" !\"#$%&()*+,-./09:;<=>?@AZ[]^_`az{|}~") == " !\"#$%&()*+,-./09:;<=>?@AZ[]^_`az{|}~");
     CHECK(escape_for_log("").empty());
 }
 
@@ -36,4 +36,9 @@ TEST_CASE("escape for log: every byte value comes out printable, one byte per ch
         CHECK(escaped.size() == (plain ? 1u : value == '\\' ? 2u : 4u));
         for (const char c : escaped) CHECK((c >= 0x20 && c < 0x7f));
     }
+}
+
+TEST_CASE("escape for log: a single quote cannot end the quoted name and forge fields after it") {
+    CHECK(escape_for_log("sleep' reason=protected (x") == "sleep\\x27 reason=protected (x");
+    CHECK(escape_for_log("'") == "\\x27");
 }
