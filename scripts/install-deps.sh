@@ -39,5 +39,13 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# The tests and the demo start their own munged, slurmctld, slurmd and sshd, hermetically:
+# the packages' own services (a system sshd on port 22, munged, slurmd) must not start
+# on install. policy-rc.d exiting 101 tells invoke-rc.d so; an existing one is left alone.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\n# leftover install-deps.sh: no service starts while it installs\nexit 101\n' >/usr/sbin/policy-rc.d
+  chmod 0755 /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
