@@ -31,7 +31,9 @@ using namespace leftover;
 using leftover::test::FakeAccounts;
 using leftover::test::FakeProc;
 using leftover::test::FakeProcess;
+using leftover::test::get;
 using leftover::test::reason_of;
+using leftover::test::scan_ok;
 
 namespace {
 
@@ -39,18 +41,6 @@ constexpr uid_t kDeep = 41411, kStray = 41412, kThreads = 41413;
 
 FakeProcess user_process(pid_t pid, pid_t ppid, uid_t uid, std::uint64_t start_time) {
     return {.pid = pid, .ppid = ppid, .uids = {uid, uid, uid, uid}, .start_time = start_time};
-}
-
-ProcessTable scan_ok(const ScanOptions& options) {
-    auto result = scan_processes(options);
-    REQUIRE_MESSAGE(result.ok(), (result.ok() ? std::string() : result.error().message));
-    return std::move(result).value();
-}
-
-const Process& get(const ProcessTable& table, pid_t pid) {
-    const Process* p = table.find(pid);
-    REQUIRE_MESSAGE(p != nullptr, "pid " << pid << " missing from the table");
-    return *p;
 }
 
 ScanOptions users_only(const FakeProc& fake) {

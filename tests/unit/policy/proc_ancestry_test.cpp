@@ -12,22 +12,12 @@
 using namespace leftover;
 using leftover::test::FakeProc;
 using leftover::test::FakeProcess;
+using leftover::test::get;
+using leftover::test::scan_ok;
 
 namespace {
 
 const Uids root{};
-
-ProcessTable scan_ok(const ScanOptions& options) {
-    auto result = scan_processes(options);
-    REQUIRE_MESSAGE(result.ok(), (result.ok() ? std::string() : result.error().message));
-    return std::move(result).value();
-}
-
-const Process& get(const ProcessTable& table, pid_t pid) {
-    const Process* p = table.find(pid);
-    REQUIRE_MESSAGE(p != nullptr, "pid " << pid << " missing from the table");
-    return *p;
-}
 
 // A slurmstepd as Slurm runs it: root, under pid 1, its exe the real binary.
 FakeProcess stepd(pid_t pid, std::string exe = "/usr/sbin/slurmstepd") {

@@ -15,20 +15,10 @@
 using namespace leftover;
 using leftover::test::FakeProc;
 using leftover::test::FakeProcess;
+using leftover::test::get;
+using leftover::test::scan_ok;
 
 namespace {
-
-ProcessTable scan_ok(const ScanOptions& options) {
-    auto result = scan_processes(options);
-    REQUIRE_MESSAGE(result.ok(), (result.ok() ? std::string() : result.error().message));
-    return std::move(result).value();
-}
-
-const Process& get(const ProcessTable& table, pid_t pid) {
-    const Process* p = table.find(pid);
-    REQUIRE_MESSAGE(p != nullptr, "pid " << pid << " missing from the table");
-    return *p;
-}
 
 ProcessTable scan_without_cgroups(const FakeProc& fake) {
     ScanOptions options = fake.options();

@@ -5,6 +5,8 @@
 #pragma once
 
 #include "proc_table.hpp"
+
+#include <doctest/doctest.h>
 #include "process.hpp"
 
 #include <sys/types.h>
@@ -38,6 +40,20 @@ struct FakeProcess {
     std::uint64_t cap_eff = 0;
     int threads = 1;  // the status file's Threads: line
 };
+
+// A scan that must succeed, and a process that must be in its table: the test stops here
+// with the scan's error or the missing pid otherwise.
+inline ProcessTable scan_ok(const ScanOptions& options) {
+    auto result = scan_processes(options);
+    REQUIRE_MESSAGE(result.ok(), (result.ok() ? std::string() : result.error().message));
+    return std::move(result).value();
+}
+
+inline const Process& get(const ProcessTable& table, pid_t pid) {
+    const Process* p = table.find(pid);
+    REQUIRE_MESSAGE(p != nullptr, "pid " << pid << " missing from the table");
+    return *p;
+}
 
 class FakeProc {
 public:

@@ -43,6 +43,18 @@ std::optional<uid_t> proc_owner(pid_t pid) {
     return st.st_uid;
 }
 
+// In a child just forked: a session of its own, stdin and stdout on /dev/null (our
+// stdout may be a pipe someone reads to the end: never hold it open), then the uids.
+// Exits 126 when they cannot be taken.
+void become(uid_t real, uid_t effective, uid_t saved) {
+    ::setsid();
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(real, real, real) != 0 || ::setresuid(real, effective, saved) != 0)
+        ::_exit(126);
+}
+
 }  // namespace
 
 void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
@@ -62,14 +74,7 @@ pid_t spawn_with_uids(uid_t real, uid_t effective, uid_t saved, const std::vecto
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
         sync_read.reset();
-        ::setsid();
-        // Our stdout may be a pipe someone reads to the end: never hold it open.
-        const int null = ::open("/dev/null", O_RDWR);
-        ::dup2(null, 0);
-        ::dup2(null, 1);
-        if (::setgroups(0, nullptr) != 0 || ::setresgid(real, real, real) != 0 ||
-            ::setresuid(real, effective, saved) != 0)
-            ::_exit(126);
+        become(real, effective, saved);
         ::execvp(args[0], args.data());
         const char failed = 1;
         (void)!::write(sync_write.get(), &failed, 1);
@@ -97,12 +102,7 @@ pid_t spawn_forked_as(uid_t uid, const std::function<void()>& body) {
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
         sync_read.reset();
-        ::setsid();
-        const int null = ::open("/dev/null", O_RDWR);
-        ::dup2(null, 0);
-        ::dup2(null, 1);
-        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0)
-            ::_exit(126);
+        become(uid, uid, uid);
         sync_write.reset();  // runs as uid now
         body();
         ::_exit(0);
