@@ -66,9 +66,10 @@ Status Evaluation::classify_by_name(const std::set<uid_t>& uids) {
     // A listed name whose uid is unknown could protect any uid: judge nobody.
     for (const auto& [name, lookup] : answers_.uids)
         if (lookup.status == LookupStatus::failed)
-            return Error::lookup(fmt::format("{}: account lookup failed: {}",
-                                             describe_listed(name, exemptions_.listed().at(name)),
-                                             failure_text(lookup.error, lookup.failure)));
+            return Error::lookup(
+                fmt::format("{}: account lookup failed: {}", describe_listed(name, exemptions_.listed().at(name)),
+                            failure_text(lookup.error, lookup.failure)),
+                ErrorCause::account_lookup);
     for (const uid_t uid : ask)
         if (uids.count(uid) != 0) by_name_.emplace(uid, exemptions_.classify(uid, answers_));
     return Ok{};
@@ -124,7 +125,8 @@ Result<Plan> Evaluation::operator()() {
         plan = decide_now();
         for (const uid_t uid : plan.kill_uids())
             if (by_name_.count(uid) == 0)
-                return Error::lookup(fmt::format("uid {} would be killed without its account lookup", uid));
+                return Error::lookup(fmt::format("uid {} would be killed without its account lookup", uid),
+                                     ErrorCause::account_lookup);
     }
 
     // Only "holds an allocation" is remembered: a user cleared in one round is asked again

@@ -95,7 +95,8 @@ Error Scanner::failure(pid_t pid, const char* file, int err) const {
 Status Scanner::check_deadline() const {
     if (std::chrono::steady_clock::now() < options_.deadline) return Ok{};
     return Error::lookup(
-        fmt::format("the scan of {} stopped: the evaluation's deadline was reached", options_.proc_root));
+        fmt::format("the scan of {} stopped: the evaluation's deadline was reached", options_.proc_root),
+        ErrorCause::deadline);
 }
 
 Status Scanner::list() {

@@ -15,12 +15,22 @@ enum class ErrorKind {
     not_a_slurm_node,  // the command runs where no slurmd's state can be read
 };
 
+// Where a lookup error came from, where the kind alone does not tell (for the metrics).
+enum class ErrorCause {
+    other,
+    deadline,        // the evaluation's deadline passed
+    account_lookup,  // an account database lookup failed
+};
+
 struct Error {
     ErrorKind kind;
     std::string message;  // names the file, key or source and what was expected
+    ErrorCause cause = ErrorCause::other;
 
     static Error config(std::string msg) { return {ErrorKind::config, std::move(msg)}; }
-    static Error lookup(std::string msg) { return {ErrorKind::lookup, std::move(msg)}; }
+    static Error lookup(std::string msg, ErrorCause cause = ErrorCause::other) {
+        return {ErrorKind::lookup, std::move(msg), cause};
+    }
     static Error not_a_slurm_node(std::string msg) { return {ErrorKind::not_a_slurm_node, std::move(msg)}; }
 };
 

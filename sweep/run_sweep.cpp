@@ -108,9 +108,14 @@ public:
     bool asks_no_child() const { return request_.trigger.ending_step.has_value(); }
 
     // What an evaluation error came from, for the metrics: the job state or slurmctld
-    // when they failed, else the scan of /proc (the one other source of errors).
+    // when they failed, the deadline or an account lookup when the error says so, else
+    // the scan of /proc (the one other source of errors).
     std::optional<FailureKind> failure_of(const KillReport& report) const {
-        if (report.error) return failure_.value_or(FailureKind::proc);
+        if (report.error) {
+            if (report.error->cause == ErrorCause::deadline) return FailureKind::deadline;
+            if (report.error->cause == ErrorCause::account_lookup) return FailureKind::account_lookup;
+            return failure_.value_or(FailureKind::proc);
+        }
         if (report.deadline_reached) return FailureKind::deadline;
         return std::nullopt;
     }

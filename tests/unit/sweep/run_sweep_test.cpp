@@ -297,6 +297,16 @@ TEST_CASE("run_sweep: a config or lookup error is counted by its kind, and nothi
         pipeline.run(metrics_line + "grace: 0\n");
         kind = "controller";
     }
+    SUBCASE("deadline: the evaluation's deadline passed before the scan ended") {
+        pipeline.request.started = std::chrono::steady_clock::now() - std::chrono::hours(1);
+        pipeline.run(metrics_line + "grace: 0\n");
+        kind = "deadline";
+    }
+    SUBCASE("account_lookup: a listed name's lookup fails") {
+        pipeline.accounts.failing_names = {"rs.operator"};
+        pipeline.run(metrics_line + "grace: 0\nprotected_users: [rs.operator]\n");
+        kind = "account_lookup";
+    }
     SUBCASE("proc: /proc is not slurmd's pid namespace") {
         pipeline.request.node.slurmd_pid = 999999;  // no such process
         pipeline.run(metrics_line + "grace: 0\n");
