@@ -86,10 +86,6 @@ std::string full_hostname() {
     return name;
 }
 
-std::string spool_pattern() {
-    return slurm_conf.slurmd_spooldir != nullptr ? std::string(slurm_conf.slurmd_spooldir) : std::string();
-}
-
 }  // namespace
 
 Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
@@ -123,7 +119,7 @@ Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
     // ones slurm.conf puts here, and each running slurmd's -N (which slurm.conf need not
     // name: dynamic nodes, a test node, a typo).
     node::add_configured_host_nodes(node);
-    HostNames names{slurmd_node_name(short_host), full_hostname(), spool_pattern(), short_host};
+    HostNames names{slurmd_node_name(short_host), full_hostname(), node::slurmd_spool_pattern(), short_host};
     slurm_fini();
     auto running = node::running_slurmds("/proc");
     if (!running.ok()) return running.error();

@@ -62,6 +62,10 @@ std::vector<std::string> expand_host_list(const char* list) {
 
 }  // namespace
 
+std::string slurmd_spool_pattern() {
+    return slurm_conf.slurmd_spooldir != nullptr ? std::string(slurm_conf.slurmd_spooldir) : std::string();
+}
+
 bool add_configured_host_nodes(NodeInfo& node) {
     leftover_conf_node_prefix** lines = nullptr;
     const int count = slurm_conf_nodename_array(&lines);
@@ -72,7 +76,7 @@ bool add_configured_host_nodes(NodeInfo& node) {
         expanded.push_back({expand_host_list(lines[i]->nodenames), expand_host_list(lines[i]->hostnames),
                             expand_host_list(lines[i]->addresses)});
     }
-    const std::string pattern = slurm_conf.slurmd_spooldir != nullptr ? slurm_conf.slurmd_spooldir : "";
+    const std::string pattern = slurmd_spool_pattern();
     const std::string short_host = short_hostname();
     for (const std::string& name : nodes_on_host(expanded, this_host()))
         add_host_node(node, {name, expand_slurmd_path(pattern, name, short_host), false});

@@ -21,6 +21,9 @@ NodeInfo node_info_from_slurm_conf(const std::string& node_name);
 // lack them (the job epilog's from 23.02 on).
 bool add_configured_host_nodes(NodeInfo& node);
 
+// SlurmdSpoolDir as slurm.conf gives it (with %n and %h unexpanded); empty when unset.
+std::string slurmd_spool_pattern();
+
 // PrologFlags=contain: every allocation shows up locally as an extern step.
 bool prolog_contain();
 

@@ -57,7 +57,7 @@ void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t
     SlurmLogSink sink;
     Logger log(sink);
     log_unknown_args(args, log);
-    auto node = discover_node();
+    auto node = discover_node(slurmd_pid);
     if (!node.ok()) {
         log.error(fmt::format("{}: lookup error: {}; nothing killed", trigger.label, node.error().message));
         return;
@@ -65,7 +65,6 @@ void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t
     sweep::SweepRequest request;
     request.trigger = std::move(trigger);
     request.node = node.value();
-    request.node.slurmd_pid = slurmd_pid;
     request.self = ::getpid();
     request.ending_stepds = std::move(ending_stepds);
     request.started = started;

@@ -4,7 +4,10 @@
 #include "build_info.hpp"
 #include "query_accounts.hpp"
 #include "query_controller.hpp"
+#include "running_slurmd.hpp"
 #include "slurm_conf.hpp"
+
+#include <fmt/format.h>
 
 #include <dlfcn.h>
 
@@ -20,9 +23,32 @@ std::string plugin_path() {
     return {};
 }
 
+// Each running slurmd's -N: a slurmd that slurm.conf does not place on this host, and
+// the only way the job epilog learns the others from 23.02 on (its slurm.conf has no
+// NodeName lines). A slurmd without -N runs as slurm.conf's pick for this host: ours,
+// when it is our slurmd; another one is said in the log.
+Status add_running_host_nodes(node::NodeInfo& node) {
+    auto running = node::running_slurmds("/proc");
+    if (!running.ok()) return running.error();
+    const std::string pattern = node::slurmd_spool_pattern();
+    const std::string short_host = node::short_hostname();
+    for (const node::RunningSlurmd& slurmd : running.value()) {
+        const auto& name = slurmd.options.node_name;
+        if (!name) {
+            if (slurmd.pid != node.slurmd_pid)
+                node.other_nodes_note += fmt::format("{}slurmd pid {} runs without -N: its node name is not known here",
+                                                     node.other_nodes_note.empty() ? "" : "; ", slurmd.pid);
+            continue;
+        }
+        if (*name != node.node_name)
+            node::add_host_node(node, {*name, node::expand_slurmd_path(pattern, *name, short_host), true});
+    }
+    return Ok{};
+}
+
 }  // namespace
 
-Result<node::NodeInfo> discover_node() {
+Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid) {
     const char* node_name = std::getenv("SLURMD_NODENAME");
     if (node_name == nullptr || *node_name == '\0')
         return Error::lookup("SLURMD_NODENAME is not set: cannot tell which node's steps to ask");
@@ -37,6 +63,10 @@ Result<node::NodeInfo> discover_node() {
         node.other_nodes_note =
             "no NodeName lines in this process's slurm.conf: other nodes of this host are not known here, "
             "only their sockets in this spool dir (a lookup error) would show them";
+    if (slurmd_pid) {
+        node.slurmd_pid = slurmd_pid;
+        if (auto added = add_running_host_nodes(node); !added.ok()) return added.error();
+    }
     return node;
 }
 

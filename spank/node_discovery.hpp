@@ -8,13 +8,16 @@
 #include "result.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace leftover::spank {
 
 // SlurmdSpoolDir from slurm_conf (expanded as slurmd does), the node name slurmd was
 // given (SLURMD_NODENAME: slurmd -N wins over the host name), Slurm's own accounts and
 // PrologFlags. A missing piece is a lookup error: guessing could read another node's state.
-Result<node::NodeInfo> discover_node();
+// `slurmd_pid`, known in the job epilog only: then each running slurmd's -N is added
+// too, from /proc (one pass per job end; a step end would pay it at every step).
+Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid = std::nullopt);
 
 // The controller as seen through the leftover-query helper next to this plugin.
 std::unique_ptr<node::Controller> make_controller(const node::NodeInfo& node);
