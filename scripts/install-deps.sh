@@ -15,7 +15,7 @@ packages=(
   # end-to-end test runner and the tools the tests use
   python3 python3-pytest util-linux procps passwd man-db
   # an operator's ssh login on the node (test_plugin_ssh.py runs its own sshd)
-  openssh-server
+  openssh-server openssh-client
   # the metrics and check --json tests: a real Prometheus text parser, a JSON Schema validator
   python3-prometheus-client python3-jsonschema
   # packages: the .deb (CPack needs dpkg-shlibdeps and file) and the RPM

@@ -24,7 +24,7 @@ packages=(
   g++ cmake make pkg-config libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev
   python3 python3-pytest python3-prometheus-client python3-jsonschema
   procps util-linux iproute2 psmisc passwd dpkg-dev file
-  rpm man-db openssh-server
+  rpm man-db openssh-server openssh-client
 )
 
 if [ "$(id -u)" -ne 0 ]; then
