@@ -23,10 +23,10 @@ failed=0
 
 echo "== $host: unit tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 scripts/build.sh build/asan -DLEFTOVER_SANITIZE=ON
-unit=$(scripts/unit-tests.sh build/asan | tee /dev/stderr | tail -n1) || failed=1
+unit=$(scripts/unit-tests.sh build/asan | tee >(cat >&2) | tail -n1) || failed=1
 
 echo "== $host: fuzz targets (libFuzzer, ASan+UBSan, ${LEFTOVER_FUZZ_SECONDS:-20} s each)"
-fuzz=$(scripts/fuzz.sh | tee /dev/stderr | tail -n1) || failed=1
+fuzz=$(scripts/fuzz.sh | tee >(cat >&2) | tail -n1) || failed=1
 
 echo "== $host: packages (.deb and RPM)"
 scripts/package.sh || failed=1
