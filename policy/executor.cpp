@@ -2,6 +2,7 @@
 #include "executor.hpp"
 
 #include "signaller.hpp"
+#include "unique_fd.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -28,6 +29,9 @@ class Sweep {
 public:
     Sweep(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls)
         : evaluate_(evaluate), options_(options), calls_(calls), signaller_(options, calls, report_) {}
+    Sweep(const Sweep&) = delete;
+    Sweep& operator=(const Sweep&) = delete;
+    ~Sweep();
 
     KillReport run();
 
@@ -53,6 +57,22 @@ private:
     // Processes this sweep stopped and has not killed or continued yet, as decided then.
     std::map<pid_t, Decision> stopped_;
 };
+
+// Every path out of run() continues what it stopped; an exception thrown through it (a
+// log sink that throws, no memory) must not leave a user's process stopped either. No
+// record, no observer here: they may be what threw.
+Sweep::~Sweep() {
+    for (const auto& [pid, decision] : stopped_) {
+        try {
+            const int opened = calls_.pidfd_open(pid);
+            if (opened < 0) continue;
+            const UniqueFd pin(opened);
+            const auto identity = calls_.read_identity(options_.proc_root, pid);
+            if (identity && identity->start_time == decision.start_time) calls_.pidfd_send_signal(pin.get(), SIGCONT);
+        } catch (...) {  // NOLINT(bugprone-empty-catch): the next process still gets its SIGCONT
+        }
+    }
+}
 
 bool Sweep::replan() {
     fresh_.reset();

@@ -41,7 +41,12 @@ KillRecord record_for(const Decision& target, int signal, Outcome outcome) {
 void Signaller::note(const KillRecord& record) {
     if (record.outcome == Outcome::gone) exited_.insert(record.pid);
     report_.actions.push_back(record);
-    if (options_.observer.on_action) options_.observer.on_action(record);
+    if (!options_.observer.on_action) return;
+    // A front end whose log fails must not stop the sweep halfway, with targets stopped.
+    try {
+        options_.observer.on_action(record);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the report still holds the record
+    }
 }
 
 KillRecord Signaller::signal_one(const Decision& target, int signal, UniqueFd& pin) {

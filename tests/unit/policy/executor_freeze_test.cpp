@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -267,5 +268,22 @@ TEST_CASE("issue 13 case 10: stopping that never settles gives up after its roun
     CHECK(report.freeze_rounds == 3);
     CHECK(report.left_running == 1);
     CHECK(wait_processes_gone(41121));  // SIGTERM went to all four
+    CHECK(report.survivors.empty());
+}
+
+TEST_CASE("issue 13 case 10: a log line that fails does not stop the sweep with its targets stopped") {
+    Sweeper sweeper(41124);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    int thrown = 0;
+    // The front end's sink fails at every line, starting with the SIGSTOP's.
+    sweeper.observer.on_action = [&thrown](const KillRecord&) {
+        ++thrown;
+        throw std::runtime_error("log sink failed");
+    };
+    const KillReport report = sweeper.run(300ms);
+    INFO(format_actions(report));
+    CHECK(thrown > 0);
+    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
+    CHECK(wait_gone(stray));
     CHECK(report.survivors.empty());
 }
