@@ -170,7 +170,12 @@ void Sweep::continue_released() {
             ++it;
             continue;
         }
-        if (now && same_process(*now, it->second) && now->reason != Reason::zombie) released.push_back(*now);
+        // Kept, or not in the fresh table as the process that was stopped: continued all the
+        // same (the pin's identity check skips a process that is gone or a reused pid).
+        if (!now || !same_process(*now, it->second))
+            released.push_back(it->second);
+        else if (now->reason != Reason::zombie)
+            released.push_back(*now);
         it = stopped_.erase(it);
     }
     // Through a fresh pin with the identity check, like every signal; past the deadline too.
