@@ -52,6 +52,7 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
     d.uid = p.detailed ? p.uids.real : p.owner;
     d.comm = p.comm;
     d.start_time = p.start_time;
+    d.ppid = p.ppid;
     if (const Exemption* e = exemption_of(in, d.uid)) d.user = e->account;
 
     if (p.pid == 1) return keep(d, Reason::init);

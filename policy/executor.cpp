@@ -40,6 +40,7 @@ private:
     bool deadline_passed();
     bool freeze();
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
+    bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
     void continue_released();
     void continue_all(const char* why);
     std::vector<Pinned> signal_round(int signal);
@@ -114,11 +115,18 @@ bool Sweep::freeze() {
             return true;  // bounded: the round goes ahead with what is stopped
         }
         if (deadline_passed()) return false;
+        const std::set<uid_t> swept = plan_->kill_uids();
+        std::vector<Decision> stoppable;
+        for (Decision& d : untried) {
+            tried.insert({d.pid, d.start_time});
+            if (parent_lets_stop(d.ppid, swept)) stoppable.push_back(std::move(d));
+        }
+        if (stoppable.empty()) return true;  // the round signals them running, as without stopping
         ++report_.freeze_rounds;
         // One line per SIGSTOP would double every kill's lines: they are intermediate
         // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
-        std::vector<Pinned> pinned = signaller_.signal_all(untried, SIGSTOP, true);
-        bool escaped = pinned.size() < untried.size();
+        std::vector<Pinned> pinned = signaller_.signal_all(stoppable, SIGSTOP, true);
+        bool escaped = pinned.size() < stoppable.size();
         std::set<pid_t> now_stopped;
         for (const Pinned& p : pinned)
             if (signaller_.has_exited(p))
@@ -126,13 +134,23 @@ bool Sweep::freeze() {
             else
                 now_stopped.insert(p.pid);
         pinned.clear();  // a stopped process stays put: no pin needed until it is signalled again
-        for (Decision& d : untried) {
-            tried.insert({d.pid, d.start_time});
+        for (Decision& d : stoppable)
             if (now_stopped.count(d.pid) != 0) stopped_.insert_or_assign(d.pid, std::move(d));
-        }
         if (escaped && !report_.deadline_reached) stop_unseen(tried);
         if (report_.deadline_reached || !replan()) return false;
     }
+}
+
+// A stop is seen by the parent too: one that waits with WUNTRACED (su, runuser, sudo)
+// stops itself when its child stops, and nothing continues it once the child is gone. So
+// a process is stopped only when its parent is init, the caller (which waits for no
+// stopped child), a target or stopped process of this sweep, a process of a swept user
+// (a new one, stopped next), or gone. Any other is signalled running, as without stopping.
+bool Sweep::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
+    if (ppid == 1 || ppid == options_.self || stopped_.count(ppid) != 0) return true;
+    if (const Decision* parent = decision_for(*plan_, ppid)) return parent->verdict == Verdict::kill;
+    const auto owner = calls_.owner_of(options_.proc_root, ppid);
+    return !owner || swept.count(*owner) != 0;
 }
 
 // A target that exited before it stopped may have forked first (a pid hopper does so
@@ -151,7 +169,8 @@ void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
         for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, uids)) {
             if (decision_for(*plan_, pid) != nullptr || stopped_.count(pid) != 0) continue;
             found = true;
-            if (auto target = signaller_.stop_unseen(pid, owner, users[owner], escaped)) {
+            const auto may_stop = [&](pid_t ppid) { return parent_lets_stop(ppid, uids); };
+            if (auto target = signaller_.stop_unseen(pid, owner, users[owner], may_stop, escaped)) {
                 tried.insert({target->pid, target->start_time});
                 stopped_.insert_or_assign(pid, std::move(*target));
             }

@@ -57,6 +57,8 @@ struct KillOptions {
     // Before each round: stop the targets, scan again, stop the new ones, at most this
     // many times. 0: no stopping (tests show with it what stopping is for).
     int freeze_rounds = 16;
+    // The caller: a process it started may be stopped (it never waits for stopped children).
+    pid_t self = 0;
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     bool dry_run = false;
     KillObserver observer;

@@ -40,11 +40,13 @@ Result<ProcessTable> scan_processes(const ScanOptions& options);
 Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids);
 
 // Re-reads one process's identity (start time and uids) for the kill executor's
-// pid-reuse check. nullopt when the process is gone or cannot be read.
+// pid-reuse check, with its parent as of that read. nullopt when the process is gone or
+// cannot be read.
 struct Identity {
     std::uint64_t start_time = 0;
     Uids uids;
-    bool operator==(const Identity&) const = default;
+    pid_t ppid = 0;  // not part of the identity: a parent's exit changes it
+    bool operator==(const Identity& other) const { return start_time == other.start_time && uids == other.uids; }
 };
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
 

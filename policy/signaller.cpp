@@ -104,7 +104,8 @@ void Signaller::signal_pinned(const Pinned& pinned, const Decision& target, int 
     note(record);
 }
 
-std::optional<Decision> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user, bool& escaped) {
+std::optional<Decision> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
+                                               const std::function<bool(pid_t ppid)>& may_stop, bool& escaped) {
     // Gone already: nothing to stop, but it may have forked before it went.
     const int opened = calls_.pidfd_open(pid);
     if (opened < 0) {
@@ -114,12 +115,14 @@ std::optional<Decision> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::
     Pinned pinned{pid, UniqueFd(opened)};
     const auto identity = calls_.read_identity(options_.proc_root, pid);
     if (!identity) escaped = true;
-    if (!identity || !identity->uids.all_equal() || identity->uids.real != uid) return std::nullopt;
+    if (!identity || !identity->uids.all_equal() || identity->uids.real != uid || !may_stop(identity->ppid))
+        return std::nullopt;
     Decision target;
     target.pid = pid;
     target.uid = uid;
     target.user = user;
     target.start_time = identity->start_time;
+    target.ppid = identity->ppid;
     target.verdict = Verdict::kill;
     target.detail = "a new process of a user being swept, stopped before it was evaluated";
     KillRecord record = record_for(target, SIGSTOP, Outcome::signalled);

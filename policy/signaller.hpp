@@ -8,6 +8,7 @@
 #include "unique_fd.hpp"
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <set>
 #include <vector>
@@ -43,8 +44,10 @@ public:
 
     // Stops a process that no plan has decided on yet (a child a target forked, a pid
     // hopper's new pid) if, through its pin, all its uids are still `uid`; returns it as a
-    // target then (start time from the pin), or nullopt. `escaped`: it exited at once.
-    std::optional<Decision> stop_unseen(pid_t pid, uid_t uid, const std::string& user, bool& escaped);
+    // target then (start time from the pin), or nullopt. Not stopped unless `may_stop`
+    // accepts its parent. `escaped`: it exited at once.
+    std::optional<Decision> stop_unseen(pid_t pid, uid_t uid, const std::string& user,
+                                        const std::function<bool(pid_t ppid)>& may_stop, bool& escaped);
 
     // Whether the pinned process has exited (its pidfd polls readable), without waiting.
     bool has_exited(const Pinned& pinned);

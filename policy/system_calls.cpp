@@ -48,6 +48,13 @@ std::vector<std::pair<pid_t, uid_t>> SystemCalls::processes_owned_by(const std::
     return pids;
 }
 
+std::optional<uid_t> SystemCalls::owner_of(const std::string& proc_root, pid_t pid) {
+    struct stat st {};
+    const std::string path = proc_root + "/" + std::to_string(pid);
+    if (::fstatat(AT_FDCWD, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+    return st.st_uid;
+}
+
 SystemCalls& real_system_calls() {
     static SystemCalls calls;
     return calls;

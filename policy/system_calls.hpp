@@ -28,6 +28,8 @@ public:
     // and one fstatat per process, nothing more, so that what it lists can be stopped at once.
     virtual std::vector<std::pair<pid_t, uid_t>> processes_owned_by(const std::string& proc_root,
                                                                     const std::set<uid_t>& owners);
+    // The owner of /proc/<pid> (one fstatat); nullopt when there is no such process.
+    virtual std::optional<uid_t> owner_of(const std::string& proc_root, pid_t pid);
 };
 
 SystemCalls& real_system_calls();

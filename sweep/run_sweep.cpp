@@ -258,6 +258,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
 
     KillOptions options;
     options.proc_root = request.proc_root;
+    options.self = request.self;
     options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
     options.deadline = deadline;
     options.dry_run = config.dry_run;

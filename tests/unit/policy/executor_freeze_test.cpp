@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -286,4 +287,46 @@ TEST_CASE("issue 13 case 10: a log line that fails does not stop the sweep with 
     REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
     CHECK(wait_gone(stray));
     CHECK(report.survivors.empty());
+}
+
+TEST_CASE("issue 13 case 10: a target whose root parent waits as su does is killed, and the parent is not left stopped") {
+    // su, runuser and sudo wait for their child with WUNTRACED and stop themselves when
+    // it stops; resumed, they continue it. A SIGSTOP to the child would leave the root
+    // parent stopped for good once the child is gone (seen in e2e: runuser -u USER srun).
+    constexpr uid_t user = 41125;
+    Sweeper sweeper(user);
+    const pid_t watcher = spawn_forked_as(0, [] {
+        const pid_t child = ::fork();
+        if (child == 0) {
+            std::signal(SIGTERM, SIG_DFL);
+            if (::setgroups(0, nullptr) != 0 || ::setgid(user) != 0 || ::setuid(user) != 0) ::_exit(4);
+            for (;;) ::pause();
+        }
+        int status = 0;
+        while (::waitpid(child, &status, WUNTRACED) == child && WIFSTOPPED(status)) {
+            ::kill(::getpid(), SIGSTOP);
+            ::kill(child, SIGCONT);
+        }
+        ::_exit(0);
+    });
+    sweeper.spawned.push_back(watcher);
+    REQUIRE(wait_processes(user, 1));
+    const std::vector<pid_t> before = processes_of(user);
+    REQUIRE(before.size() == 1);
+    CHECK(is_running(before.front()));  // it runs without us, under its watching parent
+
+    const KillReport report = sweeper.run(200ms);
+    INFO(format_actions(report));
+    CHECK(action_for(report, before.front(), SIGSTOP) == nullptr);
+    CHECK(action_for(report, before.front(), SIGTERM) != nullptr);
+    CHECK(wait_processes_gone(user));
+    CHECK(report.survivors.empty());
+    // The parent saw its child end and exited: it was never stopped.
+    int status = 0;
+    pid_t reaped = 0;
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while ((reaped = ::waitpid(watcher, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(5ms);
+    CHECK(reaped == watcher);
+    if (reaped != watcher) ::kill(watcher, SIGCONT);
 }

@@ -331,6 +331,7 @@ TEST_CASE("issue 13 case 9: a real process whose main thread exited is found ali
     Evaluation evaluation(
         exemptions.value(), accounts, [] { return Result<LiveWork>(LiveWork{}); }, {}, context);
     KillOptions kill;
+    kill.self = ::getpid();
     kill.grace = std::chrono::milliseconds(2000);
     kill.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     const KillReport report = execute_kills([&] { return evaluation(); }, kill);

@@ -63,6 +63,7 @@ struct Sweeper {
         options.grace = grace;
         options.dry_run = dry_run;
         options.freeze_rounds = freeze_rounds;
+        options.self = ::getpid();
         deadline = options.deadline = std::chrono::steady_clock::now() + budget;
         options.observer = observer;
         return execute_kills(
