@@ -78,7 +78,8 @@ constexpr ConfigKey kConfigKeys[] = {
      .default_text = "local",
      .words = kJobSourceWords,
      .doc = "where live work comes from: the node's slurmstepd sockets, or slurmctld (asked by the job epilog "
-            "and the command only: a step end with `controller` sweeps nothing)"},
+            "and the command only: a step end with `controller` sweeps nothing); either way about every node this "
+            "host runs"},
     {.name = "slurm_timeout",
      .field = &Config::slurm_timeout,
      .type = "seconds, > 0 and ≤ 60",

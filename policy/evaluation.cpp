@@ -75,24 +75,39 @@ Status Evaluation::classify_by_name(const std::set<uid_t>& uids) {
     return Ok{};
 }
 
+Status Evaluation::read_job_state() {
+    auto live = job_state_();
+    if (!live.ok()) return live.error();
+    live_ = std::move(live).value();
+    live_.uids.insert(confirmed_allocations_.begin(), confirmed_allocations_.end());
+    return Ok{};
+}
+
 Result<Plan> Evaluation::operator()() {
-    // Processes first, job state second: a step whose processes are in the table has
-    // registered its socket before they started, so its user is seen as live.
+    // Who has live work before the scan: their processes are kept whatever they are, so
+    // they need no detail reads.
+    const bool look_first = !context_.examine_live_users;
+    if (look_first)
+        if (auto read = read_job_state(); !read.ok()) return read.error();
+    const std::set<uid_t> live_before = look_first ? live_.uids : std::set<uid_t>{};
     ScanOptions scan;
     scan.proc_root = context_.proc_root;
     scan.caller_pid = context_.self;
     scan.slurm_daemon_pid = context_.slurm_daemon_pid;
     scan.deadline = context_.deadline;
-    scan.wants_detail = [this](uid_t owner) { return !exemptions_.by_uid(owner).is_protected(); };
+    scan.wants_detail = [&](uid_t owner) {
+        return !exemptions_.by_uid(owner).is_protected() && live_before.count(owner) == 0;
+    };
     scan.read_cgroup = false;  // read below, and only if some job could protect by cgroup
     auto scanned = scan_processes(scan);
     if (!scanned.ok()) return scanned.error();
     ProcessTable table = std::move(scanned).value();
 
-    auto live = job_state_();
-    if (!live.ok()) return live.error();
-    live_ = std::move(live).value();
-    live_.uids.insert(confirmed_allocations_.begin(), confirmed_allocations_.end());
+    // Processes first, job state second: a step whose processes are in the table has
+    // registered its socket before they started, so its user is seen as live. (After a
+    // first look, the second one comes below, once a plan would kill.)
+    if (!look_first)
+        if (auto read = read_job_state(); !read.ok()) return read.error();
 
     auto ancestry = read_ancestry(context_.proc_root, context_.self);
     std::set<pid_t> caller_ancestors(ancestry.begin(), ancestry.end());
@@ -105,6 +120,10 @@ Result<Plan> Evaluation::operator()() {
                                     context_.never_touch, context_.ending_stepds});
     };
     Plan plan = decide_now();
+    if (look_first && !plan.kill_uids().empty()) {
+        if (auto read = read_job_state(); !read.ok()) return read.error();
+        plan = decide_now();
+    }
 
     // A job cgroup protects only processes of a job with a live step, and matters only
     // for processes that would otherwise be killed: read those cgroup files, decide again.

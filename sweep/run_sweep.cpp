@@ -44,7 +44,7 @@ public:
             if (controller_ == nullptr)
                 return failed(FailureKind::controller,
                               Error::lookup("job_source controller: no controller connection"));
-            auto work = controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
+            auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
             if (!work.ok()) return failed(FailureKind::controller, work.error());
             return work;
         }
@@ -93,7 +93,7 @@ public:
             if (controller_ == nullptr)
                 return failed(FailureKind::controller, Error::lookup("allocation check: no controller connection"));
             const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
-            auto work = controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
+            auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
             if (!work.ok()) return failed(FailureKind::controller, work.error());
             std::set<uid_t> holders;
             for (const uid_t uid : uids)
@@ -146,8 +146,10 @@ Clock::time_point evaluation_deadline(const Config& config, const SweepRequest& 
 
 // The one place the plugin's and the command's evaluations are put together.
 Evaluation make_evaluation(const Config& config, const Exemptions& exemptions, const SweepRequest& request,
-                           const AccountDatabase& accounts, JobStateSource& job_state) {
+                           const AccountDatabase& accounts, JobStateSource& job_state,
+                           bool examine_live_users = false) {
     EvaluationContext context;
+    context.examine_live_users = examine_live_users;
     context.deadline = evaluation_deadline(config, request);
     context.proc_root = request.proc_root;
     context.self = request.self;
@@ -315,7 +317,8 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
 
     const auto deadline = evaluation_deadline(config, request);
     JobStateSource job_state(config, request, controller, deadline, log);
-    Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state);
+    // A check shows every process as it is, those of users with live work too.
+    Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state, true);
     auto plan = evaluation();
     if (!plan.ok()) {
         seen.error = plan.error();
