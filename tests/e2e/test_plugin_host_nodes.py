@@ -25,21 +25,27 @@ def cluster(make_cluster, conf_dir):
                                       node_hostname=socket.gethostname().split(".")[0]))
 
 
+def assert_lo_a_keeps_lo_bob(cluster, what: str) -> None:
+    """lo_alice's job on lo-a leaves a stray; its end on lo-a reaps the stray and keeps
+    lo_bob's process outside Slurm, since lo_bob has `what` on lo-b."""
+    busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+    log = LogWatch(cluster, "lo-a")
+    stray, ended = cluster.plant_stray_in_step("lo_alice", srun_args=["-w", "lo-a"])
+    cluster.wait_gone(stray, 20)
+    # Without PrologFlags=contain a step end keeps the users it cannot see; the job
+    # epilog on lo-a decides.
+    summary = log.wait_for(summary_regex(ended, "epilog")).group(0)
+    assert "lookup errors 0" in summary, summary
+    assert cluster.is_alive(busy), f"lo_bob's process was killed: {what} on lo-b went unseen\n{log.text()}"
+    log.assert_absent(rf"leftover: SIGTERM pid={busy} ")
+    assert still_alive_after(cluster, busy, 2)
+
+
 def test_issue_13_case_4_a_live_step_of_the_other_slurmd_on_this_host_keeps_its_user(cluster):
     running, release = cluster.sbatch_until_released("lo_bob", args=["-w", "lo-b"])
     try:
         cluster.wait_job_state(running, ["RUNNING"])
-        busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
-        log = LogWatch(cluster, "lo-a")
-        stray, ended = cluster.plant_stray_in_step("lo_alice", srun_args=["-w", "lo-a"])
-        cluster.wait_gone(stray, 20)
-        # Without PrologFlags=contain a step end keeps the users it cannot see; the job
-        # epilog on lo-a decides (and would ask slurmctld about lo-a only).
-        summary = log.wait_for(summary_regex(ended, "epilog")).group(0)
-        assert "lookup errors 0" in summary, summary
-        assert cluster.is_alive(busy), f"lo_bob's process was killed: lo-b's step went unseen\n{log.text()}"
-        log.assert_absent(rf"leftover: SIGTERM pid={busy} ")
-        assert still_alive_after(cluster, busy, 2)
+        assert_lo_a_keeps_lo_bob(cluster, "a running step")
     finally:
         release.touch()
 
@@ -54,13 +60,6 @@ def test_issue_13_case_4_an_allocation_on_the_other_node_between_steps_keeps_its
     allocation = cluster.job_id_by_name(name)
     try:
         cluster.wait_job_state(allocation, ["RUNNING"])
-        busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
-        log = LogWatch(cluster, "lo-a")
-        stray, ended = cluster.plant_stray_in_step("lo_alice", srun_args=["-w", "lo-a"])
-        cluster.wait_gone(stray, 20)
-        summary = log.wait_for(summary_regex(ended, "epilog")).group(0)
-        assert "lookup errors 0" in summary, summary
-        assert cluster.is_alive(busy), f"lo_bob's process was killed: the allocation on lo-b went unseen\n{log.text()}"
-        log.assert_absent(rf"leftover: SIGTERM pid={busy} ")
+        assert_lo_a_keeps_lo_bob(cluster, "an allocation between steps")
     finally:
         cluster.scancel(allocation)
