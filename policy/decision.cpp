@@ -104,6 +104,12 @@ Plan decide(const DecisionInput& input) {
     return plan;
 }
 
+void decide_kills_again(const DecisionInput& input, Plan& plan) {
+    for (Decision& d : plan.decisions)
+        if (d.verdict == Verdict::kill)
+            if (const Process* process = input.table.find(d.pid)) d = decide_one(input, *process);
+}
+
 std::vector<Decision> Plan::kills() const {
     std::vector<Decision> out;
     std::copy_if(decisions.begin(), decisions.end(), std::back_inserter(out),

@@ -115,14 +115,25 @@ Result<Plan> Evaluation::operator()() {
     // The range rules for every uid, names for those already looked up this sweep; the
     // rest look unprotected until a plan would kill them, and then they are looked up.
     std::map<uid_t, Exemption> exemptions = table_exemptions(table, exemptions_, by_name_);
-    const auto decide_now = [&] {
-        return decide(DecisionInput{table, exemptions, live_, context_.event, context_.self, caller_ancestors,
-                                    context_.never_touch, context_.ending_stepds});
+    const auto input_now = [&] {
+        return DecisionInput{table,
+                             exemptions,
+                             live_,
+                             context_.event,
+                             context_.self,
+                             caller_ancestors,
+                             context_.never_touch,
+                             context_.ending_stepds};
     };
+    const auto decide_now = [&] { return decide(input_now()); };
+    // What follows the first decision (names, job cgroups, allocations) can only keep more:
+    // only the kills are decided again, not every process of a busy node.
+    const auto decide_kills_now = [&](Plan& plan) { decide_kills_again(input_now(), plan); };
     Plan plan = decide_now();
     if (look_first && !plan.kill_uids().empty()) {
+        const LiveWork first_look = live_;
         if (auto read = read_job_state(); !read.ok()) return read.error();
-        plan = decide_now();
+        if (!(live_ == first_look)) plan = decide_now();
     }
 
     // A job cgroup protects only processes of a job with a live step, and matters only
@@ -133,7 +144,7 @@ Result<Plan> Evaluation::operator()() {
             if (d.verdict == Verdict::kill) candidates.insert(d.pid);
         if (!candidates.empty()) {
             if (auto read = read_job_cgroups(context_.proc_root, table, candidates); !read.ok()) return read.error();
-            plan = decide_now();
+            decide_kills_now(plan);
         }
     }
 
@@ -141,7 +152,7 @@ Result<Plan> Evaluation::operator()() {
     if (const std::set<uid_t> kill_uids = plan.kill_uids(); !kill_uids.empty()) {
         if (auto named = classify_by_name(kill_uids); !named.ok()) return named.error();
         exemptions = table_exemptions(table, exemptions_, by_name_);
-        plan = decide_now();
+        decide_kills_now(plan);
         for (const uid_t uid : plan.kill_uids())
             if (by_name_.count(uid) == 0)
                 return Error::lookup(fmt::format("uid {} would be killed without its account lookup", uid),
@@ -158,7 +169,7 @@ Result<Plan> Evaluation::operator()() {
             if (!holders->empty()) {
                 confirmed_allocations_.insert(holders->begin(), holders->end());
                 live_.uids.insert(holders->begin(), holders->end());
-                plan = decide_now();
+                decide_kills_now(plan);
             }
         }
     }
