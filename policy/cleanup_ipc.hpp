@@ -26,7 +26,8 @@ struct SysvObject {
 // that adds a column still reads right. A line that does not parse is an error.
 Result<std::vector<SysvObject>> parse_sysvipc(std::string_view text, SysvKind kind, const std::string& origin);
 
-// Whether the caller is in pid 1's IPC namespace (/proc/self/ns/ipc against /proc/1/ns/ipc).
+// Whether the caller is in pid 1's IPC namespace (/proc/self/ns/ipc against /proc/1/ns/ipc;
+// where /proc/1's cannot be read, whether the caller's is the kernel's initial one).
 Status in_initial_ipc_namespace(const std::string& proc_root, CleanupCalls& calls);
 
 }  // namespace leftover

@@ -121,14 +121,21 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
     input.error = report.error;
     input.failed_lookups = !evaluation.failed_lookups().empty();
     input.deadline_reached = report.deadline_reached;
-    for (const Decision& survivor : report.survivors) input.survivors.insert(survivor.uid);
+    // A dry run leaves every target as a "survivor": it counts as gone there (see nothing_left_of).
+    if (!config.dry_run)
+        for (const Decision& survivor : report.survivors) input.survivors.insert(survivor.uid);
     input.dry_run = config.dry_run;
     // Fresh state: a job of the user may have started, or a process appeared, meanwhile.
-    auto fresh = evaluation();
-    if (!fresh.ok()) input.error = input.error.value_or(fresh.error());
-    if (fresh.ok()) input.fresh = &fresh.value();
-    input.fresh_live = &evaluation.last_live_work();
-    if (!evaluation.failed_lookups().empty()) input.failed_lookups = true;
+    // Not asked after a failure, which already keeps everything (a hung source would only
+    // hold the step's end once more).
+    std::optional<Result<Plan>> fresh;
+    if (!input.error && !input.failed_lookups && !input.deadline_reached) {
+        fresh = evaluation();
+        if (!fresh->ok()) input.error = fresh->error();
+        if (fresh->ok()) input.fresh = &fresh->value();
+        input.fresh_live = &evaluation.last_live_work();
+        if (!evaluation.failed_lookups().empty()) input.failed_lookups = true;
+    }
     return run_cleanup(input, config, exemptions, accounts, options, log);
 }
 

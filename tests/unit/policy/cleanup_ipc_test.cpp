@@ -183,6 +183,8 @@ public:
     std::optional<uid_t> owner_now;  // IPC_STAT says another owner
     int remove_error = 0;
     bool other_namespace = false;
+    bool init_unreadable = false;        // /proc/1/ns/ipc: EACCES
+    std::optional<ino_t> own_namespace;  // /proc/self/ns/ipc's inode
     int removes = 0;
     int sysv_stat(SysvKind kind, int id, SysvStat& out) override {
         const int rc = CleanupCalls::sysv_stat(kind, id, out);
@@ -194,8 +196,10 @@ public:
         return remove_error ? -remove_error : CleanupCalls::sysv_remove(kind, id);
     }
     int stat_path(const std::string& path, EntryStat& out) override {
+        if (init_unreadable && path.ends_with("/1/ns/ipc")) return -EACCES;
         const int rc = CleanupCalls::stat_path(path, out);
         if (other_namespace && path.ends_with("/self/ns/ipc")) out.ino += 1;
+        if (own_namespace && path.ends_with("/self/ns/ipc")) out.ino = *own_namespace;
         return rc;
     }
 };
@@ -235,4 +239,25 @@ TEST_CASE("cleanup ipc: outside the host IPC namespace nothing is touched") {
     CHECK(report.errors.front().find("not in the host IPC namespace") != std::string::npos);
     CHECK(calls.removes == 0);
     CHECK(alive(SysvKind::shm, shm));
+}
+
+TEST_CASE("cleanup ipc: where pid 1's namespace cannot be read, only the kernel's initial one counts as the host's") {
+    OwnedIpc owned;
+    const int shm = owned.add(SysvKind::shm, made_as(41607, make_shm, owned));
+    FaultyIpc calls;
+    calls.init_unreadable = true;
+    SUBCASE("the initial namespace") {
+        calls.own_namespace = 0xEFFFFFFFU;
+        const CleanupReport report = clean_up({41607}, ipc_only(), calls);
+        CHECK(report.errors.empty());
+        CHECK_FALSE(alive(SysvKind::shm, shm));
+    }
+    SUBCASE("another namespace") {
+        calls.own_namespace = 4026532000U;
+        const CleanupReport report = clean_up({41607}, ipc_only(), calls);
+        REQUIRE(report.errors.size() == 1);
+        CHECK(report.errors.front().ends_with("/proc/1/ns/ipc: Permission denied"));
+        CHECK(calls.removes == 0);
+        CHECK(alive(SysvKind::shm, shm));
+    }
 }

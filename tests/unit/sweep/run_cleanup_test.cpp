@@ -203,6 +203,18 @@ TEST_CASE("issue 14: cleanup off, a dry run, a protected user and a lookup error
     CHECK(pipeline.sink.count("cleanup: removed") == 0);
 }
 
+TEST_CASE("issue 14: a dry run lists the files a stray's user would leave, and keeps both") {
+    CleanupPipeline pipeline(41615);
+    const pid_t stray = spawn_as(41615, {"sleep", "600"});
+    pipeline.run(pipeline.config("dry_run: true\n"));
+    CHECK(is_running(stray));
+    CHECK(exists(pipeline.users_file));
+    CHECK(pipeline.sink.count(fmt::format("cleanup: would remove file path='{}' uid=41615 bytes=4 (dry run)",
+                                          pipeline.users_file)) == 1);
+    CHECK(pipeline.summary().find("would kill 1; ") != std::string::npos);
+    CHECK(pipeline.summary().ends_with("; cleanup: would remove 0 IPC objects, 1 files, 4 B"));
+}
+
 TEST_CASE("issue 14: leftover check shows what a sweep would remove and removes nothing") {
     CleanupPipeline pipeline(41614);
     const pid_t stray = spawn_as(41614, {"sleep", "600"});
