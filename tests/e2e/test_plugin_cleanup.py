@@ -23,7 +23,7 @@ import pytest
 
 from e2e_processes import wait_until
 from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
-    LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, stepd_pid, summary_regex,
+    PLUGIN, LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, stepd_pid, summary_regex,
     write_leftover_conf)
 
 KINDS = {"shm": "Shared memory id", "sem": "Semaphore id", "msg": "Message queue id"}
@@ -109,9 +109,12 @@ def test_what_a_job_leaves_is_gone_after_it_ends_and_the_passwd_target_is_untouc
     log = LogWatch(cluster)
     left, job, _ = leave_objects(cluster, "lo_alice", scratch)
     try:
-        summary = epilog_summary(log, job)
+        epilog_summary(log, job)
         wait_until(left.none_present, 10, f"the job's objects to go: {left.present()}")
-        assert re.search(r"; cleanup: removed \d+ IPC objects, \d+ files, ", summary), summary
+        # Usually the epilog's; a step end's when it reaped some other process of lo_alice's
+        # (a stray another test on this machine left) and so cleaned up after her first.
+        log.wait_for(rf"leftover: (?:step {job}\.\S+|job {job} epilog) \(user lo_alice uid 41001\): .* ms; "
+                     r"cleanup: removed [1-9]\d* IPC objects, [1-9]\d* files, ")
         log.wait_for(rf"leftover: cleanup: removed shm id={left.ids['shm']} uid=41001 bytes=4096$")
         log.wait_for(rf"leftover: cleanup: removed sem id={left.ids['sem']} uid=41001 bytes=0$")
         log.wait_for(rf"leftover: cleanup: removed msg id={left.ids['msg']} uid=41001 bytes=0$")
@@ -233,5 +236,31 @@ def test_a_lookup_error_removes_nothing(cluster, config, scratch):
         os.kill(stopped, signal.SIGCONT)
         release.touch()
         cluster.scancel(other)
+        if left:
+            left.remove()
+
+
+def test_leftover_check_shows_what_a_sweep_would_remove_and_removes_nothing(cluster, config, conf_dir, scratch):
+    # A dry run for the plugin, so the job's epilog leaves both the stray and the objects.
+    config(cleanup_config(scratch, "dry_run: true\n"))
+    cli = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
+    log = LogWatch(cluster)
+    stray_file = cluster.work_dir / f"stray-{uuid.uuid4().hex[:8]}"
+    stray = cluster.spawn_outside_slurm("lo_alice", ["/bin/sh", "-c", f"echo $$ > {stray_file}; exec sleep 120"])
+    left = None
+    try:
+        left, job, _ = leave_objects(cluster, "lo_alice", scratch)
+        assert "; cleanup: would remove " in epilog_summary(log, job)
+        result = subprocess.run([str(cli), "check", "--node", cluster.node, "--config", str(conf_dir / "leftover.conf")],
+                                env=cluster.root_env(), capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, result.stderr
+        assert re.search(r"^cleanup: a sweep now would remove [1-9]\d* IPC objects, [1-9]\d* files, ", result.stdout,
+                         re.MULTILINE), result.stdout
+        assert f"  would remove shm id={left.ids['shm']} uid=41001 bytes=4096 (dry run)" in result.stdout
+        assert f"  would remove file path='{left.tree}/sub/f' uid=41001 bytes=2 (dry run)" in result.stdout
+        assert left.all_present(), left.present()
+        assert cluster.is_alive(stray)
+    finally:
+        cluster.kill_planted()
         if left:
             left.remove()

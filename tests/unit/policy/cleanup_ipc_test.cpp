@@ -136,7 +136,7 @@ TEST_CASE("cleanup ipc: /proc/sysvipc tables are read by their header's column n
     CHECK_FALSE(parse_sysvipc("", SysvKind::msg, "msg").ok());
 }
 
-TEST_CASE("cleanup ipc: a user's segment, semaphore and queue go; an attached segment and another user's stay") {
+TEST_CASE("cleanup ipc: a user's segment, semaphore and queue go, an attached segment and another user's stay") {
     OwnedIpc owned;
     const int shm = owned.add(SysvKind::shm, made_as(kUser, make_shm, owned));
     const int sem = owned.add(SysvKind::sem, made_as(kUser, make_sem, owned));
