@@ -27,10 +27,9 @@ bool nothing_left_of(uid_t uid, const Plan& plan, bool dry_run) {
     return true;
 }
 
-// The users a sweep may clean after: those it reaped, and the ending job's user in the
-// job's epilog (a crashed job often leaves objects and no process); at a step end only
-// the reaped ones; with scope job_user only the job's user.
-std::set<uid_t> candidates_of(const Config& config, const SweepRequest& request, const Plan& plan) {
+}  // namespace
+
+std::set<uid_t> cleanup_candidates(const Config& config, const SweepRequest& request, const Plan& plan) {
     std::set<uid_t> candidates = plan.kill_uids();
     const auto& trigger = request.trigger;
     if (trigger.uid && trigger.job_ending && !trigger.ending_step) candidates.insert(*trigger.uid);
@@ -41,8 +40,6 @@ std::set<uid_t> candidates_of(const Config& config, const SweepRequest& request,
     }
     return candidates;
 }
-
-}  // namespace
 
 Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exemptions,
                                      const AccountDatabase& accounts, std::chrono::steady_clock::time_point deadline) {
@@ -116,7 +113,7 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
     const CleanupOptions options =
         cleanup_options(config, request.proc_root, request.shm_dir, request.mqueue_dir, deadline);
     GuardInput input;
-    input.candidates = candidates_of(config, request, report.first_plan);
+    input.candidates = cleanup_candidates(config, request, report.first_plan);
     if (options.kinds.empty() || input.candidates.empty()) return std::nullopt;
     input.error = report.error;
     input.failed_lookups = !evaluation.failed_lookups().empty();
@@ -146,7 +143,7 @@ std::optional<CleanupReport> preview_cleanup(const Config& config, const Exempti
     CleanupOptions options = cleanup_options(config, request.proc_root, request.shm_dir, request.mqueue_dir, deadline);
     options.dry_run = true;
     GuardInput input;
-    input.candidates = candidates_of(config, request, plan);
+    input.candidates = cleanup_candidates(config, request, plan);
     if (options.kinds.empty() || input.candidates.empty()) return std::nullopt;
     input.fresh = &plan;
     input.fresh_live = &live;

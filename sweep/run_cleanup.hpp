@@ -48,6 +48,11 @@ std::optional<CleanupTotals> run_cleanup(const GuardInput& input, const Config& 
 
 struct SweepRequest;
 
+// The users a sweep may clean after, before the guard: those `plan` would kill, and the
+// ending job's user in the job's epilog (a crashed job often leaves objects and no
+// process); at a step end only the reaped ones; with scope job_user only the job's user.
+std::set<uid_t> cleanup_candidates(const Config& config, const SweepRequest& request, const Plan& plan);
+
 // After run_sweep's kills: the users it reaped (and, in a job's epilog, the job's user),
 // judged by the guard on one more evaluation, then cleaned. Unset when cleanup is off
 // or nothing qualified; the totals for the summary otherwise.

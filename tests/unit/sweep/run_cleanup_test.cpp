@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <csignal>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,21 +161,12 @@ TEST_CASE("issue 14: after a kill the swept user's files go, one line each and t
     CHECK(summary.ends_with(" ms; cleanup: removed 0 IPC objects, 1 files, 4 B"));
 }
 
-TEST_CASE("issue 14: the job's user who left no process is cleaned at the job's epilog, not at a step end") {
+TEST_CASE("issue 14: the job's user who left no process is cleaned at the job's epilog") {
     CleanupPipeline pipeline(41612);
-    SUBCASE("step end without a reap") {
-        pipeline.request.trigger.label = "step 7.0";
-        pipeline.request.trigger.job_ending = false;
-        pipeline.request.trigger.ending_step = node::StepId{7, 0};
-        pipeline.run(pipeline.config());
-        CHECK(exists(pipeline.users_file));
-        CHECK(pipeline.summary().find("cleanup") == std::string::npos);
-    }
-    SUBCASE("job epilog") {
-        pipeline.run(pipeline.config());
-        CHECK_FALSE(exists(pipeline.users_file));
-        CHECK(pipeline.sink.count(pipeline.removed_line()) == 1);
-    }
+    pipeline.run(pipeline.config());
+    CHECK_FALSE(exists(pipeline.users_file));
+    CHECK(exists(pipeline.roots_file));
+    CHECK(pipeline.sink.count(pipeline.removed_line()) == 1);
 }
 
 TEST_CASE("issue 14: cleanup off, a dry run, a protected user and a lookup error remove nothing") {
@@ -226,4 +218,48 @@ TEST_CASE("issue 14: leftover check shows what a sweep would remove and removes 
     CHECK(check->cleanup->records.at(0).outcome == CleanupOutcome::would_remove);
     CHECK(exists(pipeline.users_file));
     CHECK(is_running(stray));
+}
+
+TEST_CASE("issue 14 candidates: the reaped users, the job's user at its epilog only, and scope job_user") {
+    Config config;
+    sweep::SweepRequest request;
+    request.trigger.uid = 41616;
+    Plan plan;
+    plan.decisions.push_back(process_of(41617, Verdict::kill, Reason::stray));
+    plan.decisions.push_back(process_of(41618, Verdict::keep, Reason::has_live_job));
+    SUBCASE("a step end: the reaped only") {
+        request.trigger.ending_step = node::StepId{7, 0};
+        CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41617});
+        plan.decisions.clear();
+        CHECK(sweep::cleanup_candidates(config, request, plan).empty());
+    }
+    SUBCASE("the job's epilog: the job's user too") {
+        request.trigger.job_ending = true;
+        CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41616, 41617});
+        config.scope = Scope::job_user;
+        CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41616});
+    }
+    SUBCASE("a node-wide sweep: the reaped only") {
+        request.trigger.uid.reset();
+        CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41617});
+    }
+}
+
+TEST_CASE("issue 14: in the job's epilog a reaped other user is cleaned too, unless scope is job_user") {
+    CleanupPipeline pipeline(41616);
+    pipeline.accounts.names[41617] = "rs.other";
+    const std::string others_file = pipeline.scratch.write("others.dat", "12", 0644, 41617);
+    const pid_t stray = spawn_as(41617, {"sleep", "600"});
+    SUBCASE("scope node") {
+        pipeline.run(pipeline.config());
+        CHECK(wait_gone(stray));
+        CHECK_FALSE(exists(others_file));
+    }
+    SUBCASE("scope job_user") {
+        pipeline.run(pipeline.config("scope: job_user\n"));
+        CHECK(is_running(stray));
+        CHECK(exists(others_file));
+    }
+    CHECK_FALSE(exists(pipeline.users_file));
+    kill_all_of(41617);
 }
