@@ -3,6 +3,7 @@
 
 #include "evaluation.hpp"
 #include "record_metrics.hpp"
+#include "run_cleanup.hpp"
 #include "report.hpp"
 
 #include <fmt/format.h>
@@ -287,9 +288,11 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
             fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
                         "signals went out (they fork or change their pid faster than a scan sees them)",
                         options.freeze_rounds, report.left_running));
+    const auto cleanup =
+        clean_up_after_sweep(config, loaded.exemptions->value(), request, accounts, evaluation, report, deadline, log);
     name_trigger_user(&evaluation, deadline);
     summary.milliseconds = elapsed_ms();
-    log.info(format_summary(summary, report));
+    log.info(format_summary(summary, report, cleanup));
     count_in_metrics(job_state.failure_of(report), config.dry_run);
     return report;
 }
@@ -325,7 +328,9 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
         return recorded(plan.error(), job_state.failure_of(seen));
     }
     name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
-    return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work()}, std::nullopt);
+    auto cleanup = preview_cleanup(config, loaded.exemptions->value(), request, accounts, plan.value(),
+                                   evaluation.last_live_work(), deadline);
+    return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup)}, std::nullopt);
 }
 
 }  // namespace leftover::sweep
