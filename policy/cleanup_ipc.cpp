@@ -99,7 +99,13 @@ Status in_initial_ipc_namespace(const std::string& proc_root, CleanupCalls& call
     if (const int rc = calls.stat_path(init_path, init); rc < 0) {
         // Where pid 1 cannot be inspected (a sandbox whose init holds more than we do), the
         // kernel's fixed inode of the initial IPC namespace still tells (PROC_IPC_INIT_INO).
-        if ((rc == -EACCES || rc == -EPERM) && self.ino == kInitialIpcNamespaceInode) return Ok{};
+        if (rc == -EACCES || rc == -EPERM) {
+            if (self.ino == kInitialIpcNamespaceInode) return Ok{};
+            return Error::lookup(fmt::format(
+                "not in the host IPC namespace ({} is not the initial one, and {} cannot be read: {}): SysV IPC "
+                "left alone",
+                self_path, init_path, errno_text(-rc)));
+        }
         return Error::lookup(fmt::format("{}: {}", init_path, errno_text(-rc)));
     }
     if (self.ino != init.ino || self.dev != init.dev)

@@ -5,8 +5,12 @@
 //   forker bomb CGROUP              waits until it has been moved into the cgroup whose path
 //                                   ends with /CGROUP, then every process forks again every
 //                                   2 ms, for ever: a fork bomb that stays at its pids.max
-// Both ignore SIGTERM, as a hostile process would. Exits 2 on bad arguments, 3 if it is not
-// moved into the cgroup within 10 s.
+// Both ignore SIGTERM, as a hostile process would. Each leads a process group of its own
+// (its first pid), so that a test can kill what a failed sweep left with one kill(-pgid),
+// and lets go of the test's stdin, stdout and stderr (a survivor must not keep ctest
+// waiting for their end). Exits 2 on bad arguments, 3 if it is not moved into the cgroup
+// within 10 s.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -43,8 +47,17 @@ bool in_cgroup(const std::string& name) {
 
 }  // namespace
 
+void let_go_of_the_test() {
+    (void)::setpgid(0, 0);
+    const int null = ::open("/dev/null", O_RDWR);
+    if (null < 0) return;
+    for (int fd = 0; fd <= 2; ++fd) (void)::dup2(null, fd);
+    if (null > 2) ::close(null);
+}
+
 int main(int argc, char** argv) {
     std::signal(SIGTERM, SIG_IGN);
+    if (argc >= 2 && (std::strcmp(argv[1], "hop") == 0 || std::strcmp(argv[1], "bomb") == 0)) let_go_of_the_test();
     if (argc >= 2 && std::strcmp(argv[1], "hop") == 0) hop(argc > 2 ? std::atol(argv[2]) : 2000);
     if (argc == 3 && std::strcmp(argv[1], "bomb") == 0) {
         for (int waited_ms = 0; !in_cgroup(argv[2]); ++waited_ms) {

@@ -49,6 +49,12 @@ private:
     std::thread thread_;
 };
 
+// Whatever a failed sweep leaves of a forker: its whole process group, at once.
+struct KillGroup {
+    pid_t pgid;
+    ~KillGroup() { ::kill(-pgid, SIGKILL); }
+};
+
 // Counts the signals sent.
 class CountingCalls : public SystemCalls {
 public:
@@ -156,11 +162,12 @@ private:
 }  // namespace
 
 TEST_CASE("issue 13 case 10: a pid hopper outruns a sweep that does not stop it first, and not one that does") {
-    Sweeper sweeper(41117);
+    Sweeper sweeper(41126);
     SharedDir dir;
     Reaper reaper;
-    sweeper.spawn({forker(dir), "hop", "2000"});
-    REQUIRE(wait_processes(41117, 1));
+    const pid_t hopper = sweeper.spawn({forker(dir), "hop", "2000"});
+    const KillGroup kill_group{hopper};
+    REQUIRE(wait_processes(41126, 1));
     // Reading the node's job state (slurmstepd sockets, slurmctld) comes between the scan
     // and the signals and takes far longer than a hopper keeps a pid.
     sweeper.job_state = [] {
@@ -169,15 +176,25 @@ TEST_CASE("issue 13 case 10: a pid hopper outruns a sweep that does not stop it 
     };
 
     // The control: signals alone chase a pid that has moved on by the time they land.
+    // On a busy machine the hopper may not get the CPU to move within those 50 ms: the
+    // signals wait here until it has (as on a node where it does), so the control holds.
+    class LateSignals : public SystemCalls {
+    public:
+        int pidfd_open(pid_t pid) override {
+            const auto until = std::chrono::steady_clock::now() + 1s;
+            while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+            return SystemCalls::pidfd_open(pid);
+        }
+    } late;
     sweeper.freeze_rounds = 0;
-    const KillReport chased = sweeper.run(200ms);
+    const KillReport chased = sweeper.run(200ms, false, late);
     INFO(format_actions(chased));
-    CHECK(has_processes(41117));
+    CHECK(has_processes(41126));
 
     sweeper.freeze_rounds = KillOptions{}.freeze_rounds;
     const KillReport stopped = sweeper.run(200ms);
     INFO(format_actions(stopped));
-    CHECK(wait_processes_gone(41117));
+    CHECK(wait_processes_gone(41126));
     CHECK(stopped.survivors.empty());
     CHECK(stopped.freeze_rounds <= 2 * (stopped.rounds + 1) * KillOptions{}.freeze_rounds);
 }
@@ -191,7 +208,9 @@ TEST_CASE("issue 13 case 10: a fork bomb held to its pids.max is stopped whole, 
     Sweeper sweeper(41119);
     SharedDir dir;
     Reaper reaper;
-    REQUIRE(cgroup.add(sweeper.spawn({forker(dir), "bomb", cgroup.name()})));
+    const pid_t bomb = sweeper.spawn({forker(dir), "bomb", cgroup.name()});
+    const KillGroup kill_group{bomb};
+    REQUIRE(cgroup.add(bomb));
     const auto full_by = std::chrono::steady_clock::now() + 10s;
     while (cgroup.current() != "32" && std::chrono::steady_clock::now() < full_by) std::this_thread::sleep_for(5ms);
     REQUIRE(cgroup.current() == "32");
