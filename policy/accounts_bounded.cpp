@@ -90,10 +90,9 @@ AccountAnswers ThreadBoundedAccounts::look_up(const std::set<uid_t>& uids, const
                                               Clock::time_point deadline) const {
     if (uids.empty() && names.empty()) return {};
     if (Clock::now() >= deadline) return completed({}, uids, names, kTimedOut);
+    const auto exchange = std::make_shared<Exchange>();  // before the slot: nothing may throw between
     bool free = false;
     if (!worker_taken.compare_exchange_strong(free, true)) return completed({}, uids, names, kBusy);
-
-    const auto exchange = std::make_shared<Exchange>();
     try {
         // Copies of the questions and the calls: the worker may outlive this call.
         start_detached([exchange, calls = calls_, uids, names] { answer_all(*exchange, calls, uids, names); });
