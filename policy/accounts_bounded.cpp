@@ -6,10 +6,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <pthread.h>
-#include <system_error>
 #include <thread>
 
 namespace leftover {
