@@ -678,6 +678,9 @@ def main() -> int:
     ap.add_argument("--render-only", action="store_true", help="rewrite --out from its .json, measure nothing")
     ap.add_argument("--deep-only", action="store_true",
                     help="measure only the deep-chain and live-job cases (issue 13), print them, write nothing")
+    ap.add_argument("--cleanup-only", action="store_true",
+                    help="measure only removing 10,000 files of one user, leftover's cleanup against "
+                         "find -user U -delete (issue 14), print it, write nothing")
     ap.add_argument("--stray-uid", type=int, default=BENCH_UID,
                     help="uid of the strays' account lo_bench<uid> (created if missing, and uid+1 for the "
                          "cluster without plugin); the default, above 60000, keeps them out of reach of other "
@@ -699,6 +702,11 @@ def main() -> int:
         write_report(args.out, raw["facts"], {key(k): v for k, v in raw["scans"].items()},
                      {key(k): v for k, v in raw["sweeps"].items()}, raw["cluster"], meta["reps"],
                      meta["sweep_reps"], meta["load_before"], meta["load_after"], meta["elapsed"])
+        return 0
+    if args.cleanup_only:
+        binary = args.binary.with_name("leftover_cleanup_bench")
+        print(subprocess.run([str(binary), str(BENCH_UID), "10000", str(args.reps)], check=True,
+                             capture_output=True, text=True, timeout=1800).stdout, end="")
         return 0
     if args.deep_only:
         load = " / ".join(f"{x:.2f}" for x in os.getloadavg())

@@ -555,8 +555,15 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
 // Every uid has an account "bench<uid>": no accounts are created on the machine.
 class BenchAccounts final : public leftover::AccountDatabase {
 public:
-    leftover::AccountLookup name_of(uid_t uid) const override {
-        return {leftover::AccountLookup::Status::found, fmt::format("bench{}", uid), 0};
+    leftover::AccountAnswers look_up(const std::set<uid_t>& uids, const std::set<std::string>& names,
+                                     std::chrono::steady_clock::time_point) const override {
+        leftover::AccountAnswers answers;
+        for (const uid_t uid : uids)
+            answers.names.emplace(
+                uid, leftover::AccountLookup{leftover::LookupStatus::found, fmt::format("bench{}", uid), 0, {}});
+        for (const std::string& name : names)
+            answers.uids.emplace(name, leftover::UidLookup{leftover::LookupStatus::no_account, 0, 0, {}});
+        return answers;
     }
 };
 

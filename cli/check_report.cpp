@@ -2,6 +2,7 @@
 #include "check_report.hpp"
 
 #include "escape.hpp"
+#include "report.hpp"
 #include "text_table.hpp"
 
 #include <fmt/format.h>
@@ -156,7 +157,14 @@ std::string format_check_table(const CheckResult& result) {
     if (hidden > 0)
         out += fmt::format(", {} of protected owners, kernel threads and this command not listed (--all lists them)",
                            hidden);
-    return out + "\n";
+    out += "\n";
+    if (check.cleanup) {
+        // What the swept users left; a check never removes it.
+        out += fmt::format("cleanup: a sweep now {}\n", format_cleanup_totals(totals_of(*check.cleanup, true)));
+        for (const CleanupRecord& record : check.cleanup->records) out += "  " + format_cleanup_record(record) + "\n";
+        for (const std::string& error : check.cleanup->errors) out += "  " + error + "\n";
+    }
+    return out;
 }
 
 std::string format_check_json(const CheckResult& result) {

@@ -13,15 +13,18 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace leftover::node {
 
 class Controller {
 public:
     virtual ~Controller() = default;
-    // Users and jobs with a running or suspended job on `node`, apart from `ending_job`.
-    virtual Result<LiveWork> jobs_on_node(const std::string& node, std::optional<std::uint32_t> ending_job,
-                                          std::chrono::steady_clock::time_point deadline) = 0;
+    // Users and jobs with a running or suspended job on any of `nodes` (every node this
+    // host runs), apart from `ending_job`.
+    virtual Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes,
+                                           std::optional<std::uint32_t> ending_job,
+                                           std::chrono::steady_clock::time_point deadline) = 0;
 };
 
 }  // namespace leftover::node

@@ -32,6 +32,12 @@ StepSockets NodeInfo::step_sockets() const {
     return where;
 }
 
+std::vector<std::string> NodeInfo::node_names() const {
+    std::vector<std::string> names{node_name};
+    for (const HostNode& other : other_nodes) names.push_back(other.name);
+    return names;
+}
+
 std::string NodeInfo::describe_nodes() const {
     std::vector<std::string> parts{fmt::format("{} ({})", node_name, spool_dir)};
     for (const HostNode& other : other_nodes)

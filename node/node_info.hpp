@@ -41,6 +41,8 @@ struct NodeInfo {
 
     // Every node's spool dir (node_name's first, which must exist) and every name.
     StepSockets step_sockets() const;
+    // node_name, then every other node of this host: what slurmctld is asked about.
+    std::vector<std::string> node_names() const;
     // "n1 (/var/spool/slurmd/n1), n2 (...)": for log lines.
     std::string describe_nodes() const;
 };

@@ -28,12 +28,17 @@ Result<LiveWork> parse_query_output(const std::string& text) {
     return Error::lookup("leftover-query: incomplete answer (no end line)");
 }
 
-Result<LiveWork> QueryController::jobs_on_node(const std::string& node, std::optional<std::uint32_t> ending_job,
-                                               std::chrono::steady_clock::time_point deadline) {
+Result<LiveWork> QueryController::jobs_on_nodes(const std::vector<std::string>& nodes,
+                                                std::optional<std::uint32_t> ending_job,
+                                                std::chrono::steady_clock::time_point deadline) {
     // We run it as root: it must be as trustworthy as our config.
     if (auto trusted = check_trusted_file(helper_); !trusted.ok())
         return Error::lookup(fmt::format("controller query helper {}", trusted.error().message));
-    std::vector<std::string> argv = {helper_, "--node", node};
+    std::vector<std::string> argv = {helper_};
+    for (const std::string& node : nodes) {
+        argv.emplace_back("--node");
+        argv.push_back(node);
+    }
     if (ending_job) {
         argv.emplace_back("--exclude-job");
         argv.push_back(std::to_string(*ending_job));

@@ -16,8 +16,8 @@ public:
     QueryController(std::string helper, std::string slurm_conf)
         : helper_(std::move(helper)), slurm_conf_(std::move(slurm_conf)) {}
 
-    Result<LiveWork> jobs_on_node(const std::string& node, std::optional<std::uint32_t> ending_job,
-                                  std::chrono::steady_clock::time_point deadline) override;
+    Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t> ending_job,
+                                   std::chrono::steady_clock::time_point deadline) override;
 
 private:
     std::string helper_;

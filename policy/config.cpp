@@ -105,6 +105,13 @@ std::vector<std::string> string_list(const std::string& origin, const std::strin
     }
     for (std::size_t i = 0; spec.absolute_paths && i < out.size(); ++i)
         if (out[i].front() != '/') fail(origin, key, node[i], "an absolute path");
+    if (!spec.words.empty()) {
+        std::vector<std::string_view> sorted(spec.words.begin(), spec.words.end());
+        std::sort(sorted.begin(), sorted.end());
+        for (std::size_t i = 0; i < out.size(); ++i)
+            if (std::find(spec.words.begin(), spec.words.end(), out[i]) == spec.words.end())
+                fail(origin, key, node[i], fmt::format("every entry to be one of {}", fmt::join(sorted, " ")));
+    }
     return out;
 }
 

@@ -34,6 +34,8 @@ struct Config {
     double grace = 5;
     std::optional<std::string> metrics_file;  // unset: no metrics
     bool metrics_users = false;
+    std::vector<std::string> cleanup;       // what to clean after a swept user: ipc, posix_shm, files
+    std::vector<std::string> cleanup_dirs;  // where `files` looks
 
     // Where the values came from: the file read, or empty when the default path
     // did not exist and every value is a default.

@@ -14,6 +14,7 @@ namespace {
 constexpr std::array<std::string_view, 5> kLogLevelWords = {"debug", "info", "warn", "err", "critical"};
 constexpr std::array<std::string_view, 2> kScopeWords = {"node", "job_user"};
 constexpr std::array<std::string_view, 2> kJobSourceWords = {"local", "controller"};
+constexpr std::array<std::string_view, 3> kCleanupWords = {"ipc", "posix_shm", "files"};
 
 template <class Enum, std::size_t N>
 const char* word_of(Enum value, const std::array<std::string_view, N>& words) {
@@ -78,7 +79,8 @@ constexpr ConfigKey kConfigKeys[] = {
      .default_text = "local",
      .words = kJobSourceWords,
      .doc = "where live work comes from: the node's slurmstepd sockets, or slurmctld (asked by the job epilog "
-            "and the command only: a step end with `controller` sweeps nothing)"},
+            "and the command only: a step end with `controller` sweeps nothing); either way about every node this "
+            "host runs"},
     {.name = "slurm_timeout",
      .field = &Config::slurm_timeout,
      .type = "seconds, > 0 and ≤ 60",
@@ -104,6 +106,23 @@ constexpr ConfigKey kConfigKeys[] = {
      .type = "bool",
      .default_text = "false",
      .doc = "also count kills per user name in the metrics file"},
+    {.name = "cleanup",
+     .field = &Config::cleanup,
+     .type = "list of `ipc`, `posix_shm`, `files`",
+     .default_text = "[]",
+     .words = kCleanupWords,
+     .entries = "words",
+     .doc = "after a sweep, remove what the users it swept left: `ipc` SysV shared memory, semaphores and "
+            "message queues; `posix_shm` files in `/dev/shm` and `/dev/mqueue`; `files` their entries in "
+            "`cleanup_dirs`; see [Cleanup](#cleanup)"},
+    {.name = "cleanup_dirs",
+     .field = &Config::cleanup_dirs,
+     .type = "list of absolute paths",
+     .default_text = "[]",
+     .entries = "paths",
+     .absolute_paths = true,
+     .doc = "the directories `files` searches (e.g. `[/tmp, /var/tmp]`); each must be root's and not a "
+            "symlink, checked when it is searched"},
 };
 
 // Whole numbers without a fraction, others as written ("2", "0.5").

@@ -28,7 +28,8 @@ struct ConfigKey {
     ConfigField field{};
     std::string_view type{};                    // as the README names it; empty for an enum key: its words are
     std::string_view default_text{};            // as `leftover config` shows it; an unset optional shows this too
-    std::span<const std::string_view> words{};  // an enum key: its words, in the enum's order
+    std::span<const std::string_view> words{};  // an enum key: its words, in the enum's order; a list key: the
+                                                // words its entries must be (empty: any)
     std::string_view entries{};                 // a list key: what each entry is, plural ("account names")
     bool absolute_paths = false;                // a list key: every entry must be an absolute path
     std::string_view path_suffix{};             // a path key: how its file name must end

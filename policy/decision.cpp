@@ -62,7 +62,11 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
     if (p.kernel_thread) return keep(d, Reason::kernel_thread);
     if (!p.detailed) {
         const Exemption* e = exemption_of(in, p.owner);
-        return keep(d, Reason::protected_owner, e ? e->describe() : "owner not inspected");
+        if (e && e->is_protected()) return keep(d, Reason::protected_owner, e->describe());
+        // Not read because its user had live work when the scan began (a sweep's
+        // evaluation): kept whatever it is, also if that work ended since.
+        if (in.live.uids.count(p.owner) != 0) return keep(d, Reason::has_live_job);
+        return keep(d, Reason::has_live_job, "not examined: its user had live work when /proc was read");
     }
     if (p.zombie()) return keep(d, Reason::zombie);
     if (!p.uids.all_equal())
@@ -98,6 +102,12 @@ Plan decide(const DecisionInput& input) {
     plan.decisions.reserve(input.table.processes.size());
     for (const Process& process : input.table.processes) plan.decisions.push_back(decide_one(input, process));
     return plan;
+}
+
+void decide_kills_again(const DecisionInput& input, Plan& plan) {
+    for (Decision& d : plan.decisions)
+        if (d.verdict == Verdict::kill)
+            if (const Process* process = input.table.find(d.pid)) d = decide_one(input, *process);
 }
 
 std::vector<Decision> Plan::kills() const {

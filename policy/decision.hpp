@@ -24,6 +24,7 @@ struct LiveWork {
     std::set<std::uint64_t> job_ids;   // jobs with a live step here
     std::set<std::string> job_sluids;  // their SLUIDs ("s..."), where the stepd tells (25.11+)
     std::set<pid_t> stepd_pids;        // their slurmstepd daemons, as each step socket told
+    bool operator==(const LiveWork&) const = default;
 };
 
 // What ended, as far as the decision cares.
@@ -47,11 +48,11 @@ enum class Reason {
     protected_account,  // printed "protected" (a C++ keyword)
     // The parent chain is too deep, loops or kept changing: a live step above is unknown.
     unreadable_ancestry,
-    inside_live_step,   // descends from a live slurmstepd (named by its socket, or root running its binary)
-    live_job_cgroup,    // in the cgroup of a job with a live step
-    has_live_job,       // its user has live work on the node
-    out_of_scope,       // scope job_user and another user
-    stray,              // kill
+    inside_live_step,  // descends from a live slurmstepd (named by its socket, or root running its binary)
+    live_job_cgroup,   // in the cgroup of a job with a live step
+    has_live_job,      // its user has live work on the node
+    out_of_scope,      // scope job_user and another user
+    stray,             // kill
 };
 
 struct Decision {
@@ -86,6 +87,10 @@ struct DecisionInput {
 };
 
 Plan decide(const DecisionInput& input);
+
+// Decides again only the plan's kills: enough when what changed since `plan` was made
+// can only add reasons to keep (a user classified by name, a job cgroup read).
+void decide_kills_again(const DecisionInput& input, Plan& plan);
 
 const char* to_string(Verdict verdict);
 const char* to_string(Reason reason);

@@ -75,24 +75,39 @@ Status Evaluation::classify_by_name(const std::set<uid_t>& uids) {
     return Ok{};
 }
 
+Status Evaluation::read_job_state() {
+    auto live = job_state_();
+    if (!live.ok()) return live.error();
+    live_ = std::move(live).value();
+    live_.uids.insert(confirmed_allocations_.begin(), confirmed_allocations_.end());
+    return Ok{};
+}
+
 Result<Plan> Evaluation::operator()() {
-    // Processes first, job state second: a step whose processes are in the table has
-    // registered its socket before they started, so its user is seen as live.
+    // Who has live work before the scan: their processes are kept whatever they are, so
+    // they need no detail reads.
+    const bool look_first = !context_.examine_live_users;
+    if (look_first)
+        if (auto read = read_job_state(); !read.ok()) return read.error();
+    const std::set<uid_t> live_before = look_first ? live_.uids : std::set<uid_t>{};
     ScanOptions scan;
     scan.proc_root = context_.proc_root;
     scan.caller_pid = context_.self;
     scan.slurm_daemon_pid = context_.slurm_daemon_pid;
     scan.deadline = context_.deadline;
-    scan.wants_detail = [this](uid_t owner) { return !exemptions_.by_uid(owner).is_protected(); };
+    scan.wants_detail = [&](uid_t owner) {
+        return !exemptions_.by_uid(owner).is_protected() && live_before.count(owner) == 0;
+    };
     scan.read_cgroup = false;  // read below, and only if some job could protect by cgroup
     auto scanned = scan_processes(scan);
     if (!scanned.ok()) return scanned.error();
     ProcessTable table = std::move(scanned).value();
 
-    auto live = job_state_();
-    if (!live.ok()) return live.error();
-    live_ = std::move(live).value();
-    live_.uids.insert(confirmed_allocations_.begin(), confirmed_allocations_.end());
+    // Processes first, job state second: a step whose processes are in the table has
+    // registered its socket before they started, so its user is seen as live. (After a
+    // first look, the second one comes below, once a plan would kill.)
+    if (!look_first)
+        if (auto read = read_job_state(); !read.ok()) return read.error();
 
     auto ancestry = read_ancestry(context_.proc_root, context_.self);
     std::set<pid_t> caller_ancestors(ancestry.begin(), ancestry.end());
@@ -100,11 +115,26 @@ Result<Plan> Evaluation::operator()() {
     // The range rules for every uid, names for those already looked up this sweep; the
     // rest look unprotected until a plan would kill them, and then they are looked up.
     std::map<uid_t, Exemption> exemptions = table_exemptions(table, exemptions_, by_name_);
-    const auto decide_now = [&] {
-        return decide(DecisionInput{table, exemptions, live_, context_.event, context_.self, caller_ancestors,
-                                    context_.never_touch, context_.ending_stepds});
+    const auto input_now = [&] {
+        return DecisionInput{table,
+                             exemptions,
+                             live_,
+                             context_.event,
+                             context_.self,
+                             caller_ancestors,
+                             context_.never_touch,
+                             context_.ending_stepds};
     };
+    const auto decide_now = [&] { return decide(input_now()); };
+    // What follows the first decision (names, job cgroups, allocations) can only keep more:
+    // only the kills are decided again, not every process of a busy node.
+    const auto decide_kills_now = [&](Plan& plan) { decide_kills_again(input_now(), plan); };
     Plan plan = decide_now();
+    if (look_first && !plan.kill_uids().empty()) {
+        const LiveWork first_look = live_;
+        if (auto read = read_job_state(); !read.ok()) return read.error();
+        if (!(live_ == first_look)) plan = decide_now();
+    }
 
     // A job cgroup protects only processes of a job with a live step, and matters only
     // for processes that would otherwise be killed: read those cgroup files, decide again.
@@ -114,7 +144,7 @@ Result<Plan> Evaluation::operator()() {
             if (d.verdict == Verdict::kill) candidates.insert(d.pid);
         if (!candidates.empty()) {
             if (auto read = read_job_cgroups(context_.proc_root, table, candidates); !read.ok()) return read.error();
-            plan = decide_now();
+            decide_kills_now(plan);
         }
     }
 
@@ -122,7 +152,7 @@ Result<Plan> Evaluation::operator()() {
     if (const std::set<uid_t> kill_uids = plan.kill_uids(); !kill_uids.empty()) {
         if (auto named = classify_by_name(kill_uids); !named.ok()) return named.error();
         exemptions = table_exemptions(table, exemptions_, by_name_);
-        plan = decide_now();
+        decide_kills_now(plan);
         for (const uid_t uid : plan.kill_uids())
             if (by_name_.count(uid) == 0)
                 return Error::lookup(fmt::format("uid {} would be killed without its account lookup", uid),
@@ -139,7 +169,7 @@ Result<Plan> Evaluation::operator()() {
             if (!holders->empty()) {
                 confirmed_allocations_.insert(holders->begin(), holders->end());
                 live_.uids.insert(holders->begin(), holders->end());
-                plan = decide_now();
+                decide_kills_now(plan);
             }
         }
     }

@@ -34,6 +34,10 @@ struct EvaluationContext {
     Event event;
     // Bounds the scan and the account lookups (the bounded lookups end there; see AccountDatabase).
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    // Read every process of a user with live work too (`leftover check` shows them all).
+    // Off, as in a sweep: their processes are kept whatever they are, so only the owner
+    // of /proc/<pid> is read, and a node full of a live job costs little more than getdents.
+    bool examine_live_users = false;
 };
 
 // The exemption of every owner and uid in the table, as the decision looks them up: the
@@ -57,6 +61,7 @@ public:
 
 private:
     Status classify_by_name(const std::set<uid_t>& uids);
+    Status read_job_state();  // into live_, with the allocations confirmed this sweep
 
     const Exemptions& exemptions_;
     const AccountDatabase& accounts_;

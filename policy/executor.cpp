@@ -190,11 +190,16 @@ void Sweep::continue_released() {
             continue;
         }
         // Kept, or not in the fresh table as the process that was stopped: continued all the
-        // same (the pin's identity check skips a process that is gone or a reused pid).
-        if (!now || !same_process(*now, it->second))
-            released.push_back(it->second);
-        else if (now->reason != Reason::zombie)
-            released.push_back(*now);
+        // same, with the start time it was stopped with (the pin's identity check skips a
+        // process that is gone or a reused pid). The record says why, when the plan does: it
+        // may keep the pid unexamined (no start time), its user having live work now.
+        Decision released_one = it->second;
+        if (now && (same_process(*now, it->second) || now->start_time == 0)) {
+            released_one.verdict = now->verdict;
+            released_one.reason = now->reason;
+            released_one.detail = now->detail;
+        }
+        if (released_one.reason != Reason::zombie) released.push_back(std::move(released_one));
         it = stopped_.erase(it);
     }
     // Through a fresh pin with the identity check, like every signal; past the deadline too.

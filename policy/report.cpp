@@ -2,6 +2,7 @@
 #include "report.hpp"
 
 #include "errno_text.hpp"
+#include "escape.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)
@@ -51,7 +52,8 @@ std::string format_action(const KillRecord& r) {
     return "?";
 }
 
-std::string format_summary(const SummaryInput& in, const KillReport& report) {
+std::string format_summary(const SummaryInput& in, const KillReport& report,
+                           const std::optional<CleanupTotals>& cleanup) {
     std::string trigger = in.trigger;
     if (in.trigger_uid)
         trigger += fmt::format(" (user {} uid {})", in.trigger_user.empty() ? "?" : in.trigger_user, *in.trigger_uid);
@@ -74,10 +76,42 @@ std::string format_summary(const SummaryInput& in, const KillReport& report) {
         kept_detail += fmt::format("{}{} {}", kept_detail.empty() ? "" : ", ", to_string(reason), count);
     }
     if (!kept_detail.empty()) kept_detail = " (" + kept_detail + ")";
-    return fmt::format("{}: {}swept [{}]; {} {}; kept {}{}; survivors {}; lookup errors {}; {:.1f} ms{}", trigger,
+    return fmt::format("{}: {}swept [{}]; {} {}; kept {}{}; survivors {}; lookup errors {}; {:.1f} ms{}{}", trigger,
                        in.dry_run ? "dry run: " : "", fmt::join(swept, ", "), in.dry_run ? "would kill" : "killed",
                        killed.size(), kept_total, kept_detail, report.survivors.size(), report.error ? 1 : 0,
-                       in.milliseconds, report.deadline_reached ? "; deadline reached" : "");
+                       in.milliseconds, report.deadline_reached ? "; deadline reached" : "",
+                       cleanup ? "; cleanup: " + format_cleanup_totals(*cleanup) : std::string());
+}
+
+std::string format_cleanup_record(const CleanupRecord& r) {
+    const bool is_path =
+        r.kind != ObjectKind::shm_segment && r.kind != ObjectKind::semaphore && r.kind != ObjectKind::message_queue;
+    const std::string what =
+        fmt::format("{} {}{} uid={} bytes={}", to_string(r.kind),
+                    is_path ? "path='" : "id=", is_path ? escape_for_log(r.name) + "'" : r.name, r.uid, r.bytes);
+    switch (r.outcome) {
+        case CleanupOutcome::removed: return "removed " + what;
+        case CleanupOutcome::would_remove: return "would remove " + what + " (dry run)";
+        case CleanupOutcome::failed: return fmt::format("removing {} failed: {}", what, errno_text(r.error));
+        case CleanupOutcome::changed: return fmt::format("not removed: {}: {}", what, r.detail);
+    }
+    return "?";
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+    constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (bytes < 1024) return fmt::format("{} B", bytes);
+    double value = static_cast<double>(bytes) / 1024;
+    std::size_t unit = 0;
+    for (; value >= 1024 && unit + 1 < std::size(units); ++unit) value /= 1024;
+    return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+std::string format_cleanup_totals(const CleanupTotals& t) {
+    std::string text = fmt::format("{} {} IPC objects, {} files, {}", t.dry_run ? "would remove" : "removed",
+                                   t.ipc_objects, t.files, format_bytes(t.bytes));
+    if (t.errors > 0) text += fmt::format(", {} errors", t.errors);
+    return text;
 }
 
 }  // namespace leftover

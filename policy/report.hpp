@@ -3,6 +3,7 @@
 // Pure formatting; the plugin and the command decide where the lines go.
 #pragma once
 
+#include "cleanup.hpp"
 #include "executor.hpp"
 
 #include <sys/types.h>
@@ -25,8 +26,17 @@ struct SummaryInput {
 };
 
 // "job 12 step 0 (user alice uid 41001): swept [alice]; killed 2; kept 143 (...); survivors 0; lookup errors 0; 3.1 ms"
-std::string format_summary(const SummaryInput& input, const KillReport& report);
+// With `cleanup` (when the cleanup ran), "...; 3.1 ms; cleanup: removed 3 IPC objects, 2 files, 1.2 GiB".
+std::string format_summary(const SummaryInput& input, const KillReport& report,
+                           const std::optional<CleanupTotals>& cleanup = std::nullopt);
 
 std::string signal_name(int signal);
+
+// "removed shm id=32769 uid=41001 bytes=1024", "would remove file path='/tmp/x' uid=41001 bytes=3 (dry run)"
+std::string format_cleanup_record(const CleanupRecord& record);
+// "removed 3 IPC objects, 2 files, 1.2 GiB", or "would remove ..." in a dry run
+std::string format_cleanup_totals(const CleanupTotals& totals);
+// 1288490188 -> "1.2 GiB", 512 -> "512 B"
+std::string format_bytes(std::uint64_t bytes);
 
 }  // namespace leftover

@@ -32,7 +32,8 @@ echo "== $host: packages (.deb and RPM)"
 scripts/package.sh || failed=1
 
 echo "== $host: end-to-end tests"
-scripts/build.sh build/release -DLEFTOVER_TESTS=OFF
+# The benchmark program too, so that a change that breaks it fails here (bench/run runs it).
+scripts/build.sh build/release -DLEFTOVER_TESTS=OFF -DLEFTOVER_BENCH=ON
 e2e_rc=0
 LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
 LEFTOVER_CLI="$top/build/release/cli/leftover" \

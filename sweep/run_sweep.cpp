@@ -3,6 +3,7 @@
 
 #include "evaluation.hpp"
 #include "record_metrics.hpp"
+#include "run_cleanup.hpp"
 #include "report.hpp"
 
 #include <fmt/format.h>
@@ -44,7 +45,7 @@ public:
             if (controller_ == nullptr)
                 return failed(FailureKind::controller,
                               Error::lookup("job_source controller: no controller connection"));
-            auto work = controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
+            auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
             if (!work.ok()) return failed(FailureKind::controller, work.error());
             return work;
         }
@@ -93,7 +94,7 @@ public:
             if (controller_ == nullptr)
                 return failed(FailureKind::controller, Error::lookup("allocation check: no controller connection"));
             const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
-            auto work = controller_->jobs_on_node(request_.node.node_name, ending_job(), until);
+            auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
             if (!work.ok()) return failed(FailureKind::controller, work.error());
             std::set<uid_t> holders;
             for (const uid_t uid : uids)
@@ -146,8 +147,10 @@ Clock::time_point evaluation_deadline(const Config& config, const SweepRequest& 
 
 // The one place the plugin's and the command's evaluations are put together.
 Evaluation make_evaluation(const Config& config, const Exemptions& exemptions, const SweepRequest& request,
-                           const AccountDatabase& accounts, JobStateSource& job_state) {
+                           const AccountDatabase& accounts, JobStateSource& job_state,
+                           bool examine_live_users = false) {
     EvaluationContext context;
+    context.examine_live_users = examine_live_users;
     context.deadline = evaluation_deadline(config, request);
     context.proc_root = request.proc_root;
     context.self = request.self;
@@ -285,9 +288,11 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
             fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
                         "signals went out (they fork or change their pid faster than a scan sees them)",
                         options.freeze_rounds, report.left_running));
+    const auto cleanup =
+        clean_up_after_sweep(config, loaded.exemptions->value(), request, accounts, evaluation, report, deadline, log);
     name_trigger_user(&evaluation, deadline);
     summary.milliseconds = elapsed_ms();
-    log.info(format_summary(summary, report));
+    log.info(format_summary(summary, report, cleanup));
     count_in_metrics(job_state.failure_of(report), config.dry_run);
     return report;
 }
@@ -315,14 +320,17 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
 
     const auto deadline = evaluation_deadline(config, request);
     JobStateSource job_state(config, request, controller, deadline, log);
-    Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state);
+    // A check shows every process as it is, those of users with live work too.
+    Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state, true);
     auto plan = evaluation();
     if (!plan.ok()) {
         seen.error = plan.error();
         return recorded(plan.error(), job_state.failure_of(seen));
     }
     name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
-    return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work()}, std::nullopt);
+    auto cleanup = preview_cleanup(config, loaded.exemptions->value(), request, accounts, plan.value(),
+                                   evaluation.last_live_work(), deadline);
+    return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup)}, std::nullopt);
 }
 
 }  // namespace leftover::sweep

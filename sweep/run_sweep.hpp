@@ -3,6 +3,7 @@
 // kept free of Slurm headers so the command and the tests can drive it too.
 #pragma once
 
+#include "cleanup.hpp"
 #include "config.hpp"
 #include "controller.hpp"
 #include "executor.hpp"
@@ -50,6 +51,8 @@ struct SweepRequest {
     pid_t self = 0;
     std::set<pid_t> ending_stepds;
     std::string proc_root = "/proc";
+    std::string shm_dir = "/dev/shm";        // POSIX shared memory, for `cleanup: [posix_shm]`
+    std::string mqueue_dir = "/dev/mqueue";  // POSIX message queues, where mounted
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
@@ -66,7 +69,8 @@ std::vector<std::string> listed_name_warnings(const Config& config, const Exempt
 // What one evaluation saw and decided, with nothing signalled and no action logged.
 struct NodeCheck {
     Plan plan;
-    LiveWork live;  // the users and jobs whose work the plan respected
+    LiveWork live;                         // the users and jobs whose work the plan respected
+    std::optional<CleanupReport> cleanup;  // what a sweep would remove now (with cleanup on)
 };
 
 // The evaluation run_sweep starts from (same job-state source, same context), for

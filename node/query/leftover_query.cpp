@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// leftover-query: asks slurmctld which jobs are running or suspended on one node.
+// leftover-query: asks slurmctld which jobs are running or suspended on some nodes.
 // The plugin runs it as a child process so that a controller that does not answer
 // costs a bounded time: libslurm's calls have no deadline of their own.
 //
-// Usage: leftover-query --node NAME [--exclude-job ID]
-// Prints "job <id> uid <uid>" per job, then "end"; exit 0. Errors: stderr, exit 2.
+// Usage: leftover-query --node NAME [--node NAME]... [--exclude-job ID]
+// Prints "job <id> uid <uid>" per job on any of the nodes, then "end"; exit 0. Errors:
+// stderr, exit 2.
 //
 // Usage: leftover-query accounts [--uid UID]... [--name NAME]...
 // Account lookups (getpwuid_r, getpwnam_r), run here so that a hung directory service
@@ -25,23 +26,25 @@ extern "C" {
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace {
 
 int usage() {
     (void)std::fputs(
-        "usage: leftover-query --node NAME [--exclude-job ID]\n"
+        "usage: leftover-query --node NAME [--node NAME]... [--exclude-job ID]\n"
         "       leftover-query accounts [--uid UID]... [--name NAME]...\n",
         stderr);
     return 2;
 }
 
-bool on_node(const char* nodes, const std::string& node) {
+bool on_any_node(const char* nodes, const std::vector<std::string>& wanted) {
     if (nodes == nullptr || *nodes == '\0') return false;
     // auto: hostlist_t is a pointer type up to 23.02 and the struct itself from 23.11 on.
     auto list = slurm_hostlist_create(nodes);
     if (list == nullptr) return false;
-    const bool found = slurm_hostlist_find(list, node.c_str()) >= 0;
+    bool found = false;
+    for (const std::string& node : wanted) found = found || slurm_hostlist_find(list, node.c_str()) >= 0;
     slurm_hostlist_destroy(list);
     return found;
 }
@@ -86,18 +89,18 @@ int accounts(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "accounts") return accounts(argc, argv);
-    std::string node;
+    std::vector<std::string> nodes;
     std::optional<std::uint32_t> exclude;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--node" && i + 1 < argc)
-            node = argv[++i];
+        if (arg == "--node" && i + 1 < argc && *argv[i + 1] != '\0')
+            nodes.emplace_back(argv[++i]);
         else if (arg == "--exclude-job" && i + 1 < argc)
             exclude = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
         else
             return usage();
     }
-    if (node.empty()) return usage();
+    if (nodes.empty()) return usage();
 
     slurm_init(nullptr);
     job_info_msg_t* jobs = nullptr;
@@ -113,7 +116,7 @@ int main(int argc, char** argv) {
         // Completing jobs are ending: like ending steps, they are not live work.
         if (state != JOB_RUNNING && state != JOB_SUSPENDED) continue;
         if (exclude && job.job_id == *exclude) continue;
-        if (!on_node(job.nodes, node)) continue;
+        if (!on_any_node(job.nodes, nodes)) continue;
         std::printf("job %u uid %u\n", job.job_id, job.user_id);
     }
     slurm_free_job_info_msg(jobs);

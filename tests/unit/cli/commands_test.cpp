@@ -39,9 +39,9 @@ constexpr uid_t kSystem = 900;       // below uid_min: never even inspected
 class Forward final : public node::Controller {
 public:
     explicit Forward(node::Controller& target) : target_(target) {}
-    Result<LiveWork> jobs_on_node(const std::string& node, std::optional<std::uint32_t> job,
-                                  std::chrono::steady_clock::time_point deadline) override {
-        return target_.jobs_on_node(node, job, deadline);
+    Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t> job,
+                                   std::chrono::steady_clock::time_point deadline) override {
+        return target_.jobs_on_nodes(nodes, job, deadline);
     }
 
 private:

@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <string>
+
 using namespace leftover;
 using namespace leftover::node;
 using namespace std::chrono_literals;
@@ -27,9 +30,21 @@ TEST_CASE("query controller: an untrusted helper is never run") {
     leftover::test::TempDir dir;
     const auto helper = dir.write("leftover-query", "#!/bin/sh\necho end\n", 0777);
     QueryController controller(helper, "");
-    auto live = controller.jobs_on_node("n1", std::nullopt, std::chrono::steady_clock::now() + 5s);
+    auto live = controller.jobs_on_nodes({"n1"}, std::nullopt, std::chrono::steady_clock::now() + 5s);
     REQUIRE_FALSE(live.ok());
     CHECK(live.error().message.find("writable by group or others") != std::string::npos);
+}
+
+TEST_CASE("issue 13 case 4: slurmctld is asked about every node of this host in one query") {
+    leftover::test::TempDir dir;
+    const auto args = dir.path() + "/args";
+    const auto helper = dir.write("leftover-query", "#!/bin/sh\necho \"$@\" > " + args + "\necho end\n", 0755);
+    QueryController controller(helper, "");
+    REQUIRE(controller.jobs_on_nodes({"n1", "n2"}, 12u, std::chrono::steady_clock::now() + 5s).ok());
+    std::ifstream in(args);
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == "--node n1 --node n2 --exclude-job 12");
 }
 
 TEST_CASE("query controller: a trusted helper's answer is used, the ending job is passed on") {
@@ -37,7 +52,7 @@ TEST_CASE("query controller: a trusted helper's answer is used, the ending job i
     const auto helper =
         dir.write("leftover-query", "#!/bin/sh\n[ \"$4\" = 12 ] || exit 1\necho job 3 uid 41001\necho end\n", 0755);
     QueryController controller(helper, "/etc/slurm/slurm.conf");
-    auto live = controller.jobs_on_node("n1", 12u, std::chrono::steady_clock::now() + 5s);
+    auto live = controller.jobs_on_nodes({"n1"}, 12u, std::chrono::steady_clock::now() + 5s);
     REQUIRE(live.ok());
     CHECK(live->uids == std::set<uid_t>{41001});
 }

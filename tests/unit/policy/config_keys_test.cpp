@@ -48,7 +48,7 @@ bool has_word(const std::string& line, std::string_view word) {
 
 // A word key's type is its words, as the README writes them: `node`, `job_user`.
 std::string readme_type(const ConfigKey& key) {
-    if (key.words.empty()) return std::string(key.type);
+    if (key.words.empty() || !key.type.empty()) return std::string(key.type);  // a list key names its words
     std::vector<std::string> words;
     for (const auto word : key.words) words.push_back(fmt::format("`{}`", word));
     return fmt::format("{}", fmt::join(words, ", "));
@@ -96,7 +96,9 @@ TEST_CASE("config keys: a value other than the default lands in that key's field
                                                             {"slurm_timeout", "0.5"},
                                                             {"grace", "30"},
                                                             {"metrics_file", "/m/leftover.prom"},
-                                                            {"metrics_users", "true"}};
+                                                            {"metrics_users", "true"},
+                                                            {"cleanup", "[ipc, files]"},
+                                                            {"cleanup_dirs", "[/scratch]"}};
     REQUIRE(values.size() == config_keys().size());
     for (const ConfigKey& key : config_keys()) {
         CAPTURE(key.name);

@@ -6,6 +6,9 @@
 
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
 using namespace leftover;
 using leftover::test::TempDir;
 
@@ -221,4 +224,30 @@ TEST_CASE("config: an untrusted config file is a config error") {
         auto config = load_config(dir.write("c", "{}", 0666), false);
         CHECK_FALSE(config.ok());
     }
+}
+
+TEST_CASE("issue 14 config: cleanup takes its three words and cleanup_dirs absolute paths, both off by default") {
+    CHECK(Config{}.cleanup.empty());
+    CHECK(Config{}.cleanup_dirs.empty());
+    const auto config = parse_config("cleanup: [ipc, posix_shm, files]\ncleanup_dirs: [/tmp, /var/tmp]\n", "x");
+    REQUIRE(config.ok());
+    CHECK(config->cleanup == std::vector<std::string>{"ipc", "posix_shm", "files"});
+    CHECK(config->cleanup_dirs == std::vector<std::string>{"/tmp", "/var/tmp"});
+    CHECK(error_of("cleanup: [ipc, shm]") ==
+          "/etc/leftover.conf:1: key 'cleanup': expected every entry to be one of files ipc posix_shm, got 'shm'");
+    CHECK(error_of("cleanup: ipc") == "/etc/leftover.conf:1: key 'cleanup': expected a list of words, got 'ipc'");
+    CHECK(error_of("cleanup_dirs: [/tmp, scratch]") ==
+          "/etc/leftover.conf:1: key 'cleanup_dirs': expected an absolute path, got 'scratch'");
+}
+
+TEST_CASE("issue 14 config: the shipped config parses and leaves cleanup off") {
+    const auto shipped = load_config(std::string(LEFTOVER_SOURCE_DIR) + "/packaging/leftover.conf", true);
+    // The checkout may not be root's: parse the text when the trust checks refuse the file.
+    std::ifstream in(std::string(LEFTOVER_SOURCE_DIR) + "/packaging/leftover.conf");
+    std::ostringstream text;
+    text << in.rdbuf();
+    const auto config = shipped.ok() ? shipped : parse_config(text.str(), "packaging/leftover.conf");
+    REQUIRE(config.ok());
+    CHECK(config->cleanup.empty());
+    CHECK(config->cleanup_dirs.empty());
 }

@@ -11,6 +11,7 @@
 
 #include <sys/stat.h>
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <vector>
@@ -38,6 +39,9 @@ struct Node {
     FakeAccounts accounts;
     LiveWork live;
     std::optional<Error> job_state_error;
+    std::function<LiveWork(int call)> live_at;  // set: the live work at each read (1, 2, ...)
+    int reads = 0;
+    bool examine_live_users = false;
     std::optional<Exemptions> exemptions;
 
     Node() {
@@ -52,9 +56,11 @@ struct Node {
         EvaluationContext context;
         context.proc_root = fake.root();
         context.self = FakeProc::caller_pid;
+        context.examine_live_users = examine_live_users;
         const auto job_state = [this]() -> Result<LiveWork> {
+            ++reads;
             if (job_state_error) return *job_state_error;
-            return live;
+            return live_at ? live_at(reads) : live;
         };
         return Evaluation(*exemptions, accounts, job_state, std::move(allocation_check), context);
     }
@@ -328,4 +334,74 @@ TEST_CASE("evaluation: nothing that would be killed means no account is looked u
     node.live.uids = {kOther};
     REQUIRE(node.evaluation()().ok());
     CHECK(node.accounts.asked.empty());
+}
+
+TEST_CASE("issue 13 case 6: a sweep reads no detail of a process whose user has live work, a check does") {
+    Node node;
+    node.fake.add_process(user_process(700, kStray));
+    node.fake.add_process(user_process(701, kOther));
+    node.fake.remove("701/status");
+    REQUIRE(::mkdir(node.fake.path("701/status").c_str(), 0755) == 0);  // reading it fails the scan
+    node.live = {.uids = {kOther}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}};
+
+    Evaluation sweep = node.evaluation();
+    auto plan = sweep();
+    REQUIRE_MESSAGE(plan.ok(), (plan.ok() ? std::string() : plan.error().message));
+    CHECK(reason_of(*plan, 700) == Reason::stray);
+    CHECK(reason_of(*plan, 701) == Reason::has_live_job);
+    CHECK(node.reads == 2);  // before the scan, and again after it since the plan kills
+
+    node.examine_live_users = true;
+    Evaluation check = node.evaluation();
+    CHECK_FALSE(check().ok());
+}
+
+TEST_CASE("issue 13 case 6: an unexamined process is kept when its user's live work ends during the scan") {
+    Node node;
+    node.fake.add_process(user_process(700, kStray));
+    node.fake.add_process(user_process(701, kOther));
+    // The control: kOther has no live work at any read, so its process is a stray.
+    Evaluation control = node.evaluation();
+    auto plan = control();
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 701) == Reason::stray);
+
+    node.reads = 0;
+    node.live_at = [](int call) {
+        LiveWork live;
+        if (call == 1) live.uids = {kOther};  // its job ends between the two reads
+        return live;
+    };
+    Evaluation evaluation = node.evaluation();
+    plan = evaluation();
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 700) == Reason::stray);
+    CHECK(reason_of(*plan, 701) == Reason::has_live_job);
+    CHECK(test::decision_of(*plan, 701).detail == "not examined: its user had live work when /proc was read");
+    CHECK(test::decision_of(*plan, 701).verdict == Verdict::keep);
+}
+
+TEST_CASE(
+    "evaluation: the job state is read again after the scan once a plan would kill, and a job that started "
+    "meanwhile protects its user") {
+    Node node;
+    node.fake.add_process(user_process(700, kStray));
+    node.live_at = [](int call) {
+        LiveWork live;
+        if (call >= 2) live.uids = {kStray};  // a job of the user starts while /proc is read
+        return live;
+    };
+    Evaluation evaluation = node.evaluation();
+    auto plan = evaluation();
+    REQUIRE(plan.ok());
+    CHECK(reason_of(*plan, 700) == Reason::has_live_job);
+    CHECK(node.reads == 2);
+
+    // Nothing to kill on the first look: one read is all it takes.
+    node.reads = 0;
+    node.live_at = {};
+    node.live = {.uids = {kStray}, .job_ids = {}, .job_sluids = {}, .stepd_pids = {}};
+    Evaluation quiet = node.evaluation();
+    REQUIRE(quiet().ok());
+    CHECK(node.reads == 1);
 }

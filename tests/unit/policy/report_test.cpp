@@ -109,3 +109,27 @@ TEST_CASE("report: stopping and continuing are lines of their own and kill nobod
     const SummaryInput input{"job 12 epilog", 41001, "alice", false, 1.0};
     CHECK(format_summary(input, report).starts_with("job 12 epilog (user alice uid 41001): swept []; killed 0; "));
 }
+
+TEST_CASE("issue 14 report: cleanup lines escape paths, and the summary adds counts and bytes after the old fields") {
+    CleanupRecord file(ObjectKind::file, "/tmp/x'\n\xff", 41001, 3);
+    CHECK(format_cleanup_record(file) == "removed file path='/tmp/x\\x27\\x0a\\xff' uid=41001 bytes=3");
+    file.outcome = CleanupOutcome::would_remove;
+    CHECK(format_cleanup_record(file) == "would remove file path='/tmp/x\\x27\\x0a\\xff' uid=41001 bytes=3 (dry run)");
+    CleanupRecord segment(ObjectKind::shm_segment, "32769", 41001, 4096, CleanupOutcome::failed);
+    segment.error = EPERM;
+    CHECK(format_cleanup_record(segment) ==
+          "removing shm id=32769 uid=41001 bytes=4096 failed: Operation not permitted");
+    CleanupRecord changed(ObjectKind::semaphore, "7", 41001, 0, CleanupOutcome::changed);
+    changed.detail = "owner now uid 0 (creator 41001)";
+    CHECK(format_cleanup_record(changed) == "not removed: sem id=7 uid=41001 bytes=0: owner now uid 0 (creator 41001)");
+
+    CHECK(format_bytes(512) == "512 B");
+    CHECK(format_bytes(1288490188) == "1.2 GiB");
+    const CleanupTotals totals{3, 2, 1288490188, 0, true};
+    const SummaryInput input{"job 12 epilog", 41001, "alice", false, 1.0};
+    CHECK(format_summary(input, KillReport{}, totals) ==
+          "job 12 epilog (user alice uid 41001): swept []; killed 0; kept 0; survivors 0; lookup errors 0; 1.0 ms; "
+          "cleanup: would remove 3 IPC objects, 2 files, 1.2 GiB");
+    CHECK(format_summary(input, KillReport{}) ==
+          "job 12 epilog (user alice uid 41001): swept []; killed 0; kept 0; survivors 0; lookup errors 0; 1.0 ms");
+}

@@ -5,6 +5,8 @@
 #include "controller.hpp"
 
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace leftover::test {
 
@@ -13,9 +15,11 @@ public:
     LiveWork live;
     std::optional<Error> error;
     int calls = 0;
-    Result<LiveWork> jobs_on_node(const std::string&, std::optional<std::uint32_t>,
-                                  std::chrono::steady_clock::time_point) override {
+    std::vector<std::string> last_nodes;  // what the last call asked about
+    Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t>,
+                                   std::chrono::steady_clock::time_point) override {
         ++calls;
+        last_nodes = nodes;
         if (error) return *error;
         return live;
     }

@@ -8,12 +8,16 @@
 
 namespace leftover::test {
 
-// The reason the plan gives for `pid`; fails the test when the plan has no decision for it.
-inline Reason reason_of(const Plan& plan, pid_t pid) {
+// The plan's decision for `pid`; fails the test when the plan has none.
+inline const Decision& decision_of(const Plan& plan, pid_t pid) {
     for (const Decision& d : plan.decisions)
-        if (d.pid == pid) return d.reason;
+        if (d.pid == pid) return d;
     FAIL("no decision for pid ", pid);
-    return Reason::stray;
+    static const Decision none;
+    return none;
 }
+
+// The reason the plan gives for `pid`.
+inline Reason reason_of(const Plan& plan, pid_t pid) { return decision_of(plan, pid).reason; }
 
 }  // namespace leftover::test

@@ -163,6 +163,28 @@ TEST_CASE("run_sweep: job_source controller takes live work from slurmctld, not 
     CHECK(unconnected.error->message == "job_source controller: no controller connection");
 }
 
+TEST_CASE("issue 13 case 4: slurmctld is asked about every node this host runs") {
+    Pipeline pipeline(41307);
+    OneStray fake(41307);
+    pipeline.use(fake);
+    std::filesystem::create_directories(pipeline.dir / "spool-n2");
+    pipeline.request.node.other_nodes = {{"n2", pipeline.dir / "spool-n2", true}};
+    const std::vector<std::string> both{"n1", "n2"};
+    // A job of the user on n2 between its steps: only slurmctld knows about it.
+    pipeline.controller.live.uids = {41307};
+
+    KillReport report = pipeline.run("job_source: controller\ndry_run: true\n");
+    CHECK(pipeline.controller.last_nodes == both);
+    CHECK(reason_of(report.first_plan, 200) == Reason::has_live_job);
+
+    pipeline.request.node.prolog_contain = false;  // the job epilog's allocation check
+    pipeline.controller.last_nodes.clear();
+    report = pipeline.run("dry_run: true\n");
+    CHECK(pipeline.controller.last_nodes == both);
+    CHECK(reason_of(report.first_plan, 200) == Reason::has_live_job);
+    CHECK(report.actions.empty());
+}
+
 TEST_CASE("run_sweep: debuglevel from the config decides what is logged") {
     Pipeline pipeline(41306);
     OneStray fake(41306);

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "run_cleanup.hpp"
+
+#include "report.hpp"
+#include "run_sweep.hpp"
+
+#include <fmt/format.h>
+
+namespace leftover::sweep {
+namespace {
+
+std::set<CleanupKind> kinds_of(const Config& config) {
+    std::set<CleanupKind> kinds;
+    for (const std::string& word : config.cleanup)
+        for (const CleanupKind kind : {CleanupKind::ipc, CleanupKind::posix_shm, CleanupKind::files})
+            if (word == to_string(kind)) kinds.insert(kind);
+    return kinds;
+}
+
+// Whether the fresh plan shows no process of `uid` that would outlive the sweep.
+bool nothing_left_of(uid_t uid, const Plan& plan, bool dry_run) {
+    for (const Decision& d : plan.decisions) {
+        if (d.uid != uid || d.reason == Reason::zombie) continue;
+        if (dry_run && d.verdict == Verdict::kill) continue;  // it would be gone
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::set<uid_t> cleanup_candidates(const Config& config, const SweepRequest& request, const Plan& plan) {
+    std::set<uid_t> candidates = plan.kill_uids();
+    const auto& trigger = request.trigger;
+    if (trigger.uid && trigger.job_ending && !trigger.ending_step) candidates.insert(*trigger.uid);
+    if (config.scope == Scope::job_user && trigger.uid) {
+        const bool has_job_user = candidates.count(*trigger.uid) != 0;
+        candidates.clear();
+        if (has_job_user) candidates.insert(*trigger.uid);
+    }
+    return candidates;
+}
+
+Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exemptions,
+                                     const AccountDatabase& accounts, std::chrono::steady_clock::time_point deadline) {
+    if (in.error) return Error::lookup(fmt::format("{}: {}", to_string(in.error->kind), in.error->message));
+    if (in.failed_lookups) return Error::lookup("an account lookup failed in this evaluation");
+    if (in.deadline_reached) return Error::lookup("the evaluation reached its deadline");
+    if (in.fresh == nullptr || in.fresh_live == nullptr) return Error::lookup("no evaluation after the sweep");
+    if (in.candidates.empty()) return std::set<uid_t>{};
+    // Reaped users were judged by name already; the job's user may not have been (it may
+    // have left no process): every candidate is classified again, by the same rule.
+    const AccountAnswers answers = accounts.look_up(in.candidates, exemptions.listed_names(), deadline);
+    for (const auto& [uid, lookup] : answers.names)
+        if (lookup.status == LookupStatus::failed)
+            return Error::lookup(fmt::format("account lookup for uid {} failed", uid));
+    for (const auto& [name, lookup] : answers.uids)
+        if (lookup.status == LookupStatus::failed)
+            return Error::lookup(fmt::format("account lookup for listed name '{}' failed", name));
+    std::set<uid_t> uids;
+    for (const uid_t uid : in.candidates) {
+        if (exemptions.classify(uid, answers).is_protected()) continue;
+        if (in.fresh_live->uids.count(uid) != 0) continue;
+        if (in.survivors.count(uid) != 0 || !nothing_left_of(uid, *in.fresh, in.dry_run)) continue;
+        uids.insert(uid);
+    }
+    return uids;
+}
+
+CleanupOptions cleanup_options(const Config& config, const std::string& proc_root, const std::string& shm_dir,
+                               const std::string& mqueue_dir, std::chrono::steady_clock::time_point deadline) {
+    CleanupOptions options;
+    options.kinds = kinds_of(config);
+    options.proc_root = proc_root;
+    options.shm_dir = shm_dir;
+    options.mqueue_dir = mqueue_dir;
+    options.dirs = config.cleanup_dirs;
+    options.dry_run = config.dry_run;
+    options.deadline = deadline;
+    return options;
+}
+
+std::optional<CleanupTotals> run_cleanup(const GuardInput& input, const Config& config, const Exemptions& exemptions,
+                                         const AccountDatabase& accounts, const CleanupOptions& options, Logger& log) {
+    if (options.kinds.empty() || input.candidates.empty()) return std::nullopt;
+    const auto uids = guarded_uids(input, exemptions, accounts, options.deadline);
+    if (!uids.ok()) {
+        log.warn(fmt::format("cleanup: nothing removed: {}", uids.error().message));
+        return std::nullopt;
+    }
+    if (uids->empty()) {
+        log.debug("cleanup: no swept user without processes and work left: nothing to remove");
+        return std::nullopt;
+    }
+    const CleanupReport report = clean_up(uids.value(), options);
+    for (const CleanupRecord& record : report.records) {
+        const std::string line = "cleanup: " + format_cleanup_record(record);
+        if (record.outcome == CleanupOutcome::failed)
+            log.error(line);
+        else if (record.outcome == CleanupOutcome::changed)
+            log.warn(line);
+        else
+            log.action(LogLevel::info, line);
+    }
+    for (const std::string& error : report.errors) log.warn("cleanup: " + error);
+    return totals_of(report, config.dry_run);
+}
+
+std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Exemptions& exemptions,
+                                                  const SweepRequest& request, const AccountDatabase& accounts,
+                                                  Evaluation& evaluation, const KillReport& report,
+                                                  std::chrono::steady_clock::time_point deadline, Logger& log) {
+    const CleanupOptions options =
+        cleanup_options(config, request.proc_root, request.shm_dir, request.mqueue_dir, deadline);
+    GuardInput input;
+    input.candidates = cleanup_candidates(config, request, report.first_plan);
+    if (options.kinds.empty() || input.candidates.empty()) return std::nullopt;
+    input.error = report.error;
+    input.failed_lookups = !evaluation.failed_lookups().empty();
+    input.deadline_reached = report.deadline_reached;
+    // A dry run leaves every target as a "survivor": it counts as gone there (see nothing_left_of).
+    if (!config.dry_run)
+        for (const Decision& survivor : report.survivors) input.survivors.insert(survivor.uid);
+    input.dry_run = config.dry_run;
+    // Fresh state: a job of the user may have started, or a process appeared, meanwhile.
+    // Not asked after a failure, which already keeps everything (a hung source would only
+    // hold the step's end once more).
+    std::optional<Result<Plan>> fresh;
+    if (!input.error && !input.failed_lookups && !input.deadline_reached) {
+        fresh = evaluation();
+        if (!fresh->ok()) input.error = fresh->error();
+        if (fresh->ok()) input.fresh = &fresh->value();
+        input.fresh_live = &evaluation.last_live_work();
+        if (!evaluation.failed_lookups().empty()) input.failed_lookups = true;
+    }
+    return run_cleanup(input, config, exemptions, accounts, options, log);
+}
+
+std::optional<CleanupReport> preview_cleanup(const Config& config, const Exemptions& exemptions,
+                                             const SweepRequest& request, const AccountDatabase& accounts,
+                                             const Plan& plan, const LiveWork& live,
+                                             std::chrono::steady_clock::time_point deadline) {
+    CleanupOptions options = cleanup_options(config, request.proc_root, request.shm_dir, request.mqueue_dir, deadline);
+    options.dry_run = true;
+    GuardInput input;
+    input.candidates = cleanup_candidates(config, request, plan);
+    if (options.kinds.empty() || input.candidates.empty()) return std::nullopt;
+    input.fresh = &plan;
+    input.fresh_live = &live;
+    input.dry_run = true;
+    const auto uids = guarded_uids(input, exemptions, accounts, deadline);
+    if (!uids.ok() || uids->empty()) return std::nullopt;
+    return clean_up(uids.value(), options);
+}
+
+}  // namespace leftover::sweep

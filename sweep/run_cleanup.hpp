@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The cleanup's guard and its log lines: after the kills, which users' IPC objects and
+// files may go (policy/cleanup.hpp removes them), and what is said about it.
+#pragma once
+
+#include "cleanup.hpp"
+#include "config.hpp"
+#include "decision.hpp"
+#include "evaluation.hpp"
+#include "executor.hpp"
+#include "log.hpp"
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace leftover::sweep {
+
+// What the guard decides on.
+struct GuardInput {
+    std::set<uid_t> candidates;   // the users the sweep reaped, and the ending job's user in its epilog
+    const Plan* fresh = nullptr;  // an evaluation after the kills (a check: its one plan)
+    const LiveWork* fresh_live = nullptr;
+    std::optional<Error> error;   // the sweep's or the fresh evaluation's error
+    bool failed_lookups = false;  // an account lookup failed in the sweep
+    bool deadline_reached = false;
+    std::set<uid_t> survivors;
+    bool dry_run = false;  // processes a dry run would kill count as gone
+};
+
+// The uids whose objects may go: each a candidate that is not protected (by `exemptions`
+// from `accounts`' answers), has no live work and no process left; or an error saying
+// why nothing may go (then nothing is removed at all).
+Result<std::set<uid_t>> guarded_uids(const GuardInput& input, const Exemptions& exemptions,
+                                     const AccountDatabase& accounts, std::chrono::steady_clock::time_point deadline);
+
+// Where the cleanup looks: the config's kinds and dirs, and the request's roots.
+CleanupOptions cleanup_options(const Config& config, const std::string& proc_root, const std::string& shm_dir,
+                               const std::string& mqueue_dir, std::chrono::steady_clock::time_point deadline);
+
+// Runs the guard and the cleanup, logs one line per object and each error. Unset when
+// cleanup is off or no user qualifies; the totals for the summary otherwise.
+std::optional<CleanupTotals> run_cleanup(const GuardInput& input, const Config& config, const Exemptions& exemptions,
+                                         const AccountDatabase& accounts, const CleanupOptions& options, Logger& log);
+
+struct SweepRequest;
+
+// The users a sweep may clean after, before the guard: those `plan` would kill, and the
+// ending job's user in the job's epilog (a crashed job often leaves objects and no
+// process); at a step end only the reaped ones; with scope job_user only the job's user.
+std::set<uid_t> cleanup_candidates(const Config& config, const SweepRequest& request, const Plan& plan);
+
+// After run_sweep's kills: the users it reaped (and, in a job's epilog, the job's user),
+// judged by the guard on one more evaluation, then cleaned. Unset when cleanup is off
+// or nothing qualified; the totals for the summary otherwise.
+std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Exemptions& exemptions,
+                                                  const SweepRequest& request, const AccountDatabase& accounts,
+                                                  Evaluation& evaluation, const KillReport& report,
+                                                  std::chrono::steady_clock::time_point deadline, Logger& log);
+
+// What a sweep would remove after `plan`, as a dry run that logs nothing (for `leftover
+// check`): unset when cleanup is off or the guard lets nothing go.
+std::optional<CleanupReport> preview_cleanup(const Config& config, const Exemptions& exemptions,
+                                             const SweepRequest& request, const AccountDatabase& accounts,
+                                             const Plan& plan, const LiveWork& live,
+                                             std::chrono::steady_clock::time_point deadline);
+
+}  // namespace leftover::sweep

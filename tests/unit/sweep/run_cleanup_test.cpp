@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The cleanup's guard (sweep/run_cleanup.cpp) on hand-made plans, and the cleanup in the
+// sweep pipeline on real strays and files of test uids 41610-41619 in a root-owned temp
+// directory given as cleanup_dirs.
+#include "run_cleanup.hpp"
+#include "run_sweep.hpp"
+#include "support/fake_accounts.hpp"
+#include "support/pipeline.hpp"
+#include "support/processes.hpp"
+#include "support/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <csignal>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+using namespace leftover;
+using namespace leftover::test;
+
+namespace {
+
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+// A guard's inputs for one candidate uid: nothing failed, no process, no live work.
+struct GuardCase {
+    Config config;
+    FakeAccounts accounts;
+    Plan fresh;
+    LiveWork live;
+    sweep::GuardInput input;
+    explicit GuardCase(uid_t uid) {
+        accounts.names[uid] = "g.user";
+        input.candidates = {uid};
+        input.fresh = &fresh;
+        input.fresh_live = &live;
+    }
+    Result<std::set<uid_t>> run() {
+        auto exemptions = Exemptions::load(config, {});
+        REQUIRE(exemptions.ok());
+        return sweep::guarded_uids(input, exemptions.value(), accounts, std::chrono::steady_clock::time_point::max());
+    }
+};
+
+Decision process_of(uid_t uid, Verdict verdict, Reason reason) {
+    Decision d;
+    d.pid = 300;
+    d.uid = uid;
+    d.verdict = verdict;
+    d.reason = reason;
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("issue 14 guard: only a swept user with nothing left and nothing failed may be cleaned") {
+    GuardCase g(41610);
+    SUBCASE("nothing in the way") {
+        const auto uids = g.run();
+        REQUIRE(uids.ok());
+        CHECK(uids.value() == std::set<uid_t>{41610});
+    }
+    SUBCASE("a lookup error in the evaluation") {
+        g.input.error = Error::lookup("slurmstepd socket x: timed out");
+        REQUIRE_FALSE(g.run().ok());
+        CHECK(g.run().error().message == "lookup error: slurmstepd socket x: timed out");
+    }
+    SUBCASE("a failed account lookup of another user") {
+        g.input.failed_lookups = true;
+        CHECK_FALSE(g.run().ok());
+    }
+    SUBCASE("the deadline") {
+        g.input.deadline_reached = true;
+        CHECK_FALSE(g.run().ok());
+    }
+    SUBCASE("the candidate's own account lookup fails") {
+        g.accounts.failing.insert(41610);
+        REQUIRE_FALSE(g.run().ok());
+        CHECK(g.run().error().message == "account lookup for uid 41610 failed");
+    }
+    SUBCASE("a listed name's lookup fails") {
+        g.config.protected_users = {"ops"};
+        g.accounts.failing_names.insert("ops");
+        CHECK_FALSE(g.run().ok());
+    }
+    SUBCASE("protected by name") {
+        g.config.protected_users = {"g.user"};
+        CHECK(g.run().value().empty());
+    }
+    SUBCASE("protected by the uid range") {
+        g.config.uid_max = 41609;
+        CHECK(g.run().value().empty());
+    }
+    SUBCASE("no account") {
+        g.accounts.names.clear();
+        CHECK(g.run().value().empty());
+    }
+    SUBCASE("live work") {
+        g.live.uids.insert(41610);
+        CHECK(g.run().value().empty());
+    }
+    SUBCASE("a survivor") {
+        g.input.survivors.insert(41610);
+        CHECK(g.run().value().empty());
+    }
+    SUBCASE("a process kept for any reason") {
+        g.fresh.decisions.push_back(process_of(41610, Verdict::keep, Reason::mixed_uids));
+        CHECK(g.run().value().empty());
+    }
+    SUBCASE("a process still to kill, outside a dry run") {
+        g.fresh.decisions.push_back(process_of(41610, Verdict::kill, Reason::stray));
+        CHECK(g.run().value().empty());
+        g.input.dry_run = true;  // a dry run counts its targets as gone
+        CHECK(g.run().value() == std::set<uid_t>{41610});
+    }
+    SUBCASE("a zombie does not count") {
+        g.fresh.decisions.push_back(process_of(41610, Verdict::keep, Reason::zombie));
+        CHECK(g.run().value() == std::set<uid_t>{41610});
+    }
+}
+
+namespace {
+
+// A pipeline whose config cleans `files` in a root-owned temp dir holding one file of
+// the pipeline's uid and one of root's.
+struct CleanupPipeline : Pipeline {
+    TempDir scratch;
+    std::string users_file;
+    std::string roots_file;
+    explicit CleanupPipeline(uid_t u) : Pipeline(u) {
+        users_file = scratch.write("scratch.dat", "1234", 0644, u);
+        roots_file = scratch.write("roots.dat", "root", 0644, 0);
+    }
+    std::string config(const std::string& more = "") const {
+        return fmt::format("grace: 1\ncleanup: [files]\ncleanup_dirs: [{}]\n{}", scratch.path(), more);
+    }
+    std::string removed_line() const {
+        return fmt::format("cleanup: removed file path='{}' uid={} bytes=4", users_file, uid);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("issue 14: after a kill the swept user's files go, one line each and the totals in the summary") {
+    CleanupPipeline pipeline(41611);
+    const pid_t stray = spawn_as(41611, {"sleep", "600"});
+    const KillReport report = pipeline.run(pipeline.config());
+    CHECK(wait_gone(stray));
+    CHECK_FALSE(report.error);
+    CHECK_FALSE(exists(pipeline.users_file));
+    CHECK(exists(pipeline.roots_file));
+    CHECK(pipeline.sink.level_of(pipeline.removed_line()) == LogLevel::info);
+    const std::string summary = pipeline.summary();
+    CHECK(summary.starts_with("job 7 epilog (user rs.user uid 41611): swept [rs.user]; killed 1; "));
+    CHECK(summary.ends_with(" ms; cleanup: removed 0 IPC objects, 1 files, 4 B"));
+}
+
+TEST_CASE("issue 14: the job's user who left no process is cleaned at the job's epilog") {
+    CleanupPipeline pipeline(41612);
+    pipeline.run(pipeline.config());
+    CHECK_FALSE(exists(pipeline.users_file));
+    CHECK(exists(pipeline.roots_file));
+    CHECK(pipeline.sink.count(pipeline.removed_line()) == 1);
+}
+
+TEST_CASE("issue 14: cleanup off, a dry run, a protected user and a lookup error remove nothing") {
+    CleanupPipeline pipeline(41613);
+    SUBCASE("cleanup off (the default)") {
+        pipeline.run(fmt::format("grace: 1\ncleanup_dirs: [{}]\n", pipeline.scratch.path()));
+        CHECK(pipeline.summary().find("cleanup") == std::string::npos);
+    }
+    SUBCASE("dry run") {
+        pipeline.run(pipeline.config("dry_run: true\n"));
+        CHECK(pipeline.sink.count(fmt::format("cleanup: would remove file path='{}' uid=41613 bytes=4 (dry run)",
+                                              pipeline.users_file)) == 1);
+        CHECK(pipeline.summary().ends_with("; cleanup: would remove 0 IPC objects, 1 files, 4 B"));
+    }
+    SUBCASE("protected user") { pipeline.run(pipeline.config("protected_users: [rs.user]\n")); }
+    SUBCASE("a users file that cannot be read") {
+        const KillReport report = pipeline.run(pipeline.config("protected_users_files: [/nonexistent/users]\n"));
+        CHECK(report.error);
+    }
+    SUBCASE("the job user's account lookup fails") {
+        pipeline.accounts.failing.insert(41613);
+        pipeline.run(pipeline.config());
+        CHECK(pipeline.sink.count("cleanup: nothing removed: account lookup for uid 41613 failed") == 1);
+    }
+    CHECK(exists(pipeline.users_file));
+    CHECK(pipeline.sink.count("cleanup: removed") == 0);
+}
+
+TEST_CASE("issue 14: a dry run lists the files a stray's user would leave, and keeps both") {
+    CleanupPipeline pipeline(41615);
+    const pid_t stray = spawn_as(41615, {"sleep", "600"});
+    pipeline.run(pipeline.config("dry_run: true\n"));
+    CHECK(is_running(stray));
+    CHECK(exists(pipeline.users_file));
+    CHECK(pipeline.sink.count(fmt::format("cleanup: would remove file path='{}' uid=41615 bytes=4 (dry run)",
+                                          pipeline.users_file)) == 1);
+    CHECK(pipeline.summary().find("would kill 1; ") != std::string::npos);
+    CHECK(pipeline.summary().ends_with("; cleanup: would remove 0 IPC objects, 1 files, 4 B"));
+}
+
+TEST_CASE("issue 14: leftover check shows what a sweep would remove and removes nothing") {
+    CleanupPipeline pipeline(41614);
+    const pid_t stray = spawn_as(41614, {"sleep", "600"});
+    auto check = sweep::check_node(pipeline.load(pipeline.config()), pipeline.request, &pipeline.controller,
+                                   pipeline.accounts, pipeline.log);
+    REQUIRE(check.ok());
+    REQUIRE(check->cleanup);
+    CHECK(totals_of(*check->cleanup, true).files == 1);
+    CHECK(check->cleanup->records.at(0).outcome == CleanupOutcome::would_remove);
+    CHECK(exists(pipeline.users_file));
+    CHECK(is_running(stray));
+}
+
+TEST_CASE("issue 14 candidates: the reaped users, the job's user at its epilog only, and scope job_user") {
+    Config config;
+    sweep::SweepRequest request;
+    request.trigger.uid = 41616;
+    Plan plan;
+    plan.decisions.push_back(process_of(41617, Verdict::kill, Reason::stray));
+    plan.decisions.push_back(process_of(41618, Verdict::keep, Reason::has_live_job));
+    SUBCASE("a step end: the reaped only") {
+        request.trigger.ending_step = node::StepId{7, 0};
+        CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41617});
+        plan.decisions.clear();
+        CHECK(sweep::cleanup_candidates(config, request, plan).empty());
+    }
+    SUBCASE("the job's epilog: the job's user too") {
+        request.trigger.job_ending = true;
+        CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41616, 41617});
+        config.scope = Scope::job_user;
+        CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41616});
+    }
+    SUBCASE("a node-wide sweep: the reaped only") {
+        request.trigger.uid.reset();
+        CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41617});
+    }
+}
+
+TEST_CASE("issue 14: in the job's epilog a reaped other user is cleaned too, unless scope is job_user") {
+    CleanupPipeline pipeline(41616);
+    pipeline.accounts.names[41617] = "rs.other";
+    const std::string others_file = pipeline.scratch.write("others.dat", "12", 0644, 41617);
+    const pid_t stray = spawn_as(41617, {"sleep", "600"});
+    SUBCASE("scope node") {
+        pipeline.run(pipeline.config());
+        CHECK(wait_gone(stray));
+        CHECK_FALSE(exists(others_file));
+    }
+    SUBCASE("scope job_user") {
+        pipeline.run(pipeline.config("scope: job_user\n"));
+        CHECK(is_running(stray));
+        CHECK(exists(others_file));
+    }
+    CHECK_FALSE(exists(pipeline.users_file));
+    kill_all_of(41617);
+}
