@@ -49,7 +49,8 @@ public:
 };
 
 // getpwuid_r and getpwnam_r in this process. Not bounded by the deadline: a hung
-// directory service holds the caller (the bounded lookups run these in a helper).
+// directory service holds the caller (the bounded lookups run these in a helper process,
+// node/query_accounts.hpp, or on a worker thread, accounts_bounded.hpp).
 class SystemAccounts final : public AccountDatabase {
 public:
     AccountAnswers look_up(const std::set<uid_t>& uids, const std::set<std::string>& names,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "hooks.hpp"
 
+#include "accounts_bounded.hpp"
 #include "build_info.hpp"
 #include "run_sweep.hpp"
 #include "slurm_conf.hpp"
@@ -42,18 +43,18 @@ const sweep::ConfigAndExemptions& load_once(const PluginArgs& args, const node::
 
 void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t> ending_stepds,
                   std::optional<pid_t> slurmd_pid, std::chrono::steady_clock::time_point started) {
-    // Account lookups: in the job epilog through the bounded helper (a hung directory
-    // service costs the deadline, and its uids are kept). At a step end in this process:
-    // Slurm may kill any descendant of the ending step while its exit hook runs
-    // (proctrack/linuxproc killed leftover-query there on 24.11 and 26.05), and a killed
-    // helper would keep every user a step end could sweep, also on RunInJob, where the
-    // extern step's end is the job's last sweep. The cost is README's known limit: a
-    // directory service that hangs holds a step end (in getpwuid_r/getpwnam_r: the job's
-    // user for the summary, and the users it would kill and the listed names).
+    // Account lookups, each bounded by the evaluation's deadline (a hung directory
+    // service costs the deadline, and its uids are kept): in the job epilog through the
+    // helper process; at a step end on a worker thread of this slurmstepd, since Slurm
+    // may kill any descendant of the ending step while its exit hook runs
+    // (proctrack/linuxproc killed leftover-query there on 24.11 and 26.05), which would
+    // keep every user a step end could sweep, also on RunInJob, where the extern step's
+    // end is the job's last sweep. A thread is no process: proctrack does not see it. One
+    // that hangs stays blocked until slurmstepd exits (the plugin stays mapped under
+    // it: -z nodelete in spank/CMakeLists.txt).
     const bool step_end = trigger.ending_step.has_value();
-    const std::unique_ptr<AccountDatabase> bounded = step_end ? nullptr : make_bounded_accounts();
-    const SystemAccounts in_process;
-    const AccountDatabase& accounts = bounded ? *bounded : static_cast<const AccountDatabase&>(in_process);
+    const std::unique_ptr<AccountDatabase> accounts =
+        step_end ? std::make_unique<ThreadBoundedAccounts>() : make_bounded_accounts();
     SlurmLogSink sink;
     Logger log(sink);
     log_unknown_args(args, log);
@@ -70,7 +71,7 @@ void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t
     request.started = started;
     // A step end never asks slurmctld (run_sweep.cpp, asks_no_child): no helper path to find.
     const auto controller = step_end ? nullptr : make_controller(node.value());
-    sweep::run_sweep(load_once(args, node.value()), request, controller.get(), accounts, log);
+    sweep::run_sweep(load_once(args, node.value()), request, controller.get(), *accounts, log);
 }
 
 // The last word on any exception: the job must not notice our trouble.

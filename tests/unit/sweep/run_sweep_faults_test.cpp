@@ -2,13 +2,18 @@
 // The fault catalogue (tests/fault_catalogue.md) at the pipeline: a slurmstepd or a
 // controller query that misbehaves kills nothing, and the log says why. Real strays of
 // each test's own uid (414xx), as in run_sweep_test.cpp.
+#include "accounts_bounded.hpp"
 #include "query_controller.hpp"
 #include "run_sweep.hpp"
+#include "stepd_protocol.hpp"
+#include "support/fake_stepd.hpp"
+#include "support/hung_lookups.hpp"
 #include "support/pipeline.hpp"
 #include "support/processes.hpp"
 #include "support/unix_sockets.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -16,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <thread>
@@ -153,4 +159,42 @@ TEST_CASE("fault catalogue: an untrusted config kills nothing and the log names 
     CHECK(line->second.find(path) != std::string::npos);
     CHECK(line->second.find(fault) != std::string::npos);
     check_nothing_killed(pipeline, report, stray, line->second);
+}
+
+TEST_CASE("issue 13 case 7: a step end whose account lookup hangs kills nothing, says so and ends by its deadline") {
+    // The plugin's step end: no helper process (Slurm may kill it), the lookups on a
+    // worker thread. The directory service hangs for 20 s, the deadline is 2 s away.
+    constexpr uid_t kUser = 41702;
+    Pipeline pipeline(kUser);
+    pipeline.request.trigger.label = "step 7.0";
+    pipeline.request.trigger.job_ending = false;
+    pipeline.request.trigger.ending_step = node::StepId{7, 0};
+    // The ending step answers on its socket while its exit hook runs (its state does
+    // not matter: the ending step is never live work).
+    FakeStepd ending_step(pipeline.dir / "spool/n1_7.0", kUser, 2, Behaviour::answer,
+                          node::build_stepd_protocol().version);
+    const pid_t stray = spawn_as(kUser, {"sleep", "600"});
+    REQUIRE(is_running(stray));
+    std::string config = "grace: 0\nslurm_timeout: 1\n";
+    std::string says;
+    SUBCASE("the user's name: the uid is kept") {
+        says = fmt::format("account lookup for uid {} failed: account lookup timed out", kUser);
+    }
+    SUBCASE("a listed name: the evaluation is a lookup error") {
+        config += "protected_users: [lo_op]\n";
+        says = "account lookup failed: account lookup timed out";
+    }
+    HungLookups hung("rs.user");
+    const ThreadBoundedAccounts accounts(hung.calls());
+    pipeline.request.started = std::chrono::steady_clock::now();
+    const KillReport report =
+        sweep::run_sweep(pipeline.load(config), pipeline.request, nullptr, accounts, pipeline.log);
+    CHECK(std::chrono::steady_clock::now() - pipeline.request.started < std::chrono::seconds(10));  // hang detector
+
+    INFO(pipeline.sink.text());
+    CHECK(hung.started() == 1);  // one worker; the summary's lookup of the job user started none
+    CHECK(report.actions.empty());
+    CHECK(is_running(stray));
+    CHECK(pipeline.sink.count(says) == 1);
+    CHECK(pipeline.summary().find("; killed 0; ") != std::string::npos);
 }
