@@ -381,9 +381,7 @@ TEST_CASE("issue 13 case 6: an unexamined process is kept when its user's live w
     CHECK(test::decision_of(*plan, 701).verdict == Verdict::keep);
 }
 
-TEST_CASE(
-    "evaluation: the job state is read again after the scan once a plan would kill, and a job that started "
-    "meanwhile protects its user") {
+TEST_CASE("evaluation: a plan that would kill reads the job state again, and a job started meanwhile protects") {
     Node node;
     node.fake.add_process(user_process(700, kStray));
     node.live_at = [](int call) {
