@@ -189,7 +189,11 @@ TEST_CASE("issue 14: cleanup off, a dry run, a protected user and a lookup error
     SUBCASE("the job user's account lookup fails") {
         pipeline.accounts.failing.insert(41613);
         pipeline.run(pipeline.config());
-        CHECK(pipeline.sink.count("cleanup: nothing removed: account lookup for uid 41613 failed") == 1);
+        // Asked by the guard, or already by the evaluation when another test's process
+        // (the node is the real one) made it look names up: either way nothing goes.
+        CHECK(pipeline.sink.count("cleanup: nothing removed: account lookup for uid 41613 failed") +
+                  pipeline.sink.count("cleanup: nothing removed: an account lookup failed in this evaluation") ==
+              1);
     }
     CHECK(exists(pipeline.users_file));
     CHECK(pipeline.sink.count("cleanup: removed") == 0);
