@@ -41,8 +41,14 @@ public:
     }
 
 private:
+    // A directory must be on the searched directory's mount and file system (its device:
+    // a btrfs subvolume is another file system under the same mount). A non-directory
+    // leads nowhere, so only its mount counts: overlayfs reports the device of the layer
+    // that holds a file, not the overlay's. Without a mount id, the device decides.
     bool on_this_mount(const EntryStat& st) const {
-        return st.dev == root_.dev && (root_.mount_id == 0 || st.mount_id == root_.mount_id);
+        const bool known = root_.mount_id != 0 && st.mount_id != 0;
+        if (known && st.mount_id != root_.mount_id) return false;
+        return (known && !S_ISDIR(st.mode)) || st.dev == root_.dev;
     }
 
     bool stop_here(const std::string& path) {

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -308,4 +309,79 @@ TEST_CASE("cleanup files: a bind mount under the searched directory is not cross
     }
     CHECK(WEXITSTATUS(status) == 0);
     CHECK(exists(s.canary));
+}
+
+TEST_CASE("cleanup files: on overlayfs a file's layer device is not another mount") {
+    // overlayfs reports a file's device as its layer's, a directory's as the overlay's;
+    // release roots and containers put /tmp on one. Lower layer on this file system,
+    // upper on a tmpfs, in a child with a private mount namespace.
+    Scratch s;
+    TempDir lower, layers;
+    make_file(lower / "old", kUser);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        if (::unshare(CLONE_NEWNS) != 0) ::_exit(77);
+        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(77);
+        if (::mount("layers", layers.path().c_str(), "tmpfs", 0, "mode=0755") != 0) ::_exit(77);
+        if (::mkdir((layers / "upper").c_str(), 0755) != 0 || ::mkdir((layers / "work").c_str(), 0755) != 0) ::_exit(77);
+        const std::string options =
+            "lowerdir=" + lower.path() + ",upperdir=" + (layers / "upper") + ",workdir=" + (layers / "work");
+        if (::mount("overlay", s.dir.path().c_str(), "overlay", 0, options.c_str()) != 0) ::_exit(77);
+        bool made = ::mkdir((s.dir / "sub").c_str(), 0755) == 0 && ::chown((s.dir / "sub").c_str(), kUser, kUser) == 0;
+        std::ofstream(s.dir / "sub/f") << "abc";
+        made = made && ::chown((s.dir / "sub/f").c_str(), kUser, kUser) == 0;
+        made = made && ::symlink("/etc/passwd", (s.dir / "link").c_str()) == 0 &&
+               ::lchown((s.dir / "link").c_str(), kUser, kUser) == 0;
+        struct stat dir {}, file {};
+        if (!made || ::stat(s.dir.path().c_str(), &dir) != 0 || ::stat((s.dir / "sub/f").c_str(), &file) != 0) ::_exit(1);
+        const bool devices_differ = dir.st_dev != file.st_dev;
+        CleanupReport report;
+        clean_up_tree(s.dir.path(), ObjectKind::file, {kUser}, {}, real_cleanup_calls(), report);
+        for (const std::string& e : report.errors) ::fprintf(stderr, "error: %s\n", e.c_str());
+        const bool all_gone = report.errors.empty() && !exists(s.dir / "old") && !exists(s.dir / "sub") &&
+                              !exists(s.dir / "link") && exists("/etc/passwd");
+        ::_exit(all_gone ? (devices_differ ? 0 : 3) : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) {
+        MESSAGE("skipped: no private mount namespace or overlayfs here (unshare or mount refused)");
+        return;
+    }
+    if (WEXITSTATUS(status) == 3) MESSAGE("this kernel reports the overlay's device for files too");
+    CHECK((WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3));
+    CHECK(exists(lower / "old"));  // the lower layer is never written: a whiteout hides it
+}
+
+TEST_CASE("cleanup files: a directory on another device, or an entry of another mount id, is not entered or removed") {
+    // Through the seam: a file whose device differs but whose mount id is the searched
+    // directory's goes (overlayfs); a directory whose device differs (a btrfs subvolume)
+    // and a file of another mount id (a bind-mounted file) stay.
+    Scratch s;
+    make_file(s.dir / "layer-file", kUser);
+    make_dir(s.dir / "subvolume", kUser);
+    make_file(s.dir / "subvolume/inside", kUser);
+    make_file(s.dir / "bound-file", kUser);
+    class Devices : public CleanupCalls {
+    public:
+        int stat_at(int dirfd, const std::string& name, EntryStat& out) override {
+            const int rc = CleanupCalls::stat_at(dirfd, name, out);
+            if (rc == 0 && out.mount_id == 0) out.mount_id = 7;  // a kernel without STATX_MNT_ID: say one
+            if (rc == 0 && (name == "layer-file" || name == "subvolume")) out.dev += 1;
+            if (rc == 0 && name == "bound-file") out.mount_id += 1;
+            return rc;
+        }
+    } calls;
+    const CleanupReport report = clean(s.dir.path(), {kUser}, {}, calls);
+    CHECK_FALSE(exists(s.dir / "layer-file"));
+    CHECK(exists(s.dir / "subvolume/inside"));
+    CHECK(exists(s.dir / "bound-file"));
+    INFO(errors_of(report));
+    CHECK(report.errors.size() == 2);
+    for (const std::string name : {"bound-file", "subvolume"}) {
+        const std::string error = s.dir / name + ": another mount, not crossed";
+        CHECK(std::find(report.errors.begin(), report.errors.end(), error) != report.errors.end());
+    }
 }
