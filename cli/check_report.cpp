@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "check_report.hpp"
 
+#include "errno_text.hpp"
 #include "escape.hpp"
 #include "report.hpp"
 #include "text_table.hpp"
@@ -80,6 +81,36 @@ Json user_json(const UserSummary& u) {
     return {{"user", text_or_null(u.user)}, {"uid", u.uid},
             {"processes", u.processes},     {"kill", u.kill},
             {"keep", u.processes - u.kill}, {"reasons", std::move(reasons)}};
+}
+
+const char* outcome_name(CleanupOutcome outcome) {
+    switch (outcome) {
+        case CleanupOutcome::removed: return "removed";
+        case CleanupOutcome::would_remove: return "would_remove";
+        case CleanupOutcome::failed: return "failed";
+        case CleanupOutcome::changed: return "changed";
+    }
+    return "?";
+}
+
+// What a sweep now would remove; null when cleanup is off or the guard lets nothing go.
+Json cleanup_json(const std::optional<CleanupReport>& cleanup) {
+    if (!cleanup) return nullptr;
+    const CleanupTotals totals = totals_of(*cleanup, true);
+    Json objects = Json::array();
+    for (const CleanupRecord& r : cleanup->records)
+        objects.push_back({{"kind", to_string(r.kind)},
+                           {"name", escape_for_log(r.name)},
+                           {"uid", r.uid},
+                           {"bytes", r.bytes},
+                           {"outcome", outcome_name(r.outcome)},
+                           {"detail", r.outcome == CleanupOutcome::failed ? Json(errno_text(r.error))
+                                                                          : text_or_null(r.detail)}});
+    return {{"ipc_objects", totals.ipc_objects},
+            {"files", totals.files},
+            {"bytes", totals.bytes},
+            {"objects", std::move(objects)},
+            {"errors", cleanup->errors}};
 }
 
 }  // namespace
@@ -184,7 +215,8 @@ std::string format_check_json(const CheckResult& result) {
                 {"live_work", nullptr},
                 {"processes", Json::array()},
                 {"users", Json::array()},
-                {"totals", nullptr}};
+                {"totals", nullptr},
+                {"cleanup", nullptr}};
     if (result.check) {
         const sweep::NodeCheck& check = *result.check;
         const auto rows = listed_rows(result);
@@ -197,6 +229,7 @@ std::string format_check_json(const CheckResult& result) {
                          {"kill", kills},
                          {"keep", processes - kills},
                          {"not_listed", processes - rows.size()}};
+        doc["cleanup"] = cleanup_json(check.cleanup);
     }
     // Names and paths are bytes, not always UTF-8: an invalid sequence becomes U+FFFD,
     // so the document stays valid JSON.

@@ -16,7 +16,7 @@ namespace leftover::cli {
 inline constexpr int kCheckJsonFormat = 1;
 // The version of man/leftover-check.schema.json the document follows: bumped with any
 // change to the schema (a new key too), so a consumer can tell which keys to expect.
-inline constexpr int kCheckJsonSchemaVersion = 1;
+inline constexpr int kCheckJsonSchemaVersion = 2;
 
 struct CheckResult {
     std::string node;  // empty when the node is not known

@@ -42,11 +42,12 @@ Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const
 // Re-reads one process's identity (start time and uids) for the kill executor's
 // pid-reuse check, with its parent as of that read. nullopt when the process is gone or
 // cannot be read.
+// Start time and uids name the process; ppid is only what its parent was at the read
+// (a parent's exit changes it), which is why there is no operator== to compare all three.
 struct Identity {
     std::uint64_t start_time = 0;
     Uids uids;
-    pid_t ppid = 0;  // not part of the identity: a parent's exit changes it
-    bool operator==(const Identity& other) const { return start_time == other.start_time && uids == other.uids; }
+    pid_t ppid = 0;
 };
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
 

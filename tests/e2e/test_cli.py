@@ -156,8 +156,9 @@ def test_check_json_for_the_same_node(cluster, conf_dir):
         assert result.returncode == 1, result.stderr
         doc = json.loads(result.stdout)
         assert set(doc) == {"format", "schema_version", "command", "node", "spool_dir", "config", "status",
-                            "exit_status", "error", "live_work", "processes", "users", "totals"}
-        assert doc["format"] == 1 and doc["schema_version"] == 1 and doc["command"] == "check"
+                            "exit_status", "error", "live_work", "processes", "users", "totals", "cleanup"}
+        assert doc["format"] == 1 and doc["schema_version"] == 2 and doc["command"] == "check"
+        assert doc["cleanup"] is None  # cleanup is off in this config
         jsonschema.validate(doc, CHECK_SCHEMA)
         assert doc["node"] == cluster.node
         assert doc["spool_dir"] == str(cluster.spool_dir())

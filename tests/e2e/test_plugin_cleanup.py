@@ -9,6 +9,7 @@ unique tag; every object a test makes is removed at its end whatever happened.""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from e2e_processes import wait_until
@@ -26,6 +28,7 @@ from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fix
     PLUGIN, LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, stepd_pid, summary_regex,
     write_leftover_conf)
 
+CHECK_SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "man/leftover-check.schema.json").read_text())
 KINDS = {"shm": "Shared memory id", "sem": "Semaphore id", "msg": "Message queue id"}
 IPCRM = {"shm": "-m", "sem": "-s", "msg": "-q"}
 
@@ -258,6 +261,17 @@ def test_leftover_check_shows_what_a_sweep_would_remove_and_removes_nothing(clus
                          re.MULTILINE), result.stdout
         assert f"  would remove shm id={left.ids['shm']} uid=41001 bytes=4096 (dry run)" in result.stdout
         assert f"  would remove file path='{left.tree}/sub/f' uid=41001 bytes=2 (dry run)" in result.stdout
+        as_json = subprocess.run([str(cli), "check", "--json", "--node", cluster.node, "--config",
+                                  str(conf_dir / "leftover.conf")],
+                                 env=cluster.root_env(), capture_output=True, text=True, timeout=60)
+        doc = json.loads(as_json.stdout)
+        jsonschema.validate(doc, CHECK_SCHEMA)
+        objects = {(o["kind"], o["name"]): o for o in doc["cleanup"]["objects"]}
+        assert objects[("shm", str(left.ids["shm"]))]["outcome"] == "would_remove"
+        assert objects[("file", f"{left.tree}/sub/f")] == {"kind": "file", "name": f"{left.tree}/sub/f",
+                                                           "uid": 41001, "bytes": 2, "outcome": "would_remove",
+                                                           "detail": None}
+        assert doc["cleanup"]["ipc_objects"] >= 3 and doc["cleanup"]["files"] >= 1, doc["cleanup"]
         assert left.all_present(), left.present()
         assert cluster.is_alive(stray)
     finally:

@@ -128,7 +128,7 @@ TEST_CASE("check JSON: keys in the documented order, two-space indentation, a fi
     CHECK(format_check_json(failed) ==
           "{\n"
           "  \"format\": 1,\n"
-          "  \"schema_version\": 1,\n"
+          "  \"schema_version\": 2,\n"
           "  \"command\": \"check\",\n"
           "  \"node\": null,\n"
           "  \"spool_dir\": null,\n"
@@ -142,7 +142,8 @@ TEST_CASE("check JSON: keys in the documented order, two-space indentation, a fi
           "  \"live_work\": null,\n"
           "  \"processes\": [],\n"
           "  \"users\": [],\n"
-          "  \"totals\": null\n"
+          "  \"totals\": null,\n"
+          "  \"cleanup\": null\n"
           "}\n");
 }
 
@@ -212,4 +213,30 @@ TEST_CASE("check JSON: the schema in man/ requires exactly the document's keys, 
     CHECK(schema["required"].get<std::vector<std::string>>() == keys);
     CHECK(schema["properties"]["schema_version"]["const"] == kCheckJsonSchemaVersion);
     CHECK(schema["properties"]["format"]["const"] == kCheckJsonFormat);
+}
+
+TEST_CASE("check JSON: cleanup is null when off, else the totals, one object per entry and the errors") {
+    CHECK(nlohmann::json::parse(format_check_json(sample()))["cleanup"].is_null());
+    CheckResult result = sample();
+    CleanupReport cleanup;
+    cleanup.records.emplace_back(ObjectKind::shm_segment, "7", 41001, 4096, CleanupOutcome::would_remove);
+    cleanup.records.emplace_back(ObjectKind::file, "/tmp/a\nb\xff", 41001, 5, CleanupOutcome::would_remove);
+    cleanup.records.emplace_back(ObjectKind::directory, "/tmp/d", 41001, 0, CleanupOutcome::changed);
+    cleanup.records.back().detail = "no longer empty";
+    cleanup.errors.push_back("/tmp/m: another mount, not crossed");
+    result.check->cleanup = cleanup;
+    const auto doc = nlohmann::json::parse(format_check_json(result));
+    const auto& c = doc["cleanup"];
+    CHECK(c["ipc_objects"] == 1);
+    CHECK(c["files"] == 1);
+    CHECK(c["bytes"] == 4101);
+    REQUIRE(c["objects"].size() == 3);
+    CHECK(c["objects"][0] == nlohmann::json{{"kind", "shm"},     {"name", "7"},
+                                            {"uid", 41001},      {"bytes", 4096},
+                                            {"outcome", "would_remove"}, {"detail", nullptr}});
+    CHECK(c["objects"][1]["kind"] == "file");
+    CHECK(c["objects"][1]["name"] == "/tmp/a\\x0ab\\xff");
+    CHECK(c["objects"][2]["outcome"] == "changed");
+    CHECK(c["objects"][2]["detail"] == "no longer empty");
+    CHECK(c["errors"] == nlohmann::json::array({"/tmp/m: another mount, not crossed"}));
 }
