@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 
 namespace leftover::sweep {
 namespace {
@@ -288,8 +289,14 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
             fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
                         "signals went out (they fork or change their pid faster than a scan sees them)",
                         options.freeze_rounds, report.left_running));
-    const auto cleanup =
-        clean_up_after_sweep(config, loaded.exemptions->value(), request, accounts, evaluation, report, deadline, log);
+    // The cleanup's trouble must not cost the sweep its summary line.
+    std::optional<CleanupTotals> cleanup;
+    try {
+        cleanup = clean_up_after_sweep(config, loaded.exemptions->value(), request, accounts, evaluation, report,
+                                       deadline, log);
+    } catch (const std::exception& e) {
+        log.error(fmt::format("cleanup: stopped: {}", e.what()));
+    }
     name_trigger_user(&evaluation, deadline);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report, cleanup));

@@ -5,6 +5,7 @@
 #include "log.hpp"
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,13 @@ class RecordingSink final : public sweep::LogSink {
 public:
     std::vector<std::pair<LogLevel, std::string>> lines;
 
-    void write(LogLevel level, const std::string& text) override { lines.emplace_back(level, text); }
+    // A line containing this (when set) is not kept but thrown, as a failing sink would.
+    std::string throw_on;
+
+    void write(LogLevel level, const std::string& text) override {
+        if (!throw_on.empty() && text.find(throw_on) != std::string::npos) throw std::runtime_error("sink failed");
+        lines.emplace_back(level, text);
+    }
 
     // Every line's text, each ending in a newline.
     std::string text() const {

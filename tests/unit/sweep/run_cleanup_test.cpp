@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The cleanup's guard (sweep/run_cleanup.cpp) on hand-made plans, and the cleanup in the
-// sweep pipeline on real strays and files of test uids 41610-41619 in a root-owned temp
+// sweep pipeline on real strays and files of test uids 41610-41620 in a root-owned temp
 // directory given as cleanup_dirs.
 #include "run_cleanup.hpp"
 #include "run_sweep.hpp"
@@ -159,6 +159,17 @@ TEST_CASE("issue 14: after a kill the swept user's files go, one line each and t
     const std::string summary = pipeline.summary();
     CHECK(summary.starts_with("job 7 epilog (user rs.user uid 41611): swept [rs.user]; killed 1; "));
     CHECK(summary.ends_with(" ms; cleanup: removed 0 IPC objects, 1 files, 4 B"));
+}
+
+TEST_CASE("issue 14: a cleanup that throws still leaves the sweep its summary line") {
+    CleanupPipeline pipeline(41620);
+    const pid_t stray = spawn_as(41620, {"sleep", "600"});
+    pipeline.sink.throw_on = "cleanup: removed";
+    const KillReport report = pipeline.run(pipeline.config());
+    CHECK(wait_gone(stray));
+    CHECK(pipeline.sink.level_of("cleanup: stopped: sink failed") == LogLevel::err);
+    CHECK(pipeline.summary().starts_with("job 7 epilog (user rs.user uid 41620): swept [rs.user]; killed 1; "));
+    CHECK(pipeline.summary().find("cleanup") == std::string::npos);
 }
 
 TEST_CASE("issue 14: the job's user who left no process is cleaned at the job's epilog") {
