@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <thread>
 
 using namespace leftover;
@@ -82,6 +83,27 @@ struct Scratch {
         make_file(canary, kUser, "keep me");
     }
 };
+
+// Runs `body` in a child with a private mount namespace, so its mounts never show
+// elsewhere; the child's exit code (body's return), or nullopt when this machine gives
+// no private mount namespace (the test then says so and checks nothing more).
+std::optional<int> in_private_mounts(const std::function<int()>& body) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        if (::unshare(CLONE_NEWNS) != 0) ::_exit(77);
+        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(77);
+        ::_exit(body());
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) {
+        MESSAGE("skipped: no private mount namespace here, or a mount refused");
+        return std::nullopt;
+    }
+    return WEXITSTATUS(status);
+}
 
 }  // namespace
 
@@ -287,71 +309,50 @@ TEST_CASE("cleanup files: a helper swapping a symlink for a directory in a loop 
 TEST_CASE("cleanup files: a bind mount under the searched directory is not crossed") {
     Scratch s;
     make_dir(s.dir / "mnt", kUser);
-    // In a child with a private mount namespace, so the mount never shows elsewhere.
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        if (::unshare(CLONE_NEWNS) != 0) ::_exit(77);
-        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(77);
-        if (::mount(s.outside.path().c_str(), (s.dir / "mnt").c_str(), nullptr, MS_BIND, nullptr) != 0) ::_exit(77);
+    const auto status = in_private_mounts([&] {
+        if (::mount(s.outside.path().c_str(), (s.dir / "mnt").c_str(), nullptr, MS_BIND, nullptr) != 0) return 77;
         CleanupReport report;
         clean_up_tree(s.dir.path(), ObjectKind::file, {kUser}, {}, real_cleanup_calls(), report);
         const bool not_crossed =
             report.errors.size() == 1 && report.errors.front() == s.dir / "mnt" + ": another mount, not crossed";
-        ::_exit(exists(s.canary) && not_crossed ? 0 : 1);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    REQUIRE(WIFEXITED(status));
-    if (WEXITSTATUS(status) == 77) {
-        MESSAGE("skipped: no private mount namespace here (unshare or mount refused)");
-        return;
-    }
-    CHECK(WEXITSTATUS(status) == 0);
+        return exists(s.canary) && not_crossed ? 0 : 1;
+    });
+    if (!status) return;
+    CHECK(*status == 0);
     CHECK(exists(s.canary));
 }
 
 TEST_CASE("cleanup files: on overlayfs a file's layer device is not another mount") {
     // overlayfs reports a file's device as its layer's, a directory's as the overlay's;
     // release roots and containers put /tmp on one. Lower layer on this file system,
-    // upper on a tmpfs, in a child with a private mount namespace.
+    // upper on a tmpfs.
     Scratch s;
     TempDir lower, layers;
     make_file(lower / "old", kUser);
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        if (::unshare(CLONE_NEWNS) != 0) ::_exit(77);
-        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(77);
-        if (::mount("layers", layers.path().c_str(), "tmpfs", 0, "mode=0755") != 0) ::_exit(77);
-        if (::mkdir((layers / "upper").c_str(), 0755) != 0 || ::mkdir((layers / "work").c_str(), 0755) != 0) ::_exit(77);
+    const auto status = in_private_mounts([&] {
+        if (::mount("layers", layers.path().c_str(), "tmpfs", 0, "mode=0755") != 0) return 77;
+        if (::mkdir((layers / "upper").c_str(), 0755) != 0 || ::mkdir((layers / "work").c_str(), 0755) != 0) return 77;
         const std::string options =
             "lowerdir=" + lower.path() + ",upperdir=" + (layers / "upper") + ",workdir=" + (layers / "work");
-        if (::mount("overlay", s.dir.path().c_str(), "overlay", 0, options.c_str()) != 0) ::_exit(77);
+        if (::mount("overlay", s.dir.path().c_str(), "overlay", 0, options.c_str()) != 0) return 77;
         bool made = ::mkdir((s.dir / "sub").c_str(), 0755) == 0 && ::chown((s.dir / "sub").c_str(), kUser, kUser) == 0;
         std::ofstream(s.dir / "sub/f") << "abc";
         made = made && ::chown((s.dir / "sub/f").c_str(), kUser, kUser) == 0;
         made = made && ::symlink("/etc/passwd", (s.dir / "link").c_str()) == 0 &&
                ::lchown((s.dir / "link").c_str(), kUser, kUser) == 0;
         struct stat dir {}, file {};
-        if (!made || ::stat(s.dir.path().c_str(), &dir) != 0 || ::stat((s.dir / "sub/f").c_str(), &file) != 0) ::_exit(1);
+        if (!made || ::stat(s.dir.path().c_str(), &dir) != 0 || ::stat((s.dir / "sub/f").c_str(), &file) != 0) return 1;
         const bool devices_differ = dir.st_dev != file.st_dev;
         CleanupReport report;
         clean_up_tree(s.dir.path(), ObjectKind::file, {kUser}, {}, real_cleanup_calls(), report);
         for (const std::string& e : report.errors) ::fprintf(stderr, "error: %s\n", e.c_str());
         const bool all_gone = report.errors.empty() && !exists(s.dir / "old") && !exists(s.dir / "sub") &&
                               !exists(s.dir / "link") && exists("/etc/passwd");
-        ::_exit(all_gone ? (devices_differ ? 0 : 3) : 1);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    REQUIRE(WIFEXITED(status));
-    if (WEXITSTATUS(status) == 77) {
-        MESSAGE("skipped: no private mount namespace or overlayfs here (unshare or mount refused)");
-        return;
-    }
-    if (WEXITSTATUS(status) == 3) MESSAGE("this kernel reports the overlay's device for files too");
-    CHECK((WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3));
+        return all_gone ? (devices_differ ? 0 : 3) : 1;
+    });
+    if (!status) return;
+    if (*status == 3) MESSAGE("this kernel reports the overlay's device for files too");
+    CHECK((*status == 0 || *status == 3));
     CHECK(exists(lower / "old"));  // the lower layer is never written: a whiteout hides it
 }
 
