@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The words the plugin and the command log: one line per action, one summary per sweep.
 #include "report.hpp"
+#include "support/plans.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 
 using namespace leftover;
+using leftover::test::decision_for;
 
 namespace {
 
@@ -24,11 +26,7 @@ KillRecord stray_sleep(Outcome outcome, int signal = SIGTERM) {
 }
 
 Decision decided(pid_t pid, Reason reason, Verdict verdict = Verdict::keep) {
-    Decision d;
-    d.pid = pid;
-    d.verdict = verdict;
-    d.reason = reason;
-    return d;
+    return decision_for(pid, 0, verdict, reason);
 }
 
 }  // namespace

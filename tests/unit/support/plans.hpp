@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// One process's decision in a plan, for tests that check a few pids of a whole plan.
+// Decisions for tests: one made by hand, or one process's in a plan.
 #pragma once
 
 #include "decision.hpp"
@@ -7,6 +7,16 @@
 #include <doctest/doctest.h>
 
 namespace leftover::test {
+
+// A decision with just what most tests look at.
+inline Decision decision_for(pid_t pid, uid_t uid, Verdict verdict, Reason reason) {
+    Decision d;
+    d.pid = pid;
+    d.uid = uid;
+    d.verdict = verdict;
+    d.reason = reason;
+    return d;
+}
 
 // The plan's decision for `pid`; fails the test when the plan has none.
 inline const Decision& decision_of(const Plan& plan, pid_t pid) {

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // One evaluation's sample, taken from the kill report the pipeline already has.
 #include "record_metrics.hpp"
+#include "support/plans.hpp"
 
 #include <doctest/doctest.h>
 
 #include <csignal>
 
 using namespace leftover;
+using leftover::test::decision_for;
 using namespace leftover::sweep;
 
 namespace {
@@ -21,13 +23,7 @@ KillRecord action(pid_t pid, int signal, Outcome outcome, std::string user = "lo
     return record;
 }
 
-Decision decision(pid_t pid, Verdict verdict, Reason reason) {
-    Decision d;
-    d.pid = pid;
-    d.verdict = verdict;
-    d.reason = reason;
-    return d;
-}
+Decision decision(pid_t pid, Verdict verdict, Reason reason) { return decision_for(pid, 0, verdict, reason); }
 
 SampleInput input(const KillReport& report, bool dry_run, bool users) {
     return {MetricsTrigger::epilog, report, dry_run, users, std::nullopt, {}};

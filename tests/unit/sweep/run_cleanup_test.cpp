@@ -3,6 +3,7 @@
 // sweep pipeline on real strays and files of test uids 41610-41620 in a root-owned temp
 // directory given as cleanup_dirs.
 #include "run_cleanup.hpp"
+#include "support/plans.hpp"
 #include "run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/pipeline.hpp"
@@ -48,14 +49,7 @@ struct GuardCase {
     }
 };
 
-Decision process_of(uid_t uid, Verdict verdict, Reason reason) {
-    Decision d;
-    d.pid = 300;
-    d.uid = uid;
-    d.verdict = verdict;
-    d.reason = reason;
-    return d;
-}
+Decision process_of(uid_t uid, Verdict verdict, Reason reason) { return decision_for(300, uid, verdict, reason); }
 
 }  // namespace
 
