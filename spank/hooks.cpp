@@ -7,6 +7,7 @@
 #include "slurm_conf.hpp"
 #include "node_discovery.hpp"
 #include "plugin_args.hpp"
+#include "privileges.hpp"
 #include "slurm_log.hpp"
 
 #include <fmt/format.h>
@@ -120,6 +121,14 @@ void on_task_exit(spank_t sp, int ac, char** av) noexcept {
 void on_step_exit(spank_t sp, int ac, char** av) noexcept {
     const auto started = std::chrono::steady_clock::now();
     guarded("exit", [&] {
+        // Slurm 24.11 may have lent this process to the job's user for its X11 cleanup
+        // (node/privileges.hpp): a config read now would fail. The lend takes well under
+        // a millisecond; a second is a bound, not an expectation.
+        if (!node::wait_for_root(started + std::chrono::seconds(1))) {
+            slurm_error("leftover: exit: slurmstepd still runs as uid %u, not root, after 1 s; nothing done",
+                        static_cast<unsigned>(::geteuid()));
+            return;
+        }
         const PluginArgs args = parse_plugin_args(ac, av);
         const auto job = item<std::uint32_t>(sp, S_JOB_ID);
         const auto step = item<std::uint32_t>(sp, S_JOB_STEPID);

@@ -5,6 +5,7 @@ machine's own /etc or /usr)."""
 
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -98,8 +99,11 @@ def unpacked(deb, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster(make_cluster, unpacked):
-    # With PrologFlags=contain local state suffices: the unpacked plugin never needs
-    # leftover-query at its installed path (/usr/libexec, not on this machine).
+    # The job epilog looks accounts up through leftover-query, which the plugin finds
+    # beside itself (as in a build tree) or at its installed path, /usr/libexec/leftover,
+    # where nothing is installed on this machine: the unpacked one is put beside it.
+    helper = unpacked / "usr/libexec/leftover/leftover-query"
+    shutil.copy2(helper, unpacked / PLUGIN_DIR / "leftover-query")
     line = f"optional {unpacked / PLUGIN_DIR / 'leftover.so'} config={unpacked / 'etc/leftover.conf'}\n"
     # The shipped config with the test accounts' uid range added: it sweeps node-wide.
     shipped = unpacked / "etc/leftover.conf"
@@ -122,4 +126,7 @@ def test_the_unpacked_plugin_ships_in_dry_run_then_reaps_when_switched_live(clus
     stray, job = cluster.plant_stray_in_step("lo_alice")
     cluster.wait_gone(stray, 20)
     log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice")
+    # The epilog found its helper: it names the job's user, and no lookup failed.
+    assert "(user lo_alice uid 41001)" in log.wait_for(summary_regex(job, "epilog")).group(0)
+    log.assert_absent(r"leftover: .*(account lookup .* failed|config error)")
     wait_all_jobs_done(cluster)

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// node/privileges.cpp with a thread that drops this test process's privileges to test
+// uid 41621 and takes them back, as Slurm 24.11's X11 cleanup thread does to slurmstepd.
+#include "privileges.hpp"
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+using namespace leftover::node;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uid_t kUser = 41621;
+
+}  // namespace
+
+TEST_CASE("privileges: a sweep waits for root that another thread took away for a moment") {
+    if (::getuid() != 0) {
+        MESSAGE("skipped: needs root");
+        return;
+    }
+    std::atomic<bool> dropped{false};
+    std::atomic<bool> release{false};
+    std::thread cleanup([&] {
+        // The order of drop_privileges and reclaim_privileges in Slurm.
+        CHECK(::setegid(kUser) == 0);
+        CHECK(::seteuid(kUser) == 0);
+        dropped = true;
+        while (!release) std::this_thread::sleep_for(1ms);
+        std::this_thread::sleep_for(50ms);
+        CHECK(::seteuid(0) == 0);
+        CHECK(::setegid(0) == 0);
+    });
+    while (!dropped) std::this_thread::sleep_for(1ms);
+    CHECK(::geteuid() == kUser);  // glibc applied it to this thread too
+    CHECK_FALSE(wait_for_root(std::chrono::steady_clock::now() + 20ms));  // not back yet: says so
+    release = true;
+    CHECK(wait_for_root(std::chrono::steady_clock::now() + 60s));  // a hang detector, not a timing
+    CHECK(::geteuid() == 0);
+    CHECK(::getegid() == 0);
+    cleanup.join();
+}
+
+TEST_CASE("privileges: as root it returns at once, also past its deadline") {
+    if (::getuid() != 0) {
+        MESSAGE("skipped: needs root");
+        return;
+    }
+    CHECK(wait_for_root(std::chrono::steady_clock::time_point::min()));
+}
