@@ -125,6 +125,11 @@ Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root)
             return failed("cmdline", err);
         }
         if (text.empty()) continue;  // a zombie: no longer runs steps
+        // slurmd forks and its child execs slurmstepd: read between the exe and the
+        // cmdline, that child's new cmdline would pass for a slurmd without -N. Its
+        // exe after the cmdline tells (an exec replaces both at once).
+        std::string exe_after;
+        if (const int err = procfs::read_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe) continue;
         found.push_back({*pid, parse_slurmd_options(split_cmdline(text))});
     }
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
