@@ -83,6 +83,12 @@ Status Evaluation::read_job_state() {
     return Ok{};
 }
 
+Result<bool> Evaluation::job_state_unchanged() {
+    const LiveWork decided_on = live_;
+    if (auto read = read_job_state(); !read.ok()) return read.error();
+    return live_ == decided_on;
+}
+
 Result<Plan> Evaluation::operator()() {
     // Who has live work before the scan: their processes are kept whatever they are, so
     // they need no detail reads.

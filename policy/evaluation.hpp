@@ -54,6 +54,9 @@ public:
     Result<Plan> operator()();
 
     const LiveWork& last_live_work() const { return live_; }
+    // Reads the job state again: whether it is what the last evaluation decided on (a
+    // job that started since would protect its user). An error: it could not be read.
+    Result<bool> job_state_unchanged();
     // The account name of a uid this sweep looked up, if it has one.
     std::optional<std::string> account_name(uid_t uid) const;
     // The uids whose account lookup failed this sweep (kept as unknown), and why.

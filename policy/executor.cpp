@@ -40,6 +40,7 @@ private:
     bool deadline_passed();
     bool freeze();
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
+    bool plan_still_holds(const std::set<uid_t>& swept);
     bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
     void continue_released();
     void continue_all(const char* why);
@@ -137,8 +138,21 @@ bool Sweep::freeze() {
         for (Decision& d : stoppable)
             if (now_stopped.count(d.pid) != 0) stopped_.insert_or_assign(d.pid, std::move(d));
         if (escaped && !report_.deadline_reached) stop_unseen(tried);
-        if (report_.deadline_reached || !replan()) return false;
+        if (report_.deadline_reached) return false;
+        if (!escaped && plan_still_holds(swept)) return true;
+        if (!replan()) return false;
     }
+}
+
+// The re-scan for children, cheaply: no process of the swept users that the plan lacks
+// (an owner-only pass over /proc), and the job state unchanged. Anything else, or an
+// error, makes a new evaluation, which also tells what is wrong.
+bool Sweep::plan_still_holds(const std::set<uid_t>& swept) {
+    if (!options_.job_state_unchanged) return false;
+    for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, swept))
+        if (decision_for(*plan_, pid) == nullptr && stopped_.count(pid) == 0) return false;
+    const auto unchanged = options_.job_state_unchanged();
+    return unchanged.ok() && unchanged.value();
 }
 
 // A stop is seen by the parent too: one that waits with WUNTRACED (su, runuser, sudo)

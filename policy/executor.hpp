@@ -62,6 +62,11 @@ struct KillOptions {
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     bool dry_run = false;
     KillObserver observer;
+    // After a stop round in which every target stopped and the swept users own no
+    // process the plan lacks: whether the job state still is the plan's. Then the plan
+    // holds and no new evaluation is made (on a node of thousands, the costly part of a
+    // sweep). Unset: a new evaluation after every stop round.
+    std::function<Result<bool>()> job_state_unchanged;
 };
 
 struct KillReport {

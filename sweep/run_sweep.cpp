@@ -273,6 +273,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM",
                              std::chrono::duration<double>(grace).count(), count));
     };
+    options.job_state_unchanged = [&evaluation] { return evaluation.job_state_unchanged(); };
     report = execute_kills([&] { return evaluation(); }, options);
 
     if (report.error)

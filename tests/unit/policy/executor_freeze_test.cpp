@@ -262,6 +262,55 @@ TEST_CASE("issue 13 case 10: a stopped process whose user gets live work meanwhi
     CHECK(report.survivors.empty());
 }
 
+TEST_CASE("issue 13 case 10: a stop that met every target and nothing new reads the job state, not /proc, again") {
+    Sweeper sweeper(41118);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    int reads = 0;
+    sweeper.job_state = [&reads] {
+        ++reads;
+        return Result<LiveWork>(LiveWork{});
+    };
+    KillReport report;
+    SUBCASE("the job state read alone") {
+        report = sweeper.run(0ms);
+        CHECK(report.evaluations == 2);  // before SIGSTOP, after SIGKILL
+        CHECK(reads == 4);               // 2 in the first, 1 after SIGSTOP, 1 in the last (no kill: no second)
+    }
+    SUBCASE("a whole evaluation after the stop") {
+        sweeper.unchanged_job_state_saves = false;
+        report = sweeper.run(0ms);
+        CHECK(report.evaluations == 3);
+        CHECK(reads == 5);
+    }
+    INFO(format_actions(report));
+    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
+    REQUIRE(action_for(report, stray, SIGKILL) != nullptr);
+    CHECK(action_for(report, stray, SIGKILL)->outcome == Outcome::signalled);
+    CHECK(wait_gone(stray));
+    CHECK(report.survivors.empty());
+}
+
+TEST_CASE("issue 13 case 10: a child forked before its parent stopped makes the sweep decide again") {
+    Sweeper sweeper(41118);
+    SharedDir dir;
+    const pid_t parent = sweeper.spawn({"sh", "-c", "echo $$ > " + (dir / "parent.pid") + "; exec sleep 1000"});
+    REQUIRE(wait_pid_file(dir / "parent.pid") == parent);
+    pid_t child = 0;
+    // A child the first plan never saw: as if forked between its scan and the SIGSTOP.
+    sweeper.observer.on_action = [&](const KillRecord& record) {
+        if (record.signal == SIGSTOP && child == 0) child = spawn_as(41118, {"sleep", "1000"});
+    };
+    const KillReport report = sweeper.run(0ms);
+    INFO(format_actions(report));
+    REQUIRE(child > 0);
+    CHECK(report.evaluations == 3);  // before SIGSTOP, after it (the child is new), after SIGKILL
+    REQUIRE(action_for(report, child, SIGSTOP) != nullptr);  // stopped once seen, then killed
+    CHECK(action_for(report, child, SIGKILL)->outcome == Outcome::signalled);
+    CHECK(wait_gone(parent));
+    CHECK(wait_gone(child));
+    CHECK(report.survivors.empty());
+}
+
 TEST_CASE("issue 13 case 10: a dry run stops nothing and reports what it would do as before") {
     Sweeper sweeper(41120);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});

@@ -34,6 +34,7 @@ struct Sweeper {
     AllocationCheck allocation_check;  // unset: PrologFlags=contain
     KillObserver observer;
     int freeze_rounds = KillOptions{}.freeze_rounds;
+    bool unchanged_job_state_saves = true;
     std::optional<Plan> last_plan;                   // what the last evaluation of run() decided
     std::chrono::steady_clock::time_point deadline;  // of the last run()
 
@@ -66,6 +67,10 @@ struct Sweeper {
         options.self = ::getpid();
         deadline = options.deadline = std::chrono::steady_clock::now() + budget;
         options.observer = observer;
+        // As run_sweep: a stop round that met every target and nothing new ends on the
+        // job state alone; unchanged_job_state_saves off: a new evaluation every time.
+        if (unchanged_job_state_saves)
+            options.job_state_unchanged = [&evaluation] { return evaluation.job_state_unchanged(); };
         return execute_kills(
             [&] {
                 auto plan = evaluation();
