@@ -27,6 +27,7 @@ from e2e_processes import kill_quietly, wait_until
 from plugin_support import (PLUGIN, LogWatch, plugin_config, stepd_pid, summary_regex, swept_with,
                             swept_without, write_config, write_leftover_conf)
 from slurm_config import slurm_major_minor
+from slurm_jobs import BATCH_STEP
 
 CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
 TOP = Path(__file__).resolve().parents[2]
@@ -86,13 +87,21 @@ def table_rows(stdout: str) -> dict[int, list[str]]:
     return rows
 
 
+def wait_batch_step(cluster, job: int) -> None:
+    """Until the job's batch step answers on this node: slurmctld says RUNNING a moment
+    before its slurmstepd has made the step socket, and until then only slurmctld knows
+    the job (an allocation, no job id in the live work)."""
+    cluster.wait_job_state(job, ["RUNNING"])
+    wait_until(cluster.step_socket(job, BATCH_STEP).exists, 30, f"job {job}'s batch step socket")
+
+
 def planted_state(cluster):
     """A stray of a finished job (lo_alice), a protected user's process (alice), and a
     user with a running job (lo_bob) who also runs something outside it.
     Returns (stray, protected, busy, job that ended, running job, its release file)."""
     log = LogWatch(cluster)
     running, release = cluster.sbatch_until_released("lo_bob")
-    cluster.wait_job_state(running, ["RUNNING"])
+    wait_batch_step(cluster, running)
     busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
     protected = cluster.spawn_outside_slurm("alice", ["sleep", "600"])
     stray, ended = cluster.plant_stray_in_step("lo_alice")
@@ -414,7 +423,7 @@ def test_issue_13_case_4_a_live_step_of_another_slurmd_on_this_host_keeps_its_us
         conf = write_leftover_conf(conf_dir, "uid_min: 41002\nuid_max: 41002\n", "bob-only.conf")
         running, release = cluster.sbatch_until_released("lo_bob")
         try:
-            cluster.wait_job_state(running, ["RUNNING"])
+            wait_batch_step(cluster, running)
             busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
             result = cli(cluster, "check", "--json", "--config", str(conf), *node_args,
                          env_extra={"SLURM_CONF": str(top / "slurm.conf")})
