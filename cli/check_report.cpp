@@ -83,16 +83,6 @@ Json user_json(const UserSummary& u) {
             {"keep", u.processes - u.kill}, {"reasons", std::move(reasons)}};
 }
 
-const char* outcome_name(CleanupOutcome outcome) {
-    switch (outcome) {
-        case CleanupOutcome::removed: return "removed";
-        case CleanupOutcome::would_remove: return "would_remove";
-        case CleanupOutcome::failed: return "failed";
-        case CleanupOutcome::changed: return "changed";
-    }
-    return "?";
-}
-
 // What a sweep now would remove; null when cleanup is off or the guard lets nothing go.
 Json cleanup_json(const std::optional<CleanupReport>& cleanup) {
     if (!cleanup) return nullptr;
@@ -103,7 +93,7 @@ Json cleanup_json(const std::optional<CleanupReport>& cleanup) {
                            {"name", escape_for_log(r.name)},
                            {"uid", r.uid},
                            {"bytes", r.bytes},
-                           {"outcome", outcome_name(r.outcome)},
+                           {"outcome", to_string(r.outcome)},
                            {"detail", r.outcome == CleanupOutcome::failed ? Json(errno_text(r.error))
                                                                           : text_or_null(r.detail)}});
     return {{"ipc_objects", totals.ipc_objects},

@@ -56,4 +56,14 @@ const char* to_string(ObjectKind kind) {
     return "?";
 }
 
+const char* to_string(CleanupOutcome outcome) {
+    switch (outcome) {
+        case CleanupOutcome::removed: return "removed";
+        case CleanupOutcome::would_remove: return "would_remove";
+        case CleanupOutcome::failed: return "failed";
+        case CleanupOutcome::changed: return "changed";
+    }
+    return "?";
+}
+
 }  // namespace leftover

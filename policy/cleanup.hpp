@@ -89,5 +89,6 @@ CleanupTotals totals_of(const CleanupReport& report, bool dry_run);
 
 const char* to_string(CleanupKind kind);
 const char* to_string(ObjectKind kind);
+const char* to_string(CleanupOutcome outcome);  // its enumerator's name, as check --json has it
 
 }  // namespace leftover
