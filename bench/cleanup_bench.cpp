@@ -1,4 +1,4 @@
-// leftover_cleanup_bench: the cleanup's file walk (policy/cleanup_files.cpp) against
+// leftover_cleanup_bench: the cleanup's file walk (cleanup/cleanup_files.cpp) against
 // `find DIR -user UID -delete`, side by side in one run (issue 14).
 //
 //   leftover_cleanup_bench UID FILES REPS
@@ -8,8 +8,8 @@
 //       times leftover's clean_up_tree, or find (spawned, wall time including its start),
 //       until it returns. Checks after each run that every entry of UID is gone and root's
 //       files are all there. Prints a table of medians and one JSON line with every sample.
-#include "cleanup.hpp"
-#include "errno_text.hpp"
+#include "cleanup/cleanup.hpp"
+#include "util/errno_text.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "commands.hpp"
+#include "cli/commands.hpp"
 
-#include "build_info.hpp"
-#include "check_report.hpp"
-#include "config_report.hpp"
-#include "run_sweep.hpp"
-#include "slew.hpp"
-#include "stream_log.hpp"
+#include "node/build_info.hpp"
+#include "cli/check_report.hpp"
+#include "cli/config_report.hpp"
+#include "sweep/run_sweep.hpp"
+#include "cli/slew.hpp"
+#include "cli/stream_log.hpp"
 
 #include <fmt/format.h>
 

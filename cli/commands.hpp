@@ -3,11 +3,11 @@
 // status. main() builds the real environment; the tests build one on a fake /proc.
 #pragma once
 
-#include "accounts.hpp"
-#include "controller.hpp"
-#include "exit_status.hpp"
-#include "node.hpp"
-#include "options.hpp"
+#include "accounts/accounts.hpp"
+#include "node/controller.hpp"
+#include "cli/exit_status.hpp"
+#include "cli/node.hpp"
+#include "cli/options.hpp"
 
 #include <sys/types.h>
 

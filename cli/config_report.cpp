@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "config_report.hpp"
+#include "cli/config_report.hpp"
 
-#include "config_keys.hpp"
-#include "exemptions.hpp"
-#include "text_table.hpp"
-#include "trusted_file.hpp"
+#include "config/config_keys.hpp"
+#include "policy/exemptions.hpp"
+#include "cli/text_table.hpp"
+#include "util/trusted_file.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)

@@ -3,8 +3,8 @@
 // protected users file whether it was read, trusted and how many names it holds.
 #pragma once
 
-#include "config.hpp"
-#include "result.hpp"
+#include "config/config.hpp"
+#include "util/result.hpp"
 
 #include <string>
 #include <vector>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node.hpp"
+#include "cli/node.hpp"
 
-#include "errno_text.hpp"
-#include "unique_fd.hpp"
+#include "util/errno_text.hpp"
+#include "util/unique_fd.hpp"
 
 #include <fmt/format.h>
 

@@ -4,9 +4,9 @@
 // or given with --node / --spool-dir.
 #pragma once
 
-#include "node_info.hpp"
-#include "result.hpp"
-#include "running_slurmd.hpp"
+#include "node/node_info.hpp"
+#include "util/result.hpp"
+#include "node/running_slurmd.hpp"
 
 #include <functional>
 #include <optional>

@@ -3,8 +3,8 @@
 // tests can check every flag and every refusal.
 #pragma once
 
-#include "config.hpp"
-#include "result.hpp"
+#include "config/config.hpp"
+#include "util/result.hpp"
 
 #include <optional>
 #include <string>

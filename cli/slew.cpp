@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "slew.hpp"
+#include "cli/slew.hpp"
 
 namespace leftover::cli {
 

@@ -3,7 +3,7 @@
 // of a cluster started by the same timer do not all sweep (and ask slurmctld) at once.
 #pragma once
 
-#include "config.hpp"
+#include "config/config.hpp"
 
 namespace leftover::cli {
 

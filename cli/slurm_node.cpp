@@ -5,9 +5,9 @@
 // host's aliases, else the node "localhost"; and it expands the first %h of
 // SlurmdSpoolDir and SlurmdPidFile to the short host name and the first %n to the node
 // name. slurmd's pid comes from that pid file.
-#include "node.hpp"
+#include "cli/node.hpp"
 
-#include "slurm_conf.hpp"
+#include "node/slurm_conf.hpp"
 
 extern "C" {
 #include <slurm/slurm.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "stream_log.hpp"
+#include "cli/stream_log.hpp"
 
 namespace leftover::cli {
 

@@ -3,7 +3,7 @@
 // still copies kills, dry-run decisions, warnings and errors to syslog.
 #pragma once
 
-#include "log.hpp"
+#include "sweep/log.hpp"
 
 #include <ostream>
 

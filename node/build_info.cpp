@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "build_info.hpp"
+#include "node/build_info.hpp"
 
 #include <fmt/format.h>
 

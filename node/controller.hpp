@@ -3,8 +3,8 @@
 // controller, and to confirm an allocation that local state cannot show.
 #pragma once
 
-#include "decision.hpp"
-#include "result.hpp"
+#include "policy/decision.hpp"
+#include "util/result.hpp"
 
 #include <sys/types.h>
 

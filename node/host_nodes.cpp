@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "host_nodes.hpp"
+#include "node/host_nodes.hpp"
 
-#include "node_info.hpp"
+#include "node/node_info.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "live_work.hpp"
+#include "node/live_work.hpp"
 
 #include <fmt/format.h>
 

@@ -3,9 +3,9 @@
 // refusing an answer that cannot be complete.
 #pragma once
 
-#include "decision.hpp"
-#include "local_steps.hpp"
-#include "result.hpp"
+#include "policy/decision.hpp"
+#include "node/local_steps.hpp"
+#include "util/result.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -23,11 +23,11 @@
 //                           slurmstepd_state_t NOT_RUNNING 0 .. STEP_ENDING 3.
 //   src/common/slurm_protocol_common.h: SLURM_22_05_PROTOCOL_VERSION = (38 << 8) | 0,
 //                           SLURM_MIN_PROTOCOL_VERSION = SLURM_20_11 = (36 << 8) | 0.
-#include "local_steps.hpp"
+#include "node/local_steps.hpp"
 
-#include "errno_text.hpp"
-#include "poll_timeout.hpp"
-#include "unique_fd.hpp"
+#include "util/errno_text.hpp"
+#include "util/poll_timeout.hpp"
+#include "util/unique_fd.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

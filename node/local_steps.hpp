@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "result.hpp"
-#include "stepd_protocol.hpp"
+#include "util/result.hpp"
+#include "node/stepd_protocol.hpp"
 
 namespace leftover::node {
 

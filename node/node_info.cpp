@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node_info.hpp"
+#include "node/node_info.hpp"
 
 #include <unistd.h>
 

@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-#include "local_steps.hpp"
+#include "node/local_steps.hpp"
 
 #include <optional>
 #include <set>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "privileges.hpp"
+#include "node/privileges.hpp"
 
 #include <unistd.h>
 

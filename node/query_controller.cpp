@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "query_controller.hpp"
+#include "node/query_controller.hpp"
 
-#include "bounded_child.hpp"
-#include "trusted_file.hpp"
+#include "util/bounded_child.hpp"
+#include "util/trusted_file.hpp"
 
 #include <fmt/format.h>
 

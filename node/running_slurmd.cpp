@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "running_slurmd.hpp"
+#include "node/running_slurmd.hpp"
 
-#include "errno_text.hpp"
-#include "proc_read.hpp"
-#include "unique_fd.hpp"
+#include "util/errno_text.hpp"
+#include "procfs/proc_read.hpp"
+#include "util/unique_fd.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 // steps are in its own spool directory.
 #pragma once
 
-#include "result.hpp"
+#include "util/result.hpp"
 
 #include <sys/types.h>
 

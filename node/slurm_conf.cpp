@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "slurm_conf.hpp"
+#include "node/slurm_conf.hpp"
 
 extern "C" {
 #include <slurm/slurm.h>
@@ -18,7 +18,7 @@ struct leftover_conf_node_prefix {
 int slurm_conf_nodename_array(leftover_conf_node_prefix*** ptr_array);
 }
 
-#include "host_nodes.hpp"
+#include "node/host_nodes.hpp"
 
 #include <cstdlib>
 #include <memory>

@@ -4,7 +4,7 @@
 // process, to libslurmfull inside slurmstepd and to libslurm in the command.
 #pragma once
 
-#include "node_info.hpp"
+#include "node/node_info.hpp"
 
 #include <string>
 

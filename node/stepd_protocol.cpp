@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "stepd_protocol.hpp"
+#include "node/stepd_protocol.hpp"
 
 #include <fmt/format.h>
 

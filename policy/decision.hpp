@@ -3,9 +3,9 @@
 // every process `kill` or `keep` and exactly one reason.
 #pragma once
 
-#include "config.hpp"
-#include "exemptions.hpp"
-#include "process.hpp"
+#include "config/config.hpp"
+#include "policy/exemptions.hpp"
+#include "procfs/process.hpp"
 
 #include <sys/types.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "evaluation.hpp"
+#include "policy/evaluation.hpp"
 
 #include <fmt/format.h>
 

@@ -3,11 +3,11 @@
 // The kill executor calls it once per round, so every round decides on fresh state.
 #pragma once
 
-#include "accounts.hpp"
-#include "decision.hpp"
-#include "exemptions.hpp"
-#include "proc_table.hpp"
-#include "result.hpp"
+#include "accounts/accounts.hpp"
+#include "policy/decision.hpp"
+#include "policy/exemptions.hpp"
+#include "procfs/proc_table.hpp"
+#include "util/result.hpp"
 
 #include <chrono>
 #include <functional>

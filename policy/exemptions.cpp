@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "exemptions.hpp"
+#include "policy/exemptions.hpp"
 
-#include "errno_text.hpp"
-#include "escape.hpp"
-#include "trusted_file.hpp"
+#include "util/errno_text.hpp"
+#include "util/escape.hpp"
+#include "util/trusted_file.hpp"
 
 #include <fmt/format.h>
 

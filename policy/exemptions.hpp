@@ -5,9 +5,9 @@
 // uid (an alias) protects that uid too.
 #pragma once
 
-#include "accounts.hpp"
-#include "config.hpp"
-#include "result.hpp"
+#include "accounts/accounts.hpp"
+#include "config/config.hpp"
+#include "util/result.hpp"
 
 #include <sys/types.h>
 

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "hooks.hpp"
+#include "spank/hooks.hpp"
 
-#include "accounts_bounded.hpp"
-#include "build_info.hpp"
-#include "run_sweep.hpp"
-#include "slurm_conf.hpp"
-#include "node_discovery.hpp"
-#include "plugin_args.hpp"
-#include "privileges.hpp"
-#include "slurm_log.hpp"
+#include "accounts/accounts_bounded.hpp"
+#include "node/build_info.hpp"
+#include "sweep/run_sweep.hpp"
+#include "node/slurm_conf.hpp"
+#include "spank/node_discovery.hpp"
+#include "spank/plugin_args.hpp"
+#include "node/privileges.hpp"
+#include "spank/slurm_log.hpp"
 
 #include <fmt/format.h>
 

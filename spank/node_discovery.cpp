@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node_discovery.hpp"
+#include "spank/node_discovery.hpp"
 
-#include "build_info.hpp"
-#include "query_accounts.hpp"
-#include "query_controller.hpp"
-#include "running_slurmd.hpp"
-#include "slurm_conf.hpp"
+#include "node/build_info.hpp"
+#include "accounts/query_accounts.hpp"
+#include "node/query_controller.hpp"
+#include "node/running_slurmd.hpp"
+#include "node/slurm_conf.hpp"
 
 #include <fmt/format.h>
 

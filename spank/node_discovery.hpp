@@ -2,10 +2,10 @@
 // What this node's slurmd really uses, asked of the Slurm process we are loaded into.
 #pragma once
 
-#include "accounts.hpp"
-#include "controller.hpp"
-#include "node_info.hpp"
-#include "result.hpp"
+#include "accounts/accounts.hpp"
+#include "node/controller.hpp"
+#include "node/node_info.hpp"
+#include "util/result.hpp"
 
 #include <memory>
 #include <optional>

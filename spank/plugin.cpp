@@ -5,7 +5,7 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
-#include "hooks.hpp"
+#include "spank/hooks.hpp"
 
 #define LEFTOVER_EXPORT __attribute__((visibility("default")))
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "plugin_args.hpp"
+#include "spank/plugin_args.hpp"
 
 #include <string_view>
 

@@ -2,7 +2,7 @@
 // The plugstack.conf arguments, as a plain struct with every default explicit.
 #pragma once
 
-#include "config.hpp"
+#include "config/config.hpp"
 
 #include <string>
 #include <vector>

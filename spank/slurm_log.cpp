@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "slurm_log.hpp"
+#include "spank/slurm_log.hpp"
 
 extern "C" {
 #include <slurm/spank.h>

@@ -2,7 +2,7 @@
 // Lines into Slurm's own log (slurmd's log file, with the step's prefix).
 #pragma once
 
-#include "log.hpp"
+#include "sweep/log.hpp"
 
 namespace leftover::spank {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "log.hpp"
+#include "sweep/log.hpp"
 
-#include "unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>

@@ -3,7 +3,7 @@
 // stderr; both copy kills, dry-run decisions and errors to syslog.
 #pragma once
 
-#include "config.hpp"
+#include "config/config.hpp"
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "record_metrics.hpp"
+#include "sweep/record_metrics.hpp"
 
-#include "metrics_file.hpp"
+#include "metrics/metrics_file.hpp"
 
 #include <fmt/format.h>
 

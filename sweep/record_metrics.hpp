@@ -3,10 +3,10 @@
 // the update of the metrics file, whose every failure is a log line and nothing more.
 #pragma once
 
-#include "log.hpp"
-#include "metrics.hpp"
-#include "metrics_config.hpp"
-#include "run_sweep.hpp"
+#include "sweep/log.hpp"
+#include "metrics/metrics.hpp"
+#include "config/metrics_config.hpp"
+#include "sweep/run_sweep.hpp"
 
 #include <optional>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "run_cleanup.hpp"
+#include "sweep/run_cleanup.hpp"
 
-#include "report.hpp"
-#include "run_sweep.hpp"
+#include "sweep/report.hpp"
+#include "sweep/run_sweep.hpp"
 
 #include <fmt/format.h>
 

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The cleanup's guard and its log lines: after the kills, which users' IPC objects and
-// files may go (policy/cleanup.hpp removes them), and what is said about it.
+// files may go (cleanup/cleanup.hpp removes them), and what is said about it.
 #pragma once
 
-#include "cleanup.hpp"
-#include "config.hpp"
-#include "decision.hpp"
-#include "evaluation.hpp"
-#include "executor.hpp"
-#include "log.hpp"
+#include "cleanup/cleanup.hpp"
+#include "config/config.hpp"
+#include "policy/decision.hpp"
+#include "policy/evaluation.hpp"
+#include "kill/executor.hpp"
+#include "sweep/log.hpp"
 
 #include <sys/types.h>
 

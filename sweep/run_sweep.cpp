@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "run_sweep.hpp"
+#include "sweep/run_sweep.hpp"
 
-#include "evaluation.hpp"
-#include "record_metrics.hpp"
-#include "run_cleanup.hpp"
-#include "report.hpp"
+#include "policy/evaluation.hpp"
+#include "sweep/record_metrics.hpp"
+#include "sweep/run_cleanup.hpp"
+#include "sweep/report.hpp"
 
 #include <fmt/format.h>
 

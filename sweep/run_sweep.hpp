@@ -3,16 +3,16 @@
 // kept free of Slurm headers so the command and the tests can drive it too.
 #pragma once
 
-#include "cleanup.hpp"
-#include "config.hpp"
-#include "controller.hpp"
-#include "executor.hpp"
-#include "exemptions.hpp"
-#include "live_work.hpp"
-#include "metrics_config.hpp"
-#include "node_info.hpp"
-#include "log.hpp"
-#include "result.hpp"
+#include "cleanup/cleanup.hpp"
+#include "config/config.hpp"
+#include "node/controller.hpp"
+#include "kill/executor.hpp"
+#include "policy/exemptions.hpp"
+#include "node/live_work.hpp"
+#include "config/metrics_config.hpp"
+#include "node/node_info.hpp"
+#include "sweep/log.hpp"
+#include "util/result.hpp"
 
 #include <sys/types.h>
 

@@ -17,7 +17,7 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
-#include "accounts.hpp"
+#include "accounts/accounts.hpp"
 
 #include <cerrno>
 #include <cstdint>

@@ -2,8 +2,8 @@
 // /etc/leftover.conf, JSON or YAML (both through yaml-cpp): parse_config either returns a
 // config that keeps every documented bound or a config error that names the file, and
 // nothing escapes it (an escaping exception aborts, which libFuzzer reports).
-#include "config.hpp"
-#include "config_keys.hpp"
+#include "config/config.hpp"
+#include "config/config_keys.hpp"
 #include "fuzz_check.hpp"
 
 #include <string>

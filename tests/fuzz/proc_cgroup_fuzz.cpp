@@ -2,7 +2,7 @@
 // /proc/<pid>/cgroup, whose paths below a job's cgroup the job's user names: a job found
 // is "job_<id>" or a SLUID, one of the input's path components.
 #include "fuzz_check.hpp"
-#include "proc_read.hpp"
+#include "procfs/proc_read.hpp"
 
 #include <string>
 

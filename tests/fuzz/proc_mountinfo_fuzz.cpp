@@ -2,7 +2,7 @@
 // /proc/self/mountinfo, read for /proc's fstype and options (hidepid=, subset=pid):
 // octal escapes and missing fields never read past a line.
 #include "fuzz_check.hpp"
-#include "proc_read.hpp"
+#include "procfs/proc_read.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const auto text = leftover::fuzz::as_text(data, size);

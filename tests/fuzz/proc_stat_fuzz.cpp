@@ -4,7 +4,7 @@
 // all. Comm mode (first byte odd): the rest is a comm inside a well-formed line, and
 // whatever it holds (")", " Z 1", newlines, non-UTF-8) the fields after it read right.
 #include "fuzz_check.hpp"
-#include "proc_read.hpp"
+#include "procfs/proc_read.hpp"
 
 #include <string>
 

@@ -5,7 +5,7 @@
 // comm on the Name: line, escaped as the kernel does ('\n' as "\n"), and it cannot change
 // the Uid: line that follows.
 #include "fuzz_check.hpp"
-#include "proc_read.hpp"
+#include "procfs/proc_read.hpp"
 
 #include <string>
 

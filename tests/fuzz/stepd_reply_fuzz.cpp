@@ -5,7 +5,7 @@
 // stepd, REQUEST_SLUID (8), in host byte order as on the socket. A reply that passes its
 // check decodes, and what it decodes to is within the client's release.
 #include "fuzz_check.hpp"
-#include "stepd_protocol.hpp"
+#include "node/stepd_protocol.hpp"
 
 #include <cstring>
 #include <iterator>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A protected users file: every name parse_users_file returns is one non-empty account
 // name without blanks, or the whole file is a lookup error naming the file and line.
-#include "exemptions.hpp"
+#include "policy/exemptions.hpp"
 #include "fuzz_check.hpp"
 
 #include <string>

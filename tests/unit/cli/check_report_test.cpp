@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "check_report.hpp"
+#include "cli/check_report.hpp"
 
 #include <doctest/doctest.h>
 

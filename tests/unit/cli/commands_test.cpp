@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The commands on a fake /proc (and, for one real sweep, on real processes): exit
 // statuses, what they print, and that they decide what the plugin decides.
-#include "commands.hpp"
-#include "metrics.hpp"
-#include "run_sweep.hpp"
+#include "cli/commands.hpp"
+#include "metrics/metrics.hpp"
+#include "sweep/run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"

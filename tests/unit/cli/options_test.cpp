@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "options.hpp"
+#include "cli/options.hpp"
 
 #include <doctest/doctest.h>
 

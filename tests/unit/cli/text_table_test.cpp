@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "text_table.hpp"
+#include "cli/text_table.hpp"
 
 #include <doctest/doctest.h>
 

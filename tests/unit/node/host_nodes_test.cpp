@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Which of slurm.conf's nodes run on this host: by NodeHostname or NodeAddr, the
 // host lists paired as Slurm pairs them.
-#include "host_nodes.hpp"
+#include "node/host_nodes.hpp"
 
 #include <doctest/doctest.h>
 

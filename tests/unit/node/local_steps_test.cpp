@@ -29,10 +29,10 @@
 #include <thread>
 #include <vector>
 
-#include "local_steps.hpp"
+#include "node/local_steps.hpp"
 #include "support/fake_stepd.hpp"
 #include "support/unix_sockets.hpp"
-#include "unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 namespace {
 

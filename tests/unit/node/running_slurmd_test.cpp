@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The running slurmd found in /proc (a fake tree) and the node name each command line gives.
-#include "running_slurmd.hpp"
+#include "node/running_slurmd.hpp"
 #include "support/fake_proc.hpp"
 
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "decision.hpp"
+#include "policy/decision.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // One evaluation on a fake /proc tree: scan, job state, exemptions and the decision put
 // together, job cgroups read only when they could matter, slurmctld asked only when a
 // plan would kill, again each round for users it cleared.
-#include "evaluation.hpp"
+#include "policy/evaluation.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_proc.hpp"
 #include "support/plans.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "exemptions.hpp"
+#include "policy/exemptions.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/temp_dir.hpp"
 

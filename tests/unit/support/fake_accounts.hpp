@@ -2,8 +2,8 @@
 // An account database for tests: fixed names, aliases, and lookups that fail.
 #pragma once
 
-#include "accounts.hpp"
-#include "exemptions.hpp"
+#include "accounts/accounts.hpp"
+#include "policy/exemptions.hpp"
 
 #include <cerrno>
 #include <map>

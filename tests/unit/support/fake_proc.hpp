@@ -4,10 +4,10 @@
 // Directory owners are set with chown, so tests using other owners need root.
 #pragma once
 
-#include "proc_table.hpp"
+#include "procfs/proc_table.hpp"
 
 #include <doctest/doctest.h>
-#include "process.hpp"
+#include "procfs/process.hpp"
 
 #include <sys/types.h>
 

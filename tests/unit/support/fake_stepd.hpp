@@ -8,7 +8,7 @@
 #pragma once
 
 #include "support/unix_sockets.hpp"
-#include "unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 #include <doctest/doctest.h>
 

@@ -5,7 +5,7 @@
 // fails the test's hang detector instead of hanging the suite.
 #pragma once
 
-#include "accounts_bounded.hpp"
+#include "accounts/accounts_bounded.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // One node as run_sweep sees it, for the sweep pipeline's tests.
 #pragma once
 
-#include "run_sweep.hpp"
+#include "sweep/run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"

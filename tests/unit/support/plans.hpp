@@ -2,7 +2,7 @@
 // Decisions for tests: one made by hand, or one process's in a plan.
 #pragma once
 
-#include "decision.hpp"
+#include "policy/decision.hpp"
 
 #include <doctest/doctest.h>
 

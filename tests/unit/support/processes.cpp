@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "support/processes.hpp"
 
-#include "unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 #include <cerrno>
 #include <csignal>

@@ -2,7 +2,7 @@
 // A log sink for tests: keeps every line a Logger lets through, with its level.
 #pragma once
 
-#include "log.hpp"
+#include "sweep/log.hpp"
 
 #include <optional>
 #include <stdexcept>

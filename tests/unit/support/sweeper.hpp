@@ -3,9 +3,9 @@
 // database that knows only that uid, so nothing else on the machine can be touched.
 #pragma once
 
-#include "evaluation.hpp"
-#include "executor.hpp"
-#include "report.hpp"
+#include "policy/evaluation.hpp"
+#include "kill/executor.hpp"
+#include "sweep/report.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"

@@ -2,7 +2,7 @@
 // Unix stream sockets in a spool directory, as slurmstepd makes them.
 #pragma once
 
-#include "unique_fd.hpp"
+#include "util/unique_fd.hpp"
 
 #include <string>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // One evaluation's sample, taken from the kill report the pipeline already has.
-#include "record_metrics.hpp"
+#include "sweep/record_metrics.hpp"
 #include "support/plans.hpp"
 
 #include <doctest/doctest.h>

@@ -2,9 +2,9 @@
 // The cleanup's guard (sweep/run_cleanup.cpp) on hand-made plans, and the cleanup in the
 // sweep pipeline on real strays and files of test uids 41610-41620 in a root-owned temp
 // directory given as cleanup_dirs.
-#include "run_cleanup.hpp"
+#include "sweep/run_cleanup.hpp"
 #include "support/plans.hpp"
-#include "run_sweep.hpp"
+#include "sweep/run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/pipeline.hpp"
 #include "support/processes.hpp"

@@ -2,10 +2,10 @@
 // The fault catalogue (tests/fault_catalogue.md) at the pipeline: a slurmstepd or a
 // controller query that misbehaves kills nothing, and the log says why. Real strays of
 // each test's own uid (414xx), as in run_sweep_test.cpp.
-#include "accounts_bounded.hpp"
-#include "query_controller.hpp"
-#include "run_sweep.hpp"
-#include "stepd_protocol.hpp"
+#include "accounts/accounts_bounded.hpp"
+#include "node/query_controller.hpp"
+#include "sweep/run_sweep.hpp"
+#include "node/stepd_protocol.hpp"
 #include "support/fake_stepd.hpp"
 #include "support/hung_lookups.hpp"
 #include "support/pipeline.hpp"

@@ -4,8 +4,8 @@
 // Kills run on real processes of a uid of each test's own, which the test's account
 // database alone knows (every other process is an unknown uid, so kept); decisions
 // that must not signal run on a fake /proc, always as dry runs.
-#include "run_sweep.hpp"
-#include "metrics.hpp"
+#include "sweep/run_sweep.hpp"
+#include "metrics/metrics.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"

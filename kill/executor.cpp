@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "kill/executor.hpp"
+
+#include "kill/signaller.hpp"
+#include "util/unique_fd.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <map>
+#include <utility>
+
+namespace leftover {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool past(Clock::time_point deadline) { return Clock::now() >= deadline; }
+
+const Decision* decision_for(const Plan& plan, pid_t pid) {
+    const auto it = std::lower_bound(plan.decisions.begin(), plan.decisions.end(), pid,
+                                     [](const Decision& d, pid_t value) { return d.pid < value; });
+    return it != plan.decisions.end() && it->pid == pid ? &*it : nullptr;
+}
+
+bool same_process(const Decision& a, const Decision& b) { return a.pid == b.pid && a.start_time == b.start_time; }
+
+// One sweep: the rounds, the plans they act on, and the processes it holds stopped.
+class Sweep {
+public:
+    Sweep(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls)
+        : evaluate_(evaluate), options_(options), calls_(calls), signaller_(options, calls, report_) {}
+    Sweep(const Sweep&) = delete;
+    Sweep& operator=(const Sweep&) = delete;
+    ~Sweep();
+
+    KillReport run();
+
+private:
+    bool replan();
+    bool deadline_passed();
+    bool freeze();
+    void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
+    bool plan_still_holds(const std::set<uid_t>& swept);
+    bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
+    void continue_released();
+    void continue_all(const char* why);
+    std::vector<Pinned> signal_round(int signal);
+    void finish();
+
+    const Evaluate& evaluate_;
+    const KillOptions& options_;
+    SystemCalls& calls_;
+    KillReport report_;
+    Signaller signaller_;
+    // The plan acted on: the first one lives in the report (moved there, not copied);
+    // each fresh evaluation replaces `fresh_`, and the previous plan is freed before it.
+    std::optional<Plan> fresh_;
+    const Plan* plan_ = nullptr;
+    // Processes this sweep stopped and has not killed or continued yet, as decided then.
+    std::map<pid_t, Decision> stopped_;
+};
+
+// Every path out of run() continues what it stopped; an exception thrown through it (a
+// log sink that throws, no memory) must not leave a user's process stopped either. No
+// record, no observer here: they may be what threw.
+Sweep::~Sweep() {
+    for (const auto& [pid, decision] : stopped_) {
+        try {
+            const int opened = calls_.pidfd_open(pid);
+            if (opened < 0) continue;
+            const UniqueFd pin(opened);
+            const auto identity = calls_.read_identity(options_.proc_root, pid);
+            if (identity && identity->start_time == decision.start_time) calls_.pidfd_send_signal(pin.get(), SIGCONT);
+        } catch (...) {  // NOLINT(bugprone-empty-catch): the next process still gets its SIGCONT
+        }
+    }
+}
+
+bool Sweep::replan() {
+    fresh_.reset();
+    signaller_.forget_exits();
+    ++report_.evaluations;
+    auto plan = evaluate_();
+    if (!plan.ok()) {
+        report_.error = plan.error();
+        return false;
+    }
+    fresh_ = std::move(plan).value();
+    plan_ = &*fresh_;
+    return true;
+}
+
+// No round starts once the deadline has passed.
+bool Sweep::deadline_passed() {
+    if (!past(options_.deadline)) return false;
+    report_.deadline_reached = true;
+    return true;
+}
+
+// Stops every target of the plan, scans again and stops the targets that are new (a
+// child forked before its parent stopped, a process that changed its pid), until a fresh
+// plan has no target this phase has not tried to stop, or freeze_rounds. A stopped
+// process cannot fork or run away, so the round that follows meets every target still.
+// false: an evaluation failed or the deadline passed.
+bool Sweep::freeze() {
+    if (options_.freeze_rounds <= 0) return true;
+    std::set<std::pair<pid_t, std::uint64_t>> tried;  // stopped, or failed to stop: not retried
+    for (int round = 0;; ++round) {
+        continue_released();
+        std::vector<Decision> untried;
+        for (Decision& d : plan_->kills())
+            if (tried.count({d.pid, d.start_time}) == 0) untried.push_back(std::move(d));
+        if (untried.empty()) return true;
+        if (round >= options_.freeze_rounds) {
+            report_.left_running = std::max(report_.left_running, untried.size());
+            return true;  // bounded: the round goes ahead with what is stopped
+        }
+        if (deadline_passed()) return false;
+        const std::set<uid_t> swept = plan_->kill_uids();
+        std::vector<Decision> stoppable;
+        for (Decision& d : untried) {
+            tried.insert({d.pid, d.start_time});
+            if (parent_lets_stop(d.ppid, swept)) stoppable.push_back(std::move(d));
+        }
+        if (stoppable.empty()) return true;  // the round signals them running, as without stopping
+        ++report_.freeze_rounds;
+        // One line per SIGSTOP would double every kill's lines: they are intermediate
+        // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
+        std::vector<Pinned> pinned = signaller_.signal_all(stoppable, SIGSTOP, true);
+        bool escaped = pinned.size() < stoppable.size();
+        std::set<pid_t> now_stopped;
+        for (const Pinned& p : pinned)
+            if (signaller_.has_exited(p))
+                escaped = true;
+            else
+                now_stopped.insert(p.pid);
+        pinned.clear();  // a stopped process stays put: no pin needed until it is signalled again
+        for (Decision& d : stoppable)
+            if (now_stopped.count(d.pid) != 0) stopped_.insert_or_assign(d.pid, std::move(d));
+        if (escaped && !report_.deadline_reached) stop_unseen(tried);
+        if (report_.deadline_reached) return false;
+        if (!escaped && plan_still_holds(swept)) return true;
+        if (!replan()) return false;
+    }
+}
+
+// The re-scan for children, cheaply: no process of the swept users that the plan lacks
+// (an owner-only pass over /proc), and the job state unchanged. Anything else, or an
+// error, makes a new evaluation, which also tells what is wrong.
+bool Sweep::plan_still_holds(const std::set<uid_t>& swept) {
+    if (!options_.job_state_unchanged) return false;
+    for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, swept))
+        if (decision_for(*plan_, pid) == nullptr && stopped_.count(pid) == 0) return false;
+    const auto unchanged = options_.job_state_unchanged();
+    return unchanged.ok() && unchanged.value();
+}
+
+// A stop is seen by the parent too: one that waits with WUNTRACED (su, runuser, sudo)
+// stops itself when its child stops, and nothing continues it once the child is gone. So
+// a process is stopped only when its parent is init, the caller (which waits for no
+// stopped child), a target or stopped process of this sweep, a process of a swept user
+// (a new one, stopped next), or gone. Any other is signalled running, as without stopping.
+bool Sweep::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
+    if (ppid == 1 || ppid == options_.self || stopped_.count(ppid) != 0) return true;
+    if (const Decision* parent = decision_for(*plan_, ppid)) return parent->verdict == Verdict::kill;
+    const auto owner = calls_.owner_of(options_.proc_root, ppid);
+    return !owner || swept.count(*owner) != 0;
+}
+
+// A target that exited before it stopped may have forked first (a pid hopper does so
+// every few ms, faster than a whole evaluation): list its users' processes at once and
+// stop those no plan has seen, before they move on too. The evaluation that follows
+// decides on them (and continues any it keeps); a process a plan keeps is never stopped.
+void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
+    constexpr int max_passes = 8;
+    std::map<uid_t, std::string> users;
+    for (const Decision& d : plan_->decisions)
+        if (d.verdict == Verdict::kill) users.emplace(d.uid, d.user);
+    std::set<uid_t> uids;
+    for (const auto& [uid, name] : users) uids.insert(uid);
+    for (int pass = 0; pass < max_passes && !past(options_.deadline); ++pass) {
+        bool found = false, escaped = false;
+        for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, uids)) {
+            if (decision_for(*plan_, pid) != nullptr || stopped_.count(pid) != 0) continue;
+            found = true;
+            const auto may_stop = [&](pid_t ppid) { return parent_lets_stop(ppid, uids); };
+            if (auto target = signaller_.stop_unseen(pid, owner, users[owner], may_stop, escaped)) {
+                tried.insert({target->pid, target->start_time});
+                stopped_.insert_or_assign(pid, std::move(*target));
+            }
+        }
+        if (!found || !escaped) return;
+    }
+}
+
+// A stopped process that the fresh plan no longer kills (its user got live work, say)
+// runs again at once. One that is gone or a zombie needs nothing.
+void Sweep::continue_released() {
+    std::vector<Decision> released;
+    for (auto it = stopped_.begin(); it != stopped_.end();) {
+        const Decision* now = decision_for(*plan_, it->first);
+        if (now && same_process(*now, it->second) && now->verdict == Verdict::kill) {
+            ++it;
+            continue;
+        }
+        // Kept, or not in the fresh table as the process that was stopped: continued all the
+        // same, with the start time it was stopped with (the pin's identity check skips a
+        // process that is gone or a reused pid). The record says why, when the plan does: it
+        // may keep the pid unexamined (no start time), its user having live work now.
+        Decision released_one = it->second;
+        if (now && (same_process(*now, it->second) || now->start_time == 0)) {
+            released_one.verdict = now->verdict;
+            released_one.reason = now->reason;
+            released_one.detail = now->detail;
+        }
+        if (released_one.reason != Reason::zombie) released.push_back(std::move(released_one));
+        it = stopped_.erase(it);
+    }
+    // Through a fresh pin with the identity check, like every signal; past the deadline too.
+    signaller_.signal_all(released, SIGCONT, false, Clock::time_point::max());
+}
+
+// The sweep ends with processes still stopped (an error, the deadline, a failed kill):
+// none of them may stay stopped. Sent past the deadline too.
+void Sweep::continue_all(const char* why) {
+    if (stopped_.empty()) return;
+    std::vector<Decision> all;
+    for (auto& [pid, d] : stopped_) {
+        d.detail = why;
+        all.push_back(std::move(d));
+    }
+    stopped_.clear();
+    signaller_.signal_all(all, SIGCONT, false, Clock::time_point::max());
+}
+
+// One list of targets per round, freed as soon as every one is signalled.
+std::vector<Pinned> Sweep::signal_round(int signal) {
+    auto targets = plan_->kills();
+    auto pinned = signaller_.signal_all(targets, signal);
+    std::size_t t = 0;
+    for (const Pinned& p : pinned) {
+        while (targets[t].pid != p.pid) ++t;
+        // A stopped process runs its SIGTERM handler only once continued; one that got
+        // SIGKILL dies stopped or not.
+        if (stopped_.erase(p.pid) != 0 && signal == SIGTERM) signaller_.signal_pinned(p, targets[t], SIGCONT, true);
+    }
+    return pinned;
+}
+
+// The survivors: the last plan's targets, less those seen to exit since it was made.
+void Sweep::finish() {
+    continue_all(report_.error ? "not killed: the sweep stopped at an error"
+                               : "not killed: the sweep ended before its kill");
+    if (report_.error) return;
+    for (Decision& d : plan_->kills())
+        if (signaller_.exited().count(d.pid) == 0) report_.survivors.push_back(std::move(d));
+}
+
+KillReport Sweep::run() {
+    ++report_.evaluations;
+    auto first = evaluate_();
+    if (!first.ok()) {
+        report_.error = first.error();
+        return std::move(report_);  // a lookup or config error: nothing is killed
+    }
+    report_.first_plan = std::move(first).value();
+    plan_ = &report_.first_plan;
+    const auto has_kills = [this] {
+        return std::any_of(plan_->decisions.begin(), plan_->decisions.end(),
+                           [](const Decision& d) { return d.verdict == Verdict::kill; });
+    };
+    if (options_.dry_run) {
+        const int first_signal = options_.grace.count() > 0 ? SIGTERM : SIGKILL;
+        for (const Decision& d : plan_->kills()) signaller_.note(record_for(d, first_signal, Outcome::dry_run));
+        report_.survivors = plan_->kills();
+        return std::move(report_);
+    }
+    if (!has_kills()) return std::move(report_);
+    // An evaluation that ran past the deadline starts no round, not even SIGTERM.
+    if (deadline_passed()) {
+        finish();
+        return std::move(report_);
+    }
+
+    if (options_.grace.count() > 0) {
+        if (!freeze() || deadline_passed()) {
+            finish();
+            return std::move(report_);
+        }
+        auto pinned = signal_round(SIGTERM);
+        if (!pinned.empty() && options_.observer.on_grace_wait)
+            options_.observer.on_grace_wait(pinned.size(), options_.grace);
+        signaller_.wait_and_release(pinned, Clock::now() + options_.grace);
+        // Job state and processes are read again right before SIGKILL: a job that
+        // started during grace protects its user's processes.
+        if (report_.deadline_reached || deadline_passed() || !replan()) {
+            finish();
+            return std::move(report_);
+        }
+    }
+
+    while (has_kills()) {
+        if (report_.rounds >= options_.max_rounds || deadline_passed()) break;
+        ++report_.rounds;
+        if (!freeze() || deadline_passed()) {
+            finish();
+            return std::move(report_);
+        }
+        if (!has_kills()) break;
+        auto pinned = signal_round(SIGKILL);
+        signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
+        // A stray that forks keeps making new ones: decide again on a fresh scan.
+        if (report_.deadline_reached || deadline_passed() || !replan()) {
+            finish();
+            return std::move(report_);
+        }
+    }
+    finish();
+    return std::move(report_);
+}
+
+}  // namespace
+
+KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls) {
+    return Sweep(evaluate, options, calls).run();
+}
+
+}  // namespace leftover

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The kill executor's hands: pin a target with a pidfd, check through the pin that it is
+// still the process that was decided on, signal it, wait for pinned processes to exit.
+// Every action becomes a KillRecord in the report and goes to the observer as it happens.
+#pragma once
+
+#include "kill/executor.hpp"
+#include "util/unique_fd.hpp"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace leftover {
+
+// The one way a decision becomes the record of what was done to its process.
+KillRecord record_for(const Decision& target, int signal, Outcome outcome);
+
+struct Pinned {
+    pid_t pid = 0;  // the pin is all that waiting needs: no copy of the decision
+    UniqueFd pidfd;
+};
+
+class Signaller {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    Signaller(const KillOptions& options, SystemCalls& calls, KillReport& report)
+        : options_(options), calls_(calls), report_(report) {}
+
+    void note(const KillRecord& record);
+
+    // Pins every target, checks its identity through the pin and signals it, in order,
+    // until `stop_at` (the deadline unless given): each target left then is recorded as
+    // not sent (Outcome::deadline). Returns the pinned processes that were signalled.
+    std::vector<Pinned> signal_all(const std::vector<Decision>& targets, int signal, bool intermediate = false,
+                                   std::optional<Clock::time_point> stop_at = std::nullopt);
+
+    // Sends `signal` through a pin that an earlier signal_all returned (no new identity
+    // check: the pin still holds the process that was checked then).
+    void signal_pinned(const Pinned& pinned, const Decision& target, int signal, bool intermediate);
+
+    // Stops a process that no plan has decided on yet (a child a target forked, a pid
+    // hopper's new pid) if, through its pin, all its uids are still `uid`; returns it as a
+    // target then (start time from the pin), or nullopt. Not stopped unless `may_stop`
+    // accepts its parent. `escaped`: it exited at once.
+    std::optional<Decision> stop_unseen(pid_t pid, uid_t uid, const std::string& user,
+                                        const std::function<bool(pid_t ppid)>& may_stop, bool& escaped);
+
+    // Whether the pinned process has exited (its pidfd polls readable), without waiting.
+    bool has_exited(const Pinned& pinned);
+
+    // Waits until every pinned process has exited (a pidfd polls readable then; a zombie
+    // counts as exited), `until` or the deadline, whichever comes first; then closes the pins.
+    void wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until);
+
+    // The pids seen to exit (or found gone) since the last forget_exits(): those of the
+    // last plan's targets that the report need not call survivors.
+    const std::set<pid_t>& exited() const { return exited_; }
+    void forget_exits() { exited_.clear(); }
+
+private:
+    KillRecord signal_one(const Decision& target, int signal, UniqueFd& pin);
+
+    const KillOptions& options_;
+    SystemCalls& calls_;
+    KillReport& report_;
+    std::set<pid_t> exited_;
+};
+
+}  // namespace leftover

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "kill/system_calls.hpp"
+
+#include "procfs/proc_read.hpp"
+
+#include <cerrno>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <csignal>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace leftover {
+
+int SystemCalls::pidfd_open(pid_t pid) {
+    const long fd = ::syscall(SYS_pidfd_open, pid, 0);
+    return fd < 0 ? -errno : static_cast<int>(fd);
+}
+
+int SystemCalls::pidfd_send_signal(int pidfd, int signal) {
+    const long rc = ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
+    return rc < 0 ? -errno : 0;
+}
+
+int SystemCalls::poll(pollfd* fds, nfds_t count, int timeout_ms) {
+    const int rc = ::poll(fds, count, timeout_ms);
+    return rc < 0 ? -errno : rc;
+}
+
+std::optional<Identity> SystemCalls::read_identity(const std::string& proc_root, pid_t pid) {
+    return leftover::read_identity(proc_root, pid);
+}
+
+std::vector<std::pair<pid_t, uid_t>> SystemCalls::processes_owned_by(const std::string& proc_root,
+                                                                     const std::set<uid_t>& owners) {
+    std::vector<std::pair<pid_t, uid_t>> pids;
+    DIR* dir = ::opendir(proc_root.c_str());
+    if (dir == nullptr) return pids;
+    while (const dirent* entry = ::readdir(dir)) {
+        const auto pid = procfs::parse_pid(entry->d_name);
+        struct stat st {};
+        if (pid && ::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            owners.count(st.st_uid) != 0)
+            pids.emplace_back(*pid, st.st_uid);
+    }
+    ::closedir(dir);
+    return pids;
+}
+
+std::optional<uid_t> SystemCalls::owner_of(const std::string& proc_root, pid_t pid) {
+    struct stat st {};
+    const std::string path = proc_root + "/" + std::to_string(pid);
+    if (::fstatat(AT_FDCWD, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+    return st.st_uid;
+}
+
+SystemCalls& real_system_calls() {
+    static SystemCalls calls;
+    return calls;
+}
+
+}  // namespace leftover

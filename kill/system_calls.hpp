@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The one seam between the kill executor and the kernel, so tests can inject faults.
+#pragma once
+
+#include "procfs/proc_table.hpp"
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace leftover {
+
+class SystemCalls {
+public:
+    virtual ~SystemCalls() = default;
+    // Each returns what the system call returns, or -errno on failure.
+    virtual int pidfd_open(pid_t pid);
+    virtual int pidfd_send_signal(int pidfd, int signal);
+    virtual int poll(pollfd* fds, nfds_t count, int timeout_ms);
+    // open/read of /proc/<pid>/{stat,status}; nullopt when gone or unreadable.
+    virtual std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
+    // The pids whose /proc/<pid> one of `owners` owns, with that owner: one directory pass
+    // and one fstatat per process, nothing more, so that what it lists can be stopped at once.
+    virtual std::vector<std::pair<pid_t, uid_t>> processes_owned_by(const std::string& proc_root,
+                                                                    const std::set<uid_t>& owners);
+    // The owner of /proc/<pid> (one fstatat); nullopt when there is no such process.
+    virtual std::optional<uid_t> owner_of(const std::string& proc_root, pid_t pid);
+};
+
+SystemCalls& real_system_calls();
+
+}  // namespace leftover

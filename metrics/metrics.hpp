@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What leftover did, as Prometheus counters and gauges: one evaluation's sample, the
+// totals kept in the metrics file, and that file's text (node_exporter's textfile
+// collector reads it). Only our own text is parsed back; anything else is not ours.
+#pragma once
+
+#include "policy/decision.hpp"
+#include "util/result.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace leftover {
+
+// What started an evaluation: a step's end, a job's epilog, `leftover sweep`, `leftover check`.
+enum class MetricsTrigger { step, epilog, sweep, check };
+
+// Why an evaluation killed nothing (or stopped): the label of leftover_lookup_errors_total.
+enum class FailureKind {
+    config,          // the config file is invalid or untrusted
+    users_file,      // a protected users file is missing, untrusted or malformed
+    step_socket,     // a slurmstepd did not answer, the spool dir could not be read
+    controller,      // slurmctld could not be asked (job_source controller, allocation check)
+    account_lookup,  // an account lookup failed
+    deadline,        // the evaluation reached its deadline
+    proc,            // /proc could not be read, or is not slurmd's pid namespace
+};
+
+// One evaluation, as run_sweep saw it. Counts only: no pids, no names unless users.
+struct EvaluationSample {
+    MetricsTrigger trigger = MetricsTrigger::sweep;
+    std::uint64_t killed_sigterm = 0;  // processes whose last signal was SIGTERM
+    std::uint64_t killed_sigkill = 0;  // processes that needed (or got only) SIGKILL
+    std::map<Reason, std::uint64_t> kept;
+    std::uint64_t users_swept = 0;  // users whose strays were signalled
+    std::uint64_t survivors = 0;    // strays left after a real (not dry) sweep
+    std::optional<FailureKind> failure;
+    std::uint64_t strays_found = 0;  // the first plan's kills (also in a dry run and a check)
+    double timestamp_seconds = 0;    // wall clock at the end, seconds since the epoch
+    double duration_seconds = 0;
+    std::map<std::string, std::uint64_t> killed_by_user;  // only with metrics_users: true
+};
+
+// The counters since the file was created and the last evaluation's gauges. Every
+// fixed label value is present from the start (at 0), so rate() works from the first
+// scrape and a dashboard never shows "no data" for a reason that did not occur yet.
+class Metrics {
+public:
+    Metrics();
+
+    void add(const EvaluationSample& sample);
+
+    // The value of one series; label_value empty for a family without a label.
+    double value(std::string_view family, std::string_view label_value = {}) const;
+
+    // Prometheus text exposition format, with # HELP and # TYPE lines. Per-user
+    // series only when `users` (metrics_users: true): otherwise no name appears.
+    std::string render(bool users) const;
+
+    // Our own text back. Anything else — an unknown metric, label or value, a line
+    // that is not ours, a negative or non-numeric count — is an error saying where.
+    static Result<Metrics> parse(std::string_view text);
+
+    // family -> label value -> value; the label value is empty for a family without one.
+    using Series = std::map<std::string, std::map<std::string, double>>;
+    const Series& series() const { return series_; }
+
+private:
+    Series series_;
+};
+
+const char* to_string(MetricsTrigger trigger);
+const char* to_string(FailureKind kind);
+
+}  // namespace leftover

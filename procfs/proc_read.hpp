@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Private helpers of proc_table.cpp: dirfd-relative reads of /proc files
+// (proc_read.cpp), the parsers for the few formats the scan needs (proc_parse.cpp)
+// and the view checks (proc_view.cpp). Parsers take the raw file text and never
+// trust it: a process controls its comm, and tests feed them garbage.
+#pragma once
+
+#include "procfs/process.hpp"
+#include "util/result.hpp"
+#include "util/unique_fd.hpp"
+
+#include <sys/types.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace leftover {
+struct ScanOptions;
+}
+
+namespace leftover::procfs {
+
+// The I/O functions return 0 or an errno value, so callers can tell a process that
+// went away (vanished) from a real failure without looking at errno later.
+inline bool vanished(int err) { return err == ENOENT || err == ESRCH; }
+
+// Opens a directory below dirfd without following a symlink in its last component.
+int open_dir(int dirfd, const char* path, UniqueFd& out);
+// Reads the whole file into out (reusing its capacity). The last component is
+// not followed if it is a symlink.
+int read_file(int dirfd, const char* path, std::string& out);
+int read_link(int dirfd, const char* path, std::string& out);
+
+// "1234" -> 1234; anything else (signs, leading zeros, overflow) -> nullopt.
+std::optional<pid_t> parse_pid(std::string_view text);
+
+int open_pid_dir(int root, pid_t pid, UniqueFd& out);
+
+inline constexpr std::uint64_t pf_kthread = 0x00200000;
+
+struct StatFields {
+    pid_t pid = 0;
+    std::string comm;  // raw bytes between the first '(' and the last ')'
+    char state = '?';
+    pid_t ppid = 0;
+    std::uint64_t flags = 0;       // field 9
+    std::uint64_t start_time = 0;  // field 22
+    // By the flag alone: in a pid namespace of its own, pid 2 and its children are
+    // ordinary processes (kthreadd is not visible there), and a usermode helper that
+    // kthreadd started and that exec'd is root's process, not a kernel thread.
+    bool kernel_thread() const { return (flags & pf_kthread) != 0; }
+};
+std::optional<StatFields> parse_stat(std::string_view text);
+// Reads and parses <dir>/stat of the process pid; EBADMSG when it does not parse
+// or names another pid.
+int read_stat(int dir, pid_t pid, StatFields& out, std::string& buf);
+
+// One process read through one directory fd: owner, stat and, for a root process
+// that is not a kernel thread, whether its exe is a slurmstepd.
+struct Probe {
+    uid_t owner = 0;
+    StatFields stat;
+    bool slurmstepd = false;
+    const char* failed_file = "";  // which read returned the error
+};
+int probe_process(int root, pid_t pid, Probe& out, std::string& buf);
+
+// The value of the "Key:" line of a status file (without leading blanks), if present.
+std::optional<std::string_view> status_value(std::string_view text, std::string_view key);
+// "Uid:" values: real, effective, saved, filesystem.
+std::optional<Uids> parse_uids(std::string_view value);
+// Blank-separated decimal ids ("Gid:" and "Groups:" values).
+std::optional<std::vector<std::uint32_t>> parse_ids(std::string_view value);
+std::optional<std::uint64_t> parse_hex(std::string_view value);
+
+// The job id of the first line of a /proc/<pid>/cgroup file that places the process
+// in a job_<id> cgroup created by Slurm itself (see the .cpp for the layouts).
+std::optional<std::string> slurm_job_cgroup(std::string_view cgroup_file);
+
+// The program an exe link names: its last component, also after the binary was replaced
+// on disk ("/usr/sbin/slurmstepd (deleted)" -> "slurmstepd").
+std::string_view exe_program(std::string_view link);
+
+// A Slurm program's own name, also as Debian installs it ("slurmstepd-wlm" -> "slurmstepd").
+std::string_view slurm_program_name(std::string_view program);
+
+struct Mount {
+    std::string fstype;
+    std::string super_options;
+};
+// The mount on top at mount_point (the last mountinfo line for it), if any.
+std::optional<Mount> find_mount(std::string_view mountinfo, std::string_view mount_point);
+
+// The checks that the /proc at root shows the caller's whole pid namespace
+// (proc_view.cpp): self names the caller, hidepid= hides nothing from it, and the
+// Slurm daemon shares its pid namespace.
+Result<Ok> check_view(int root, const ScanOptions& options);
+
+}  // namespace leftover::procfs

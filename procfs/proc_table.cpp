@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Reads the process table from a /proc root: the view checks first (proc_view.cpp),
+// then one fstatat per process, stat/status/cgroup only for the processes the
+// caller wants, and the ancestry of those resolved lazily.
+#include "procfs/proc_table.hpp"
+
+#include "util/errno_text.hpp"
+#include "procfs/proc_read.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace leftover {
+
+const Process* ProcessTable::find(pid_t pid) const {
+    const auto it = std::lower_bound(processes.begin(), processes.end(), pid,
+                                     [](const Process& p, pid_t value) { return p.pid < value; });
+    return it != processes.end() && it->pid == pid ? &*it : nullptr;
+}
+
+namespace {
+
+using namespace procfs;
+
+void apply_stat(Process& p, StatFields&& stat) {
+    p.ppid = stat.ppid;
+    p.state = stat.state;
+    p.start_time = stat.start_time;
+    p.kernel_thread = stat.kernel_thread();
+    p.comm = std::move(stat.comm);
+}
+
+// What the ancestry walk knows about one process: what it read, and once resolved,
+// the process's own parent chain (shared by everything below it).
+struct Node {
+    pid_t ppid = 0;
+    std::uint64_t start_time = 0;
+    bool slurmstepd = false;
+    enum class Chain { unresolved, resolved, unreadable } chain = Chain::unresolved;
+    std::shared_ptr<const AncestorLink> ancestors;
+    std::size_t depth = 0;  // length of ancestors
+    std::optional<pid_t> stepd_ancestor;
+    int refreshes = 0;
+};
+
+// Real chains are a few levels deep. A deeper one, or a loop, is not believed: its
+// processes are kept as unreadable, the rest of the node is judged as usual.
+constexpr std::size_t max_depth = 512;
+// Re-reads of one process whose parent went away, before its chain counts as unreadable.
+constexpr int max_refreshes = 8;
+
+class Scanner {
+public:
+    Scanner(int root, const ScanOptions& options) : root_(root), options_(options) {}
+
+    Status list();
+    Status load_details();
+    Status resolve_ancestry();
+    ProcessTable take() { return std::move(table_); }
+
+private:
+    Result<bool> load_detail(Process& p);
+    Result<std::optional<Node>*> ancestor(pid_t pid);
+    Result<const Node*> resolved(pid_t pid);
+    Status resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>& on_stack);
+    Result<bool> walk(Process& p);
+    Result<bool> refresh(pid_t pid, std::uint64_t start_time, pid_t& ppid);
+    Error failure(pid_t pid, const char* file, int err) const;
+    Status check_deadline() const;
+
+    int root_;
+    const ScanOptions& options_;
+    ProcessTable table_;
+    std::unordered_map<pid_t, std::optional<Node>> ancestors_;  // nullopt: gone
+    std::string buf_;                                           // reused for every file read
+};
+
+Error Scanner::failure(pid_t pid, const char* file, int err) const {
+    const auto what = err == EBADMSG ? std::string("unexpected contents") : errno_text(err);
+    const auto path =
+        *file ? fmt::format("{}/{}/{}", options_.proc_root, pid, file) : fmt::format("{}/{}", options_.proc_root, pid);
+    return Error::lookup(fmt::format("cannot read {}: {}", path, what));
+}
+
+Status Scanner::check_deadline() const {
+    if (std::chrono::steady_clock::now() < options_.deadline) return Ok{};
+    return Error::lookup(
+        fmt::format("the scan of {} stopped: the evaluation's deadline was reached", options_.proc_root),
+        ErrorCause::deadline);
+}
+
+Status Scanner::list() {
+    // getdents64 records: d_ino, d_off, d_reclen, d_type, d_name (see getdents(2)).
+    alignas(8) char buf[32768];
+    for (;;) {
+        if (auto in_time = check_deadline(); !in_time) return in_time;
+        const ssize_t n = ::getdents64(root_, buf, sizeof buf);
+        if (n < 0) return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root, errno_text(errno)));
+        if (n == 0) break;
+        for (ssize_t offset = 0; offset < n;) {
+            unsigned short reclen = 0;
+            std::memcpy(&reclen, buf + offset + offsetof(struct dirent64, d_reclen), sizeof reclen);
+            const char* name = buf + offset + offsetof(struct dirent64, d_name);
+            offset += reclen;
+            const auto pid = parse_pid(name);
+            if (!pid) continue;
+            struct stat st {};
+            if (::fstatat(root_, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                if (vanished(errno)) continue;
+                return failure(*pid, "", errno);
+            }
+            if (!S_ISDIR(st.st_mode)) continue;
+            Process& p = table_.processes.emplace_back();
+            p.pid = *pid;
+            p.owner = st.st_uid;
+        }
+    }
+    auto& all = table_.processes;
+    std::sort(all.begin(), all.end(), [](const Process& a, const Process& b) { return a.pid < b.pid; });
+    all.erase(std::unique(all.begin(), all.end(), [](const Process& a, const Process& b) { return a.pid == b.pid; }),
+              all.end());
+    return Ok{};
+}
+
+// Reads stat, status and cgroup through one directory fd: if the pid is reused
+// meanwhile, the old fd fails instead of mixing two processes. false: p is gone.
+Result<bool> Scanner::load_detail(Process& p) {
+    UniqueFd dir;
+    const char* file = "";
+    int err = open_pid_dir(root_, p.pid, dir);
+    if (!err) {
+        file = "stat";
+        StatFields stat;
+        err = read_stat(dir.get(), p.pid, stat, buf_);
+        if (!err) apply_stat(p, std::move(stat));
+    }
+    if (!err) {
+        file = "status";
+        err = read_file(dir.get(), file, buf_);
+        const auto value = err ? std::nullopt : status_value(buf_, "Uid");
+        const auto uids = value ? parse_uids(*value) : std::nullopt;
+        if (!err && !uids) err = EBADMSG;
+        if (uids) p.uids = *uids;
+        // A leader whose own thread exited is a zombie while its other threads run.
+        if (const auto threads = err ? std::nullopt : status_value(buf_, "Threads")) {
+            const auto count = parse_ids(*threads);
+            if (!count || count->size() != 1) err = EBADMSG;
+            if (!err) p.threads = count->front();
+        }
+    }
+    if (!err && options_.read_cgroup) {
+        file = "cgroup";
+        err = read_file(dir.get(), file, buf_);
+        if (!err) p.job_cgroup = slurm_job_cgroup(buf_);
+    }
+    if (vanished(err)) return false;
+    if (err) return failure(p.pid, file, err);
+    p.detailed = true;
+    return true;
+}
+
+Status Scanner::load_details() {
+    std::unordered_set<pid_t> gone;
+    for (Process& p : table_.processes) {
+        if (!options_.wants_detail(p.owner)) continue;
+        if (auto in_time = check_deadline(); !in_time) return in_time;
+        const auto loaded = load_detail(p);
+        if (!loaded) return loaded.error();
+        if (!*loaded) gone.insert(p.pid);
+    }
+    std::erase_if(table_.processes, [&](const Process& p) { return gone.count(p.pid) != 0; });
+    return Ok{};
+}
+
+// A process as the walk sees it right now, read once and cached. slurmstepd is decided
+// here, so only ancestors of detailed processes ever get their exe link read. The table
+// entry is never changed (its owner and stat are what the listing and detail pass read,
+// and what the decision judges), except to note that it is a slurmstepd.
+Result<std::optional<Node>*> Scanner::ancestor(pid_t pid) {
+    if (const auto it = ancestors_.find(pid); it != ancestors_.end()) return &it->second;
+    Process* entry = table_.find(pid);
+    std::optional<Node>& node = ancestors_[pid];
+    if (entry && entry->detailed && (entry->owner != 0 || entry->kernel_thread)) {
+        node.emplace();  // cannot be a slurmstepd: no I/O
+        node->ppid = entry->ppid;
+        node->start_time = entry->start_time;
+        return &node;
+    }
+    Probe probe;
+    if (const int err = probe_process(root_, pid, probe, buf_)) {
+        if (!vanished(err)) return failure(pid, probe.failed_file, err);
+        return &node;  // gone
+    }
+    node.emplace();
+    node->ppid = probe.stat.ppid;
+    node->start_time = probe.stat.start_time;
+    node->slurmstepd = probe.slurmstepd;
+    // A detailed entry whose pid was reused since is left alone; the walk sees the
+    // younger start time and treats the ancestor as gone.
+    if (entry && (!entry->detailed || entry->start_time == probe.stat.start_time))
+        entry->is_slurmstepd = probe.slurmstepd;
+    return &node;
+}
+
+// Re-reads the parent of a process whose ancestor went away. false: it is gone too
+// (or its pid now belongs to a younger process).
+Result<bool> Scanner::refresh(pid_t pid, std::uint64_t start_time, pid_t& ppid) {
+    UniqueFd dir;
+    StatFields stat;
+    int err = open_pid_dir(root_, pid, dir);
+    if (!err) err = read_stat(dir.get(), pid, stat, buf_);
+    if (vanished(err)) return false;
+    if (err) return failure(pid, "stat", err);
+    if (stat.start_time != start_time) return false;
+    ppid = stat.ppid;
+    return true;
+}
+
+// One step on the top of the stack: resolves it from its parent, or pushes the parent.
+// Each node is resolved once, so a fan under a deep chain costs one step per process.
+Status Scanner::resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>& on_stack) {
+    const pid_t pid = stack.back();
+    const auto pop = [&] {
+        stack.pop_back();
+        on_stack.erase(pid);
+        return Ok{};
+    };
+    const auto slot = ancestor(pid);
+    if (!slot) return slot.error();
+    std::optional<Node>& node = **slot;
+    if (!node || node->chain != Node::Chain::unresolved) return pop();
+    Node& n = *node;
+    if (n.ppid <= 0) {
+        n.chain = Node::Chain::resolved;
+        return pop();
+    }
+    if (on_stack.count(n.ppid) != 0) {  // a loop: everything on the stack descends from it
+        n.chain = Node::Chain::unreadable;
+        return pop();
+    }
+    const auto parent_slot = ancestor(n.ppid);
+    if (!parent_slot) return parent_slot.error();
+    const std::optional<Node>& parent = **parent_slot;
+    if (parent && parent->chain == Node::Chain::unresolved) {
+        stack.push_back(n.ppid);
+        on_stack.insert(n.ppid);
+        return Ok{};
+    }
+    // Gone, or younger than its child: a reused pid. Either way the child's real parent
+    // has exited and the child was reparented: read it again.
+    if (!parent || parent->start_time > n.start_time) {
+        if (++n.refreshes > max_refreshes) {
+            n.chain = Node::Chain::unreadable;  // kept changing while it was read
+            return pop();
+        }
+        pid_t ppid = 0;
+        const auto alive = refresh(pid, n.start_time, ppid);
+        if (!alive) return alive.error();
+        if (!*alive) {
+            node.reset();
+            return pop();
+        }
+        if (ppid == n.ppid) n.chain = Node::Chain::resolved;  // the parent really is missing: the chain ends
+        n.ppid = ppid;
+        if (Process* entry = table_.find(pid); entry && entry->detailed && entry->start_time == n.start_time)
+            entry->ppid = ppid;
+        return n.chain == Node::Chain::resolved ? pop() : Ok{};
+    }
+    if (parent->chain == Node::Chain::unreadable || parent->depth + 1 > max_depth) {
+        n.chain = Node::Chain::unreadable;
+        return pop();
+    }
+    n.chain = Node::Chain::resolved;
+    n.ancestors = std::make_shared<const AncestorLink>(AncestorLink{n.ppid, parent->ancestors});
+    n.depth = parent->depth + 1;
+    n.stepd_ancestor = parent->slurmstepd ? std::optional<pid_t>(n.ppid) : parent->stepd_ancestor;
+    return pop();
+}
+
+// The node of pid with its chain resolved; nullptr when it is gone.
+Result<const Node*> Scanner::resolved(pid_t pid) {
+    std::vector<pid_t> stack{pid};
+    std::unordered_set<pid_t> on_stack{pid};
+    while (!stack.empty()) {
+        if (auto in_time = check_deadline(); !in_time) return in_time.error();
+        if (auto step = resolve_one(stack, on_stack); !step) return step.error();
+    }
+    const std::optional<Node>& node = ancestors_[pid];
+    return node ? &*node : nullptr;
+}
+
+// Fills p.parent_chain and p.stepd_ancestor, or marks them unreadable. false: p is gone.
+Result<bool> Scanner::walk(Process& p) {
+    for (int refreshes = 0; refreshes <= max_refreshes; ++refreshes) {
+        if (p.ppid <= 0) return true;
+        if (p.ppid == p.pid) break;
+        const auto parent = resolved(p.ppid);
+        if (!parent) return parent.error();
+        const Node* found = *parent;
+        if (found && found->start_time <= p.start_time) {
+            if (found->chain == Node::Chain::unreadable || found->depth + 1 > max_depth) break;
+            p.parent_chain = std::make_shared<const AncestorLink>(AncestorLink{p.ppid, found->ancestors});
+            p.stepd_ancestor = found->slurmstepd ? std::optional<pid_t>(p.ppid) : found->stepd_ancestor;
+            return true;
+        }
+        // The parent is gone or younger than p (a reused pid): p was reparented.
+        pid_t ppid = 0;
+        const auto alive = refresh(p.pid, p.start_time, ppid);
+        if (!alive) return alive.error();
+        if (!*alive) return false;
+        if (ppid == p.ppid) return true;  // the parent really is missing: the chain ends
+        p.ppid = ppid;
+    }
+    p.ancestry_unreadable = true;
+    return true;
+}
+
+Status Scanner::resolve_ancestry() {
+    std::unordered_set<pid_t> gone;
+    for (Process& p : table_.processes) {
+        if (!p.detailed) continue;
+        if (auto in_time = check_deadline(); !in_time) return in_time;
+        const auto kept = walk(p);
+        if (!kept) return kept.error();
+        if (!*kept) gone.insert(p.pid);
+    }
+    std::erase_if(table_.processes, [&](const Process& p) { return gone.count(p.pid) != 0; });
+    return Ok{};
+}
+
+}  // namespace
+
+Result<ProcessTable> scan_processes(const ScanOptions& options) {
+    UniqueFd root(::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (root.get() < 0) return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root, errno_text(errno)));
+    if (auto view = check_view(root.get(), options); !view) return view.error();
+    Scanner scanner(root.get(), options);
+    for (auto step : {&Scanner::list, &Scanner::load_details, &Scanner::resolve_ancestry})
+        if (auto status = (scanner.*step)(); !status) return status.error();
+    return scanner.take();
+}
+
+}  // namespace leftover

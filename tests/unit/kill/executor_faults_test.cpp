@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The kill executor under injected faults (the SystemCalls seam) and against its deadline,
+// on real processes of a test uid each (support/sweeper.hpp).
+#include "kill/executor.hpp"
+#include "support/processes.hpp"
+#include "support/sweeper.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <functional>
+#include <set>
+#include <thread>
+
+using namespace leftover;
+using namespace leftover::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Faults through the one system-call seam.
+class FaultyCalls : public SystemCalls {
+public:
+    int open_error = 0;             // pidfd_open fails with it
+    int signal_error = 0;           // pidfd_send_signal fails with it
+    std::set<int> failing_signals;  // with signal_error: only these fail (empty: every one)
+    bool identity_shifted = false;
+    bool identity_gone = false;
+    bool swallow_signals = false;  // pretend to signal, send nothing
+    int signals_sent = 0;
+    std::function<void(int signal)> before_signal;  // e.g. a signal that takes long
+
+    int pidfd_open(pid_t pid) override { return open_error ? -open_error : SystemCalls::pidfd_open(pid); }
+    int pidfd_send_signal(int pidfd, int signal) override {
+        if (before_signal) before_signal(signal);
+        if (signal_error && (failing_signals.empty() || failing_signals.count(signal) != 0)) return -signal_error;
+        if (swallow_signals) return 0;
+        ++signals_sent;
+        return SystemCalls::pidfd_send_signal(pidfd, signal);
+    }
+    std::optional<Identity> read_identity(const std::string& root, pid_t pid) override {
+        if (identity_gone) return std::nullopt;
+        auto identity = SystemCalls::read_identity(root, pid);
+        if (identity && identity_shifted) identity->start_time += 1;  // as if the pid now named another process
+        return identity;
+    }
+};
+
+Outcome only_outcome(const KillReport& report) {
+    REQUIRE_FALSE(report.actions.empty());
+    for (const KillRecord& r : report.actions) CHECK(r.outcome == report.actions.front().outcome);
+    return report.actions.front().outcome;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: a pid that names another process by signal time is never signalled") {
+    Sweeper sweeper(41110);
+    const pid_t target = spawn_as(41110, {"sleep", "1000"});
+    FaultyCalls calls;
+    calls.identity_shifted = true;
+    const KillReport report = sweeper.run(0ms, false, calls, 3s);
+    CHECK(only_outcome(report) == Outcome::pid_reused);
+    CHECK(calls.signals_sent == 0);
+    CHECK(is_running(target));
+}
+
+TEST_CASE("sweep: injected faults are reported, never fatal") {
+    Sweeper sweeper(41111);
+    const pid_t target = spawn_as(41111, {"sleep", "1000"});
+    FaultyCalls calls;
+    SUBCASE("pidfd_open EPERM") {
+        calls.open_error = EPERM;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::permission_denied);
+    }
+    SUBCASE("pidfd_send_signal EPERM") {
+        calls.signal_error = EPERM;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::permission_denied);
+    }
+    SUBCASE("pidfd_send_signal EIO") {
+        calls.signal_error = EIO;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::failed);
+    }
+    SUBCASE("ESRCH is success") {
+        calls.signal_error = ESRCH;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::gone);
+    }
+    SUBCASE("identity unreadable after pinning") {
+        calls.identity_gone = true;
+        CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::gone);
+    }
+    CHECK(is_running(target));
+}
+
+TEST_CASE("sweep: a target that never dies ends the sweep at its budget with a survivor") {
+    Sweeper sweeper(41112);
+    const pid_t target = spawn_as(41112, {"sleep", "1000"});
+    FaultyCalls calls;
+    calls.swallow_signals = true;
+    const auto started = std::chrono::steady_clock::now();
+    const KillReport report = sweeper.run(100ms, false, calls, 1500ms);
+    CHECK(std::chrono::steady_clock::now() - started < 15s);  // hang detector only
+    REQUIRE(report.survivors.size() == 1);
+    CHECK(report.survivors.front().pid == target);
+    CHECK(is_running(target));
+}
+
+TEST_CASE("issue 13 case 6: an evaluation that returns after the deadline sends no signal at all") {
+    Sweeper sweeper(41114);
+    const pid_t stray = spawn_as(41114, {"sleep", "1000"});
+    // The first evaluation's job-state read ends only after the deadline.
+    sweeper.job_state = [&sweeper] {
+        std::this_thread::sleep_until(sweeper.deadline + 20ms);
+        return Result<LiveWork>(LiveWork{});
+    };
+    FaultyCalls calls;
+    const KillReport report = sweeper.run(2000ms, false, calls, 300ms);
+    CHECK(calls.signals_sent == 0);
+    CHECK(report.actions.empty());
+    CHECK(report.deadline_reached);
+    CHECK(report.evaluations == 1);
+    REQUIRE(report.survivors.size() == 1);
+    CHECK(report.survivors.front().pid == stray);
+    CHECK(is_running(stray));
+}
+
+TEST_CASE("issue 13 case 6: a deadline that passes midway through a long target list stops the signals there") {
+    Sweeper sweeper(41115);
+    std::vector<pid_t> strays;
+    for (int i = 0; i < 6; ++i) strays.push_back(spawn_as(41115, {"sleep", "1000"}));
+    FaultyCalls calls;
+    int kills = 0;
+    // The second SIGKILL takes until the deadline.
+    calls.before_signal = [&](int signal) {
+        if (signal == SIGKILL && ++kills == 2) std::this_thread::sleep_until(sweeper.deadline);
+    };
+    KillReport report;
+    SUBCASE("without stopping first") {
+        sweeper.freeze_rounds = 0;
+        report = sweeper.run(0ms, false, calls, 2s);
+        CHECK(calls.signals_sent == 2);
+        CHECK(report.evaluations == 1);
+    }
+    SUBCASE("stopped first: what was not killed runs again") {
+        report = sweeper.run(0ms, false, calls, 2s);
+        // Before SIGSTOP only: the stop met every target and nothing new, and the job
+        // state was unchanged (executor_freeze_test has the rule).
+        CHECK(report.evaluations == 1);
+    }
+    INFO(format_actions(report));
+    CHECK(report.deadline_reached);
+    std::size_t not_sent = 0;
+    for (const pid_t pid : strays) {
+        const KillRecord* kill = action_for(report, pid, SIGKILL);
+        REQUIRE(kill != nullptr);
+        if (kill->outcome == Outcome::signalled) {
+            CHECK(wait_gone(pid));
+            continue;
+        }
+        ++not_sent;
+        CHECK(kill->outcome == Outcome::deadline);
+        CHECK(kill->reason == Reason::stray);
+        CHECK(is_running(pid));
+        CHECK(wait_not_stopped(pid));  // never left stopped
+        CHECK(std::ranges::count_if(report.survivors, [pid](const Decision& d) { return d.pid == pid; }) == 1);
+    }
+    CHECK(not_sent == 4);
+}
+
+TEST_CASE("issue 13 case 6: the grace wait ends at the deadline") {
+    Sweeper sweeper(41116);
+    SharedDir dir;
+    const pid_t stubborn = spawn_stubborn(41116, dir);
+    const auto started = std::chrono::steady_clock::now();
+    const KillReport report = sweeper.run(20000ms, false, real_system_calls(), 500ms);
+    CHECK(std::chrono::steady_clock::now() - started < 10s);  // hang detector only: grace is 20 s
+    CHECK(action_for(report, stubborn, SIGTERM) != nullptr);
+    CHECK(action_for(report, stubborn, SIGKILL) == nullptr);
+    CHECK(report.deadline_reached);
+    REQUIRE(report.survivors.size() == 1);
+    CHECK(report.survivors.front().pid == stubborn);
+    CHECK(wait_not_stopped(stubborn));
+}
+
+TEST_CASE("issue 13 case 10: a stopped process that no signal could kill runs again when the sweep returns") {
+    Sweeper sweeper(41122);
+    const pid_t target = spawn_as(41122, {"sleep", "1000"});
+    FaultyCalls calls;
+    calls.signal_error = EPERM;
+    calls.failing_signals = {SIGTERM, SIGKILL};
+    const KillReport report = sweeper.run(100ms, false, calls, 5s);
+    INFO(format_actions(report));
+    REQUIRE(action_for(report, target, SIGSTOP) != nullptr);
+    CHECK(action_for(report, target, SIGTERM)->outcome == Outcome::permission_denied);
+    REQUIRE_FALSE(report.actions.empty());
+    const KillRecord& last = report.actions.back();
+    CHECK(last.pid == target);
+    CHECK(last.signal == SIGCONT);
+    CHECK(last.outcome == Outcome::signalled);
+    CHECK(last.detail == "not killed: the sweep ended before its kill");
+    CHECK(is_running(target));
+    CHECK(wait_not_stopped(target));
+    REQUIRE(report.survivors.size() == 1);
+}
+
+TEST_CASE("issue 13 case 10: a stopped process kept by an evaluation that ends past the deadline runs again") {
+    Sweeper sweeper(41123);
+    const pid_t stray = spawn_as(41123, {"sleep", "1000"});
+    int reads = 0;
+    // The evaluation after SIGSTOP sees a new job of the user, and returns late (the first
+    // one reads the job state twice: before its scan and, since it would kill, after it).
+    sweeper.job_state = [&] {
+        LiveWork live;
+        if (++reads > 2) {
+            std::this_thread::sleep_until(sweeper.deadline + 20ms);
+            live.uids.insert(41123);
+        }
+        return Result<LiveWork>(live);
+    };
+    const KillReport report = sweeper.run(2000ms, false, real_system_calls(), 500ms);
+    INFO(format_actions(report));
+    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
+    const KillRecord* cont = action_for(report, stray, SIGCONT);
+    REQUIRE(cont != nullptr);
+    CHECK(cont->outcome == Outcome::signalled);
+    CHECK(cont->reason == Reason::has_live_job);
+    CHECK(action_for(report, stray, SIGTERM) == nullptr);
+    CHECK(wait_not_stopped(stray));
+}

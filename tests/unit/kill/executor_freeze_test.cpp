@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The kill executor stops a user's targets before it signals them (issue 13 case 10): on
+// real processes of a test uid each, among them a pid hopper and a fork bomb held to its
+// pids.max (tests/unit/helpers/forker.cpp).
+#include "kill/executor.hpp"
+#include "support/plans.hpp"
+#include "support/processes.hpp"
+#include "support/sweeper.hpp"
+#include "support/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <stdexcept>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+using namespace leftover;
+using namespace leftover::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The hoppers' exited parents are reparented to this test process (a subreaper, pid 1
+// in the test's pid namespace): reap them while a test runs, as init would.
+class Reaper {
+public:
+    Reaper()
+        : thread_([this] {
+              while (!stop_) {
+                  while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
+                  std::this_thread::sleep_for(1ms);
+              }
+          }) {}
+    ~Reaper() {
+        stop_ = true;
+        thread_.join();
+    }
+
+private:
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+// Whatever a failed sweep leaves of a forker: its whole process group, at once.
+struct KillGroup {
+    pid_t pgid;
+    ~KillGroup() { ::kill(-pgid, SIGKILL); }
+};
+
+// Counts the signals sent.
+class CountingCalls : public SystemCalls {
+public:
+    int signals = 0;
+    int pidfd_send_signal(int pidfd, int signal) override {
+        ++signals;
+        return SystemCalls::pidfd_send_signal(pidfd, signal);
+    }
+};
+
+// The forker, copied where every test uid can run it.
+std::string forker(const SharedDir& dir) {
+    const std::string path = dir / "forker";
+    std::filesystem::copy_file(LEFTOVER_TEST_FORKER, path);
+    ::chmod(path.c_str(), 0755);
+    return path;
+}
+
+// Polls until `uid` has at least `count` processes; false at the deadline.
+bool wait_processes(uid_t uid, std::size_t count, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (processes_of(uid).size() < count)
+        if (std::chrono::steady_clock::now() >= deadline)
+            return false;
+        else
+            std::this_thread::sleep_for(5ms);
+    return true;
+}
+
+// Whether `uid` has a process: a hopper is missed by a single look at /proc now and
+// then (listed under a pid it has left, not yet under its new one), so look for 300 ms.
+bool has_processes(uid_t uid) {
+    const auto until = std::chrono::steady_clock::now() + 300ms;
+    do {
+        if (!processes_of(uid).empty()) return true;
+        std::this_thread::sleep_for(1ms);
+    } while (std::chrono::steady_clock::now() < until);
+    return false;
+}
+
+// Polls until `uid` has no process left (none seen for 300 ms); false at the deadline.
+bool wait_processes_gone(uid_t uid, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (has_processes(uid))
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+    return true;
+}
+
+// Reads a one-line file (a cgroup's pids.current); empty when it cannot.
+std::string read_line(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    out.close();
+    return static_cast<bool>(out);
+}
+
+// A pids cgroup of the test's own, with a pids.max (cgroup v1 under /sys/fs/cgroup/pids,
+// or v2 with the pids controller enabled at /sys/fs/cgroup); removed at the end.
+class PidsCgroup {
+public:
+    explicit PidsCgroup(int max) : name_("leftover-test-" + std::to_string(::getpid())) {
+        for (const std::string base : {"/sys/fs/cgroup/pids", "/sys/fs/cgroup"}) {
+            if (!std::filesystem::exists(base + "/cgroup.procs")) continue;
+            const std::string path = base + "/" + name_;
+            if (::mkdir(path.c_str(), 0755) != 0) {
+                why_ += base + ": cannot create a cgroup there; ";
+                continue;
+            }
+            if (!write_file(path + "/pids.max", std::to_string(max))) {
+                ::rmdir(path.c_str());
+                why_ += base + ": no pids controller; ";
+                continue;
+            }
+            path_ = path;
+            return;
+        }
+        why_ += "no cgroup v1 pids hierarchy or cgroup v2 root with the pids controller";
+    }
+    ~PidsCgroup() {
+        for (int attempt = 0; !path_.empty() && attempt < 100 && ::rmdir(path_.c_str()) != 0; ++attempt)
+            std::this_thread::sleep_for(20ms);
+    }
+    PidsCgroup(const PidsCgroup&) = delete;
+    PidsCgroup& operator=(const PidsCgroup&) = delete;
+
+    bool ok() const { return !path_.empty(); }
+    const std::string& why() const { return why_; }
+    const std::string& name() const { return name_; }
+    bool add(pid_t pid) const { return write_file(path_ + "/cgroup.procs", std::to_string(pid)); }
+    std::string current() const { return read_line(path_ + "/pids.current"); }
+
+private:
+    std::string name_;
+    std::string path_;
+    std::string why_;
+};
+
+}  // namespace
+
+TEST_CASE("issue 13 case 10: a pid hopper outruns a sweep that does not stop it first, and not one that does") {
+    Sweeper sweeper(41126);
+    SharedDir dir;
+    Reaper reaper;
+    const pid_t hopper = sweeper.spawn({forker(dir), "hop", "2000"});
+    const KillGroup kill_group{hopper};
+    REQUIRE(wait_processes(41126, 1));
+    // Reading the node's job state (slurmstepd sockets, slurmctld) comes between the scan
+    // and the signals and takes far longer than a hopper keeps a pid.
+    sweeper.job_state = [] {
+        std::this_thread::sleep_for(50ms);
+        return Result<LiveWork>(LiveWork{});
+    };
+
+    // The control: signals alone chase a pid that has moved on by the time they land.
+    // On a busy machine the hopper may not get the CPU to move within those 50 ms: the
+    // signals wait here until it has (as on a node where it does), so the control holds.
+    class LateSignals : public SystemCalls {
+    public:
+        int pidfd_open(pid_t pid) override {
+            const auto until = std::chrono::steady_clock::now() + 1s;
+            while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+            return SystemCalls::pidfd_open(pid);
+        }
+    } late;
+    sweeper.freeze_rounds = 0;
+    const KillReport chased = sweeper.run(200ms, false, late);
+    INFO(format_actions(chased));
+    CHECK(has_processes(41126));
+
+    // A scan may still miss a pid in the middle of its hop (its parent chain changing as
+    // it is read keeps it, as unreadable ancestry): the next sweep, as on a node the next
+    // job end, meets it again. Stopping first ends it within a few sweeps; signals alone
+    // (the control) never do.
+    sweeper.freeze_rounds = KillOptions{}.freeze_rounds;
+    int sweeps = 0;
+    std::string actions;
+    for (; sweeps < 3 && has_processes(41126); ++sweeps) {
+        const KillReport stopped = sweeper.run(200ms);
+        actions += format_actions(stopped);
+        CHECK(stopped.survivors.empty());
+        CHECK(stopped.freeze_rounds <= 2 * (stopped.rounds + 1) * KillOptions{}.freeze_rounds);
+    }
+    INFO(actions);
+    CHECK(wait_processes_gone(41126));
+    MESSAGE("pid hopper: gone after ", sweeps, " sweep(s) that stop first");
+}
+
+TEST_CASE("issue 13 case 10: a fork bomb held to its pids.max is stopped whole, and none of it is left") {
+    const PidsCgroup cgroup(32);
+    if (!cgroup.ok()) {
+        MESSAGE("skipped: no pids cgroup for the fork bomb: ", cgroup.why());
+        return;
+    }
+    Sweeper sweeper(41119);
+    SharedDir dir;
+    Reaper reaper;
+    const pid_t bomb = sweeper.spawn({forker(dir), "bomb", cgroup.name()});
+    const KillGroup kill_group{bomb};
+    REQUIRE(cgroup.add(bomb));
+    const auto full_by = std::chrono::steady_clock::now() + 10s;
+    while (cgroup.current() != "32" && std::chrono::steady_clock::now() < full_by) std::this_thread::sleep_for(5ms);
+    REQUIRE(cgroup.current() == "32");
+
+    const KillReport report = sweeper.run(200ms);
+    CHECK(wait_processes_gone(41119));
+    CHECK(cgroup.current() == "0");
+    CHECK(report.survivors.empty());
+    CHECK_FALSE(report.error);
+    CHECK(report.left_running == 0);
+    MESSAGE("fork bomb: ", report.freeze_rounds, " SIGSTOP rounds, ", report.rounds, " SIGKILL rounds, ",
+            report.evaluations, " evaluations");
+}
+
+TEST_CASE("issue 13 case 10: a stopped process whose user gets live work meanwhile runs again, never signalled") {
+    Sweeper sweeper(41118);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    int reads = 0;
+    sweeper.job_state = [&reads] {
+        LiveWork live;
+        // A job of the user starts after the first evaluation (which looks before and after its scan).
+        if (++reads > 2) live.uids.insert(41118);
+        return Result<LiveWork>(live);
+    };
+    const KillReport report = sweeper.run(2000ms);
+    INFO(format_actions(report));
+    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
+    CHECK(action_for(report, stray, SIGSTOP)->outcome == Outcome::signalled);
+    CHECK(action_for(report, stray, SIGSTOP)->intermediate);
+    CHECK(action_for(report, stray, SIGTERM) == nullptr);
+    CHECK(action_for(report, stray, SIGKILL) == nullptr);
+    const KillRecord* cont = action_for(report, stray, SIGCONT);
+    REQUIRE(cont != nullptr);
+    CHECK(cont->outcome == Outcome::signalled);
+    CHECK(cont->reason == Reason::has_live_job);
+    CHECK_FALSE(cont->intermediate);
+    CHECK(is_running(stray));
+    CHECK(wait_not_stopped(stray));
+    CHECK(report.survivors.empty());
+}
+
+TEST_CASE("issue 13 case 10: a stop that met every target and nothing new reads the job state, not /proc, again") {
+    Sweeper sweeper(41118);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    int reads = 0;
+    sweeper.job_state = [&reads] {
+        ++reads;
+        return Result<LiveWork>(LiveWork{});
+    };
+    KillReport report;
+    SUBCASE("the job state read alone") {
+        report = sweeper.run(0ms);
+        CHECK(report.evaluations == 2);  // before SIGSTOP, after SIGKILL
+        CHECK(reads == 4);               // 2 in the first, 1 after SIGSTOP, 1 in the last (no kill: no second)
+    }
+    SUBCASE("a whole evaluation after the stop") {
+        sweeper.unchanged_job_state_saves = false;
+        report = sweeper.run(0ms);
+        CHECK(report.evaluations == 3);
+        CHECK(reads == 5);
+    }
+    INFO(format_actions(report));
+    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
+    REQUIRE(action_for(report, stray, SIGKILL) != nullptr);
+    CHECK(action_for(report, stray, SIGKILL)->outcome == Outcome::signalled);
+    CHECK(wait_gone(stray));
+    CHECK(report.survivors.empty());
+}
+
+TEST_CASE("issue 13 case 10: a child forked before its parent stopped makes the sweep decide again") {
+    Sweeper sweeper(41118);
+    SharedDir dir;
+    const pid_t parent = sweeper.spawn({"sh", "-c", "echo $$ > " + (dir / "parent.pid") + "; exec sleep 1000"});
+    REQUIRE(wait_pid_file(dir / "parent.pid") == parent);
+    pid_t child = 0;
+    // A child the first plan never saw: as if forked between its scan and the SIGSTOP.
+    sweeper.observer.on_action = [&](const KillRecord& record) {
+        if (record.signal == SIGSTOP && child == 0) child = spawn_as(41118, {"sleep", "1000"});
+    };
+    const KillReport report = sweeper.run(0ms);
+    INFO(format_actions(report));
+    REQUIRE(child > 0);
+    CHECK(report.evaluations == 3);  // before SIGSTOP, after it (the child is new), after SIGKILL
+    REQUIRE(action_for(report, child, SIGSTOP) != nullptr);  // stopped once seen, then killed
+    CHECK(action_for(report, child, SIGKILL)->outcome == Outcome::signalled);
+    CHECK(wait_gone(parent));
+    CHECK(wait_gone(child));
+    CHECK(report.survivors.empty());
+}
+
+TEST_CASE("issue 13 case 10: a dry run stops nothing and reports what it would do as before") {
+    Sweeper sweeper(41120);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    CountingCalls calls;
+    const KillReport report = sweeper.run(2000ms, true, calls);
+    CHECK(calls.signals == 0);
+    REQUIRE(report.actions.size() == 1);
+    CHECK(report.actions.front().pid == stray);
+    CHECK(report.actions.front().signal == SIGTERM);
+    CHECK(report.actions.front().outcome == Outcome::dry_run);
+    CHECK(report.freeze_rounds == 0);
+    CHECK(report.evaluations == 1);
+    CHECK(wait_not_stopped(stray));
+}
+
+TEST_CASE("issue 13 case 10: stopping that never settles gives up after its rounds, says so, and the kills go ahead") {
+    Sweeper sweeper(41121);
+    sweeper.spawn({"sleep", "1000"});
+    // Each SIGSTOP is lost and the user has a new process, as if the target forked first.
+    class Forking : public SystemCalls {
+    public:
+        explicit Forking(Sweeper& sweeper) : sweeper_(sweeper) {}
+        int pidfd_send_signal(int pidfd, int signal) override {
+            if (signal != SIGSTOP) return SystemCalls::pidfd_send_signal(pidfd, signal);
+            sweeper_.spawn({"sleep", "1000"});
+            return 0;
+        }
+
+    private:
+        Sweeper& sweeper_;
+    } calls(sweeper);
+    sweeper.freeze_rounds = 3;
+    const KillReport report = sweeper.run(200ms, false, calls);
+    INFO(format_actions(report));
+    CHECK(report.freeze_rounds == 3);
+    CHECK(report.left_running == 1);
+    CHECK(wait_processes_gone(41121));  // SIGTERM went to all four
+    CHECK(report.survivors.empty());
+}
+
+TEST_CASE("issue 13 case 10: a log line that fails does not stop the sweep with its targets stopped") {
+    Sweeper sweeper(41124);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    int thrown = 0;
+    // The front end's sink fails at every line, starting with the SIGSTOP's.
+    sweeper.observer.on_action = [&thrown](const KillRecord&) {
+        ++thrown;
+        throw std::runtime_error("log sink failed");
+    };
+    const KillReport report = sweeper.run(300ms);
+    INFO(format_actions(report));
+    CHECK(thrown > 0);
+    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
+    CHECK(wait_gone(stray));
+    CHECK(report.survivors.empty());
+}
+
+TEST_CASE("issue 13 case 10: a target whose root parent waits as su does is killed, its parent not left stopped") {
+    // su, runuser and sudo wait for their child with WUNTRACED and stop themselves when
+    // it stops; resumed, they continue it. A SIGSTOP to the child would leave the root
+    // parent stopped for good once the child is gone (seen in e2e: runuser -u USER srun).
+    constexpr uid_t user = 41125;
+    Sweeper sweeper(user);
+    const pid_t watcher = spawn_forked_as(0, [] {
+        const pid_t child = ::fork();
+        if (child == 0) {
+            std::signal(SIGTERM, SIG_DFL);
+            if (::setgroups(0, nullptr) != 0 || ::setgid(user) != 0 || ::setuid(user) != 0) ::_exit(4);
+            for (;;) ::pause();
+        }
+        int status = 0;
+        while (::waitpid(child, &status, WUNTRACED) == child && WIFSTOPPED(status)) {
+            ::kill(::getpid(), SIGSTOP);
+            ::kill(child, SIGCONT);
+        }
+        ::_exit(0);
+    });
+    sweeper.spawned.push_back(watcher);
+    REQUIRE(wait_processes(user, 1));
+    const std::vector<pid_t> before = processes_of(user);
+    REQUIRE(before.size() == 1);
+    CHECK(is_running(before.front()));  // it runs without us, under its watching parent
+
+    const KillReport report = sweeper.run(200ms);
+    INFO(format_actions(report));
+    CHECK(action_for(report, before.front(), SIGSTOP) == nullptr);
+    CHECK(action_for(report, before.front(), SIGTERM) != nullptr);
+    CHECK(wait_processes_gone(user));
+    CHECK(report.survivors.empty());
+    // The parent saw its child end and exited: it was never stopped.
+    int status = 0;
+    pid_t reaped = 0;
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while ((reaped = ::waitpid(watcher, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(5ms);
+    CHECK(reaped == watcher);
+    if (reaped != watcher) ::kill(watcher, SIGCONT);
+}

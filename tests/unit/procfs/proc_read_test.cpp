@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Reads of a real process's /proc files at the moment it dies: what the kernel answers
+// then must read as "gone" (the scan skips it), never as a failure or a process.
+#include "procfs/proc_read.hpp"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+using namespace leftover;
+using namespace leftover::procfs;
+
+namespace {
+
+// A child of ours that waits to be killed.
+pid_t start_child() {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        for (;;) ::pause();
+    }
+    return pid;
+}
+
+void kill_and_reap(pid_t pid) {
+    REQUIRE(::kill(pid, SIGKILL) == 0);
+    REQUIRE(::waitpid(pid, nullptr, 0) == pid);
+}
+
+}  // namespace
+
+TEST_CASE("fault catalogue: /proc read faults: ENOENT and ESRCH from a process that died mid-read read as gone") {
+    UniqueFd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(proc.valid());
+    std::string buf;
+
+    SUBCASE("its directory opened, then it died: each file's open fails") {
+        const pid_t pid = start_child();
+        UniqueFd dir;
+        REQUIRE(open_pid_dir(proc.get(), pid, dir) == 0);
+        kill_and_reap(pid);
+        for (const char* file : {"stat", "status", "cgroup"}) {
+            CAPTURE(file);
+            const int err = read_file(dir.get(), file, buf);
+            CHECK(vanished(err));
+        }
+        StatFields stat;
+        CHECK(vanished(read_stat(dir.get(), pid, stat, buf)));
+        CHECK(vanished(open_pid_dir(proc.get(), pid, dir)));
+    }
+    SUBCASE("its file opened, then it died: the read fails with ESRCH") {
+        const pid_t pid = start_child();
+        UniqueFd status(::openat(proc.get(), (std::to_string(pid) + "/status").c_str(), O_RDONLY | O_CLOEXEC));
+        REQUIRE(status.valid());
+        kill_and_reap(pid);
+        char byte;
+        CHECK(::read(status.get(), &byte, 1) == -1);
+        CHECK(errno == ESRCH);
+        CHECK(vanished(ESRCH));
+    }
+}

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "util/escape.hpp"
+
+#include <fmt/format.h>
+
+namespace leftover {
+
+std::string escape_for_log(std::string_view raw) {
+    std::string out;
+    out.reserve(raw.size());
+    for (const char c : raw) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte == '\\')
+            out += "\\\\";
+        else if (byte == '\'')
+            out += "\\x27";  // names are logged as comm='...': a quote inside must not end it
+        else if (byte >= 0x20 && byte < 0x7f)
+            out += c;
+        else
+            out += fmt::format("\\x{:02x}", byte);
+    }
+    return out;
+}
+
+}  // namespace leftover
