@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Fails when a product file includes a folder that ARCHITECTURE.md's layer table does not
+allow for its own folder: check-layers.py [top of the tree].
+
+The table's rows look like  | `kill/` | `policy/` `procfs/` `util/` | ... |  -- the first
+cell names the folder, the second the folders it may include ("nothing" for none). A
+folder may always include itself. Tests, benchmarks and fuzz targets are not layered."""
+import pathlib
+import re
+import subprocess
+import sys
+
+top = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
+table = {}
+for line in (top / "ARCHITECTURE.md").read_text().splitlines():
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) >= 2 and re.fullmatch(r"`[a-z]+/`", cells[0]):
+        table[cells[0].strip("`/")] = set(re.findall(r"`([a-z]+)/`", cells[1]))
+if not table:
+    sys.exit("check-layers: no layer table in ARCHITECTURE.md")
+
+files = subprocess.run(["git", "-C", str(top), "ls-files", "*.cpp", "*.hpp"],
+                       capture_output=True, text=True, check=True).stdout.split()
+include = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
+bad = []
+for name in files:
+    folder = name.split("/")[0]
+    if folder in ("tests", "bench"):
+        continue
+    if folder not in table:
+        bad.append(f"{name}: folder {folder}/ is not in ARCHITECTURE.md's layer table")
+        continue
+    for number, text in enumerate((top / name).read_text().splitlines(), 1):
+        match = include.match(text)
+        if match and match.group(1) != folder and match.group(1) not in table[folder]:
+            bad.append(f"{name}:{number}: {folder}/ may not include {match.group(1)}/ ({text.strip()})")
+for line in bad:
+    print(f"check-layers: {line}", file=sys.stderr)
+if bad:
+    sys.exit(1)
+print(f"check-layers: {len(files)} files, {len(table)} folders, every include allowed")
