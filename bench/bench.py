@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""The driver behind bench/run: measures, side by side in one run, what issue 7 asks
-and writes bench/results.md. Run it through bench/run (which builds first).
+"""The driver behind bench/run: measures, side by side in one run, leftover against its
+floors and the usual tools (bench/README.md explains each figure), and writes
+bench/results.md. Run it through bench/run (which builds first).
 
 Every process it starts is killed before it returns, also on failure: the spawners
 die with their standard input (and their children by parent-death signal), and the
@@ -611,7 +612,7 @@ def write_report(path: Path, facts, scans, sweeps, cluster, reps, sweep_reps, lo
     return misses
 
 
-# Issue 13 case 6: deep chains and a node full of a live job's processes, each in a pid
+# Deep chains and a node full of a live job's processes, each in a pid
 # namespace of its own (leftover_bench deep/live insist on being pid 1 there), so that
 # nothing else on the machine is scanned or swept. 40,000 needs pid_max above 32768.
 DEEP_SHAPES = ((10000, 500), (20000, 500), (40000, 500))
@@ -677,10 +678,10 @@ def main() -> int:
     ap.add_argument("--skip-cluster", action="store_true")
     ap.add_argument("--render-only", action="store_true", help="rewrite --out from its .json, measure nothing")
     ap.add_argument("--deep-only", action="store_true",
-                    help="measure only the deep-chain and live-job cases (issue 13), print them, write nothing")
+                    help="measure only the deep-chain and live-job cases, print them, write nothing")
     ap.add_argument("--cleanup-only", action="store_true",
                     help="measure only removing 10,000 files of one user, leftover's cleanup against "
-                         "find -user U -delete (issue 14), print it, write nothing")
+                         "find -user U -delete, print it, write nothing")
     ap.add_argument("--stray-uid", type=int, default=BENCH_UID,
                     help="uid of the strays' account lo_bench<uid> (created if missing, and uid+1 for the "
                          "cluster without plugin); the default, above 60000, keeps them out of reach of other "

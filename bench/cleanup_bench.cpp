@@ -1,5 +1,5 @@
 // leftover_cleanup_bench: the cleanup's file walk (cleanup/cleanup_files.cpp) against
-// `find DIR -user UID -delete`, side by side in one run (issue 14).
+// `find DIR -user UID -delete`, side by side in one run.
 //
 //   leftover_cleanup_bench UID FILES REPS
 //       As root. Makes a root-owned directory under /tmp and, per repetition and per

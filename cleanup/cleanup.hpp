@@ -65,8 +65,8 @@ struct CleanupReport {
     bool deadline_reached = false;
 };
 
-// Removes (or in a dry run lists) what the uids own, by the rules in README.md's
-// "Cleanup" section. Always returns by the deadline, give or take one system call.
+// Removes (or in a dry run lists) what the uids own, by the rules in leftover.conf(5),
+// CLEANUP. Always returns by the deadline, give or take one system call.
 CleanupReport clean_up(const std::set<uid_t>& uids, const CleanupOptions& options,
                        CleanupCalls& calls = real_cleanup_calls());
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Speaks the slurmstepd socket protocol of Slurm 22.05 with non-blocking I/O.
-//
-// Protocol, as checked in slurm-22-05-8-1 (our own implementation, not Slurm's code):
+// Asks each step socket in the spool dirs for its step's owner, state, slurmstepd pid
+// and (from 25.11) SLUID, with non-blocking I/O and one deadline. What differs between
+// releases (the handshake version, the state numbering, REQUEST_SLUID) is read from
+// stepd_protocol.hpp by the version the stepd answers, so a stepd of the previous
+// release keeps being understood during an upgrade. Our own implementation, not
+// Slurm's code; the protocol as Slurm's source has it, unchanged from 22.05 to 26.05:
 //   src/common/stepd_api.c  stepd_connect():  client writes int SLURM_PROTOCOL_VERSION,
 //                                             reads back an int: the stepd's version,
 //                                             or SLURM_ERROR (-1) when it refuses.
@@ -9,20 +12,17 @@
 //                           stepd_state():    writes int REQUEST_STATE, reads a
 //                                             slurmstepd_state_t (an int-sized enum).
 //                           stepd_daemon_pid(): writes int REQUEST_DAEMON_PID, reads a
-//                                             pid_t (unchanged and unrestricted up to 26.05).
+//                                             pid_t (unrestricted).
 //   src/slurmd/slurmstepd/req.c _handle_accept(): reads the version int, answers
 //                                             SLURM_PROTOCOL_VERSION, then loops over
 //                                             requests on the same connection until EOF
 //                                             or an error (_handle_request), so one
-//                                             connection serves both requests.
+//                                             connection serves every request.
 //                           _handle_uid():    writes job->uid as sizeof(uid_t).
 //                           _handle_state():  writes job->state as sizeof(slurmstepd_state_t).
 //                           _handle_daemon_pid(): writes job->jmgr_pid (the stepd's getpid()).
 //   src/common/stepd_api.h: step_msg_t REQUEST_STATE = 5, REQUEST_DAEMON_PID = 9,
-//                           REQUEST_STEP_UID = 20;
-//                           slurmstepd_state_t NOT_RUNNING 0 .. STEP_ENDING 3.
-//   src/common/slurm_protocol_common.h: SLURM_22_05_PROTOCOL_VERSION = (38 << 8) | 0,
-//                           SLURM_MIN_PROTOCOL_VERSION = SLURM_20_11 = (36 << 8) | 0.
+//                           REQUEST_STEP_UID = 20.
 #include "node/local_steps.hpp"
 
 #include "util/errno_text.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The slurmstepd socket protocol of each Slurm release leftover builds for, and how a
-// stepd's answers are read. Checked in Slurm's source per release (tag:path:line in
-// ../shared/design/slurm-releases.md): src/common/slurm_protocol_common.h (versions),
+// stepd's answers are read. Checked in Slurm's source at each release's tag:
+// src/common/slurm_protocol_common.h (versions),
 // src/common/stepd_api.{c,h} (client, request numbers, slurmstepd_state_t) and
 // src/slurmd/slurmstepd/req.c (_handle_accept, _handle_state, _handle_uid, _handle_daemon_pid).
 //

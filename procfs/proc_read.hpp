@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Private helpers of proc_table.cpp: dirfd-relative reads of /proc files
-// (proc_read.cpp), the parsers for the few formats the scan needs (proc_parse.cpp)
-// and the view checks (proc_view.cpp). Parsers take the raw file text and never
-// trust it: a process controls its comm, and tests feed them garbage.
+// Reading /proc, for the scan and everything else that reads a process: dirfd-relative
+// reads of /proc files (proc_read.cpp), the parsers for the few formats needed
+// (proc_parse.cpp) and the view checks (proc_view.cpp). Parsers take the raw file text
+// and never trust it: a process controls its comm, and tests feed them garbage.
 #pragma once
 
 #include "procfs/process.hpp"

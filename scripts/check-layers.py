@@ -3,7 +3,7 @@
 """Fails when a product file includes a folder that ARCHITECTURE.md's layer table does not
 allow for its own folder: check-layers.py [top of the tree].
 
-The table's rows look like  | `kill/` | `policy/` `procfs/` `util/` | ... |  -- the first
+The table's rows look like  | `kill/` | `util` `procfs` `policy` | ... |  -- the first
 cell names the folder, the second the folders it may include ("nothing" for none). A
 folder may always include itself. Tests, benchmarks and fuzz targets are not layered."""
 import pathlib
@@ -16,12 +16,12 @@ table = {}
 for line in (top / "ARCHITECTURE.md").read_text().splitlines():
     cells = [c.strip() for c in line.strip().strip("|").split("|")]
     if len(cells) >= 2 and re.fullmatch(r"`[a-z]+/`", cells[0]):
-        table[cells[0].strip("`/")] = set(re.findall(r"`([a-z]+)/`", cells[1]))
+        table[cells[0].strip("`/")] = set(re.findall(r"`([a-z]+)/?`", cells[1]))
 if not table:
     sys.exit("check-layers: no layer table in ARCHITECTURE.md")
 
-files = subprocess.run(["git", "-C", str(top), "ls-files", "*.cpp", "*.hpp"],
-                       capture_output=True, text=True, check=True).stdout.split()
+files = sorted(set(subprocess.run(["git", "-C", str(top), "ls-files", "*.cpp", "*.hpp"],
+                                  capture_output=True, text=True, check=True).stdout.split()))
 include = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 bad = []
 for name in files:

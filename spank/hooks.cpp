@@ -23,7 +23,6 @@ using sweep::Logger;
 
 // One slurmstepd serves one step: the config task_exit loaded is used by exit.
 std::optional<sweep::ConfigAndExemptions> loaded_for_step;
-unsigned tasks_ended = 0;
 
 template <class T>
 std::optional<T> item(spank_t sp, spank_item_t which) {
@@ -107,14 +106,11 @@ void on_slurmd_start(spank_t, int ac, char** av) noexcept {
     });
 }
 
-void on_task_exit(spank_t sp, int ac, char** av) noexcept {
+void on_task_exit(spank_t, int ac, char** av) noexcept {
     guarded("task exit", [&] {
         const PluginArgs args = parse_plugin_args(ac, av);
         // Read config and exemptions now, while the step still runs; never signal here.
         if (auto node = discover_node(); node.ok()) load_once(args, node.value());
-        ++tasks_ended;
-        const auto local_tasks = item<std::uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT);
-        if (local_tasks && tasks_ended == *local_tasks) slurm_debug("leftover: the step's last local task ended");
     });
 }
 

@@ -192,7 +192,7 @@ def test_check_json_for_the_same_node(cluster, conf_dir):
         release.touch()
 
 
-def test_issue13_case3_a_job_under_a_slurmd_the_check_does_not_know_keeps_everything_below_its_slurmstepd(
+def test_fault_catalogue_a_job_under_a_slurmd_the_check_does_not_know_keeps_everything_below_its_slurmstepd(
         cluster, conf_dir, tmp_path):
     # The command is pointed at a spool dir where this job's slurmd keeps no socket (as for
     # another node's): it sees no live work at all, so only the process tree can tell that
@@ -401,7 +401,7 @@ def test_node_name_and_spool_dir_come_from_slurm_conf_as_slurmd_finds_them(clust
 
 
 @pytest.mark.parametrize("node_args", [[], ["--node", "lo-wrong"]], ids=["default node", "wrong --node"])
-def test_issue_13_case_4_a_live_step_of_another_slurmd_on_this_host_keeps_its_user(cluster, conf_dir, node_args):
+def test_fault_catalogue_a_live_step_of_another_slurmd_on_this_host_keeps_its_user(cluster, conf_dir, node_args):
     # A slurm.conf in which this host is node lo-self (the command's own pick) and the
     # test node lo-n1 is on another host (NodeAddr not of this one). Yet its slurmd runs
     # here, started with -N lo-n1: the command must read lo-n1's step sockets too
@@ -439,7 +439,7 @@ def test_issue_13_case_4_a_live_step_of_another_slurmd_on_this_host_keeps_its_us
         shutil.rmtree(top, ignore_errors=True)
 
 
-def test_issue_13_case_4_a_step_socket_of_an_unknown_node_is_a_lookup_error(cluster, conf_dir):
+def test_fault_catalogue_a_step_socket_of_an_unknown_node_is_a_lookup_error(cluster, conf_dir):
     # A socket named as a step of node lo-ghost, which no slurmd here runs as and
     # slurm.conf does not put on this host: its steps' users would look like strays.
     conf = write_leftover_conf(conf_dir, "uid_min: 41002\nuid_max: 41002\n", "bob-only.conf")

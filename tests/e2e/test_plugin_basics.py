@@ -40,7 +40,7 @@ def test_slurmd_start_names_the_release_and_the_contain_hint(cluster):
     assert "PrologFlags=contain makes this unnecessary" in text
 
 
-def test_issue_13_case_5_slurmd_start_warns_about_a_listed_name_without_an_account(cluster):
+def test_fault_catalogue_slurmd_start_warns_about_a_listed_name_without_an_account(cluster):
     text = cluster.slurmd_log_text()
     assert ("leftover: warning: protected user 'lo_alcie' (listed in protected_users) "
             "has no account: it protects nobody") in text

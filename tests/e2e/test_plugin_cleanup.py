@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Issue 14 on a real one-node cluster (PrologFlags=contain): what a job leaves besides
+"""Cleanup on a real one-node cluster (PrologFlags=contain): what a job leaves besides
 processes — a SysV segment, semaphore and message queue (ipcmk), a /dev/shm file and a
 scratch tree — is gone after the job's epilog when cleanup is on, and stays with
 cleanup off, for a protected user, for a user with a live job, for a segment still

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Several slurmd on one host (issue 13 case 4): two nodes, lo-a and lo-b, whose
+"""Several slurmd on one host: two nodes, lo-a and lo-b, whose
 NodeHostname is this machine, each with its own spool dir (%n), in one pid namespace.
 When a step ends on lo-a, lo-a's plugin must count lo-b's live steps as work on this
 host, and the job epilog must ask slurmctld about lo-b too: a user with a job on lo-b
@@ -41,7 +41,7 @@ def assert_lo_a_keeps_lo_bob(cluster, what: str) -> None:
     assert still_alive_after(cluster, busy, 2)
 
 
-def test_issue_13_case_4_a_live_step_of_the_other_slurmd_on_this_host_keeps_its_user(cluster):
+def test_fault_catalogue_a_live_step_of_the_other_slurmd_on_this_host_keeps_its_user(cluster):
     running, release = cluster.sbatch_until_released("lo_bob", args=["-w", "lo-b"])
     try:
         cluster.wait_job_state(running, ["RUNNING"])
@@ -50,7 +50,7 @@ def test_issue_13_case_4_a_live_step_of_the_other_slurmd_on_this_host_keeps_its_
         release.touch()
 
 
-def test_issue_13_case_4_an_allocation_on_the_other_node_between_steps_keeps_its_user(cluster):
+def test_fault_catalogue_an_allocation_on_the_other_node_between_steps_keeps_its_user(cluster):
     # An allocation on lo-b with no step at all (salloc --no-shell, no PrologFlags=contain):
     # no step socket shows it, only slurmctld does, so the job epilog on lo-a must ask it
     # about every node of this host, not about lo-a alone.

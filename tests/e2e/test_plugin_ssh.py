@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Seed 003 with a real sshd: an operator listed in the operators' file is logged in to
-the node over ssh and runs a job there; the sweep at that job's end must leave the
+"""The operators' file with a real sshd: an operator listed in it is logged in to the
+node over ssh and runs a job there; the sweep at that job's end must leave the
 login alone, while another user's stray goes.
 
 sshd (Debian's openssh-server) runs on a loopback port with its own host key, config

@@ -80,7 +80,7 @@ def test_batch_extern_and_normal_steps_report_the_job_owner(cluster):
     assert cluster.wait_job_done(job).state == "COMPLETED"
 
 
-def test_issue13_case3_every_step_socket_names_its_slurmstepds_pid(cluster):
+def test_fault_catalogue_every_step_socket_names_its_slurmstepds_pid(cluster):
     # REQUEST_DAEMON_PID answers the stepd's own pid, which is the process listening on the
     # socket: the plugin keeps what descends from it whatever the stepd's binary is called.
     release = cluster.work_dir / f"release-{uuid.uuid4().hex[:8]}"

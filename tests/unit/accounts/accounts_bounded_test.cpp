@@ -30,7 +30,7 @@ std::size_t threads_of_this_process() {
 
 }  // namespace
 
-TEST_CASE("issue 13 case 7: a hung account lookup fails by the deadline, and what was answered stays") {
+TEST_CASE("fault catalogue: a hung account lookup fails by the deadline, and what was answered stays") {
     HungLookups hung;
     AccountLookupCalls calls = hung.calls();
     // root answers at once, the user hangs: the worker asks in order, uid 0 first.
@@ -54,7 +54,7 @@ TEST_CASE("issue 13 case 7: a hung account lookup fails by the deadline, and wha
     CHECK(says(failure_text(listed.error, listed.failure), "account lookup timed out"));
 }
 
-TEST_CASE("issue 13 case 7: while a hung lookup holds its thread, the next lookup fails at once and starts none") {
+TEST_CASE("fault catalogue: while a hung lookup holds its thread, the next lookup fails at once and starts none") {
     HungLookups hung;
     const AccountAnswers first = ThreadBoundedAccounts(hung.calls()).look_up({kHungUser}, {}, Clock::now() + 300ms);
     CHECK(first.names.at(kHungUser).status == LookupStatus::failed);
@@ -85,7 +85,7 @@ TEST_CASE("issue 13 case 7: while a hung lookup holds its thread, the next looku
     CHECK(second.uids.at("root").status == LookupStatus::failed);
 }
 
-TEST_CASE("issue 13 case 7: a lookup in time answers as the system database does, also a slow one") {
+TEST_CASE("fault catalogue: a lookup in time answers as the system database does, also a slow one") {
     constexpr uid_t kNoAccount = 3999999999u;  // far above any uid a site hands out
     const std::set<uid_t> uids = {0, kNoAccount};
     const std::set<std::string> names = {"root", "lo-no-such-user"};

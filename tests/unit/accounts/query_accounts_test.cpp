@@ -75,7 +75,7 @@ TEST_CASE("account lookups: an untrusted or failing helper fails every question"
     CHECK(answers.names.at(41001).failure.find("nss: broken") != std::string::npos);
 }
 
-TEST_CASE("issue 13 case 7: a hung account lookup keeps the uid unknown, the evaluation returns by its deadline") {
+TEST_CASE("fault catalogue: a hung account lookup keeps the uid unknown, the evaluation returns by its deadline") {
     TempDir dir;
     // A directory service that never answers: the helper sleeps until it is killed.
     const auto hung = dir.write("leftover-query", "#!/bin/sh\nexec sleep 1000\n", 0755);

@@ -381,7 +381,7 @@ TEST_CASE("config command: valid, invalid and untrusted files") {
     CHECK(has(node.err.str(), "absent.conf: does not exist"));
 }
 
-TEST_CASE("issue 13 case 5: leftover config names each listed name that has no account") {
+TEST_CASE("fault catalogue: leftover config names each listed name that has no account") {
     Node node;
     node.accounts.aliases = {{"alice.alias", kProtected}};
     const auto users = node.dir.write("localusers", "lo_bob\nlo_bbo\n");

@@ -50,7 +50,7 @@ TEST_CASE("slurmd's pid file: missing, unreadable or malformed is a lookup error
     CHECK(pid.error().message == expected);
 }
 
-TEST_CASE("issue 13 case 4: each running slurmd's node is read too, also beside an explicit --node") {
+TEST_CASE("fault catalogue: each running slurmd's node is read too, also beside an explicit --node") {
     node::NodeInfo info;
     info.node_name = "given";  // --node given, or slurmd's own pick
     info.spool_dir = "/spool/given";
@@ -68,7 +68,7 @@ TEST_CASE("issue 13 case 4: each running slurmd's node is read too, also beside 
                                                           {"host.example", "/spool/host.example", true}});
 }
 
-TEST_CASE("issue 13 case 4: a running slurmd whose node cannot be told is a lookup error") {
+TEST_CASE("fault catalogue: a running slurmd whose node cannot be told is a lookup error") {
     node::NodeInfo info;
     info.node_name = "n1";
     SUBCASE("-F without -N") {

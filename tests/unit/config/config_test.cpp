@@ -226,7 +226,7 @@ TEST_CASE("config: an untrusted config file is a config error") {
     }
 }
 
-TEST_CASE("issue 14 config: cleanup takes its three words and cleanup_dirs absolute paths, both off by default") {
+TEST_CASE("config: cleanup takes its three words and cleanup_dirs absolute paths, both off by default") {
     CHECK(Config{}.cleanup.empty());
     CHECK(Config{}.cleanup_dirs.empty());
     const auto config = parse_config("cleanup: [ipc, posix_shm, files]\ncleanup_dirs: [/tmp, /var/tmp]\n", "x");
@@ -240,7 +240,7 @@ TEST_CASE("issue 14 config: cleanup takes its three words and cleanup_dirs absol
           "/etc/leftover.conf:1: key 'cleanup_dirs': expected an absolute path, got 'scratch'");
 }
 
-TEST_CASE("issue 14 config: the shipped config parses and leaves cleanup off") {
+TEST_CASE("config: the shipped config parses and leaves cleanup off") {
     const auto shipped = load_config(std::string(LEFTOVER_SOURCE_DIR) + "/packaging/leftover.conf", true);
     // The checkout may not be root's: parse the text when the trust checks refuse the file.
     std::ifstream in(std::string(LEFTOVER_SOURCE_DIR) + "/packaging/leftover.conf");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// A hostile user's process for the kill executor's tests (issue 13 case 10):
+// A hostile user's process for the kill executor's tests (pid hoppers and fork storms):
 //   forker hop [PERIOD_US]          forks, lets the parent exit, and repeats every PERIOD_US
 //                                   (2000): a process that never keeps its pid
 //   forker bomb CGROUP              waits until it has been moved into the cgroup whose path

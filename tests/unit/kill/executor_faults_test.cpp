@@ -107,7 +107,7 @@ TEST_CASE("sweep: a target that never dies ends the sweep at its budget with a s
     CHECK(is_running(target));
 }
 
-TEST_CASE("issue 13 case 6: an evaluation that returns after the deadline sends no signal at all") {
+TEST_CASE("fault catalogue: an evaluation that returns after the deadline sends no signal at all") {
     Sweeper sweeper(41114);
     const pid_t stray = spawn_as(41114, {"sleep", "1000"});
     // The first evaluation's job-state read ends only after the deadline.
@@ -126,7 +126,7 @@ TEST_CASE("issue 13 case 6: an evaluation that returns after the deadline sends 
     CHECK(is_running(stray));
 }
 
-TEST_CASE("issue 13 case 6: a deadline that passes midway through a long target list stops the signals there") {
+TEST_CASE("fault catalogue: a deadline that passes midway through a long target list stops the signals there") {
     Sweeper sweeper(41115);
     std::vector<pid_t> strays;
     for (int i = 0; i < 6; ++i) strays.push_back(spawn_as(41115, {"sleep", "1000"}));
@@ -169,7 +169,7 @@ TEST_CASE("issue 13 case 6: a deadline that passes midway through a long target 
     CHECK(not_sent == 4);
 }
 
-TEST_CASE("issue 13 case 6: the grace wait ends at the deadline") {
+TEST_CASE("fault catalogue: the grace wait ends at the deadline") {
     Sweeper sweeper(41116);
     SharedDir dir;
     const pid_t stubborn = spawn_stubborn(41116, dir);
@@ -184,7 +184,7 @@ TEST_CASE("issue 13 case 6: the grace wait ends at the deadline") {
     CHECK(wait_not_stopped(stubborn));
 }
 
-TEST_CASE("issue 13 case 10: a stopped process that no signal could kill runs again when the sweep returns") {
+TEST_CASE("fault catalogue: a stopped process that no signal could kill runs again when the sweep returns") {
     Sweeper sweeper(41122);
     const pid_t target = spawn_as(41122, {"sleep", "1000"});
     FaultyCalls calls;
@@ -205,7 +205,7 @@ TEST_CASE("issue 13 case 10: a stopped process that no signal could kill runs ag
     REQUIRE(report.survivors.size() == 1);
 }
 
-TEST_CASE("issue 13 case 10: a stopped process kept by an evaluation that ends past the deadline runs again") {
+TEST_CASE("fault catalogue: a stopped process kept by an evaluation that ends past the deadline runs again") {
     Sweeper sweeper(41123);
     const pid_t stray = spawn_as(41123, {"sleep", "1000"});
     int reads = 0;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The kill executor stops a user's targets before it signals them (issue 13 case 10): on
-// real processes of a test uid each, among them a pid hopper and a fork bomb held to its
-// pids.max (tests/unit/helpers/forker.cpp).
+// The kill executor stops a user's targets before it signals them: on real processes of
+// a test uid each, among them a pid hopper and a fork bomb held to its pids.max
+// (tests/unit/helpers/forker.cpp).
 #include "kill/executor.hpp"
 #include "support/plans.hpp"
 #include "support/processes.hpp"
@@ -161,7 +161,7 @@ private:
 
 }  // namespace
 
-TEST_CASE("issue 13 case 10: a pid hopper outruns a sweep that does not stop it first, and not one that does") {
+TEST_CASE("fault catalogue: a pid hopper outruns a sweep that does not stop it first, and not one that does") {
     Sweeper sweeper(41126);
     SharedDir dir;
     Reaper reaper;
@@ -209,7 +209,7 @@ TEST_CASE("issue 13 case 10: a pid hopper outruns a sweep that does not stop it 
     MESSAGE("pid hopper: gone after ", sweeps, " sweep(s) that stop first");
 }
 
-TEST_CASE("issue 13 case 10: a fork bomb held to its pids.max is stopped whole, and none of it is left") {
+TEST_CASE("fault catalogue: a fork bomb held to its pids.max is stopped whole, and none of it is left") {
     const PidsCgroup cgroup(32);
     if (!cgroup.ok()) {
         MESSAGE("skipped: no pids cgroup for the fork bomb: ", cgroup.why());
@@ -235,7 +235,7 @@ TEST_CASE("issue 13 case 10: a fork bomb held to its pids.max is stopped whole, 
             report.evaluations, " evaluations");
 }
 
-TEST_CASE("issue 13 case 10: a stopped process whose user gets live work meanwhile runs again, never signalled") {
+TEST_CASE("fault catalogue: a stopped process whose user gets live work meanwhile runs again, never signalled") {
     Sweeper sweeper(41118);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     int reads = 0;
@@ -262,7 +262,7 @@ TEST_CASE("issue 13 case 10: a stopped process whose user gets live work meanwhi
     CHECK(report.survivors.empty());
 }
 
-TEST_CASE("issue 13 case 10: a stop that met every target and nothing new reads the job state, not /proc, again") {
+TEST_CASE("fault catalogue: a stop that met every target and nothing new reads the job state, not /proc, again") {
     Sweeper sweeper(41118);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     int reads = 0;
@@ -290,7 +290,7 @@ TEST_CASE("issue 13 case 10: a stop that met every target and nothing new reads 
     CHECK(report.survivors.empty());
 }
 
-TEST_CASE("issue 13 case 10: a child forked before its parent stopped makes the sweep decide again") {
+TEST_CASE("fault catalogue: a child forked before its parent stopped makes the sweep decide again") {
     Sweeper sweeper(41118);
     SharedDir dir;
     const pid_t parent = sweeper.spawn({"sh", "-c", "echo $$ > " + (dir / "parent.pid") + "; exec sleep 1000"});
@@ -311,7 +311,7 @@ TEST_CASE("issue 13 case 10: a child forked before its parent stopped makes the 
     CHECK(report.survivors.empty());
 }
 
-TEST_CASE("issue 13 case 10: a dry run stops nothing and reports what it would do as before") {
+TEST_CASE("fault catalogue: a dry run stops nothing and reports what it would do as before") {
     Sweeper sweeper(41120);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     CountingCalls calls;
@@ -326,7 +326,7 @@ TEST_CASE("issue 13 case 10: a dry run stops nothing and reports what it would d
     CHECK(wait_not_stopped(stray));
 }
 
-TEST_CASE("issue 13 case 10: stopping that never settles gives up after its rounds, says so, and the kills go ahead") {
+TEST_CASE("fault catalogue: stopping that never settles gives up after its rounds, says so, and the kills go ahead") {
     Sweeper sweeper(41121);
     sweeper.spawn({"sleep", "1000"});
     // Each SIGSTOP is lost and the user has a new process, as if the target forked first.
@@ -351,7 +351,7 @@ TEST_CASE("issue 13 case 10: stopping that never settles gives up after its roun
     CHECK(report.survivors.empty());
 }
 
-TEST_CASE("issue 13 case 10: a log line that fails does not stop the sweep with its targets stopped") {
+TEST_CASE("fault catalogue: a log line that fails does not stop the sweep with its targets stopped") {
     Sweeper sweeper(41124);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     int thrown = 0;
@@ -368,7 +368,7 @@ TEST_CASE("issue 13 case 10: a log line that fails does not stop the sweep with 
     CHECK(report.survivors.empty());
 }
 
-TEST_CASE("issue 13 case 10: a target whose root parent waits as su does is killed, its parent not left stopped") {
+TEST_CASE("fault catalogue: a target whose root parent waits as su does is killed, its parent not left stopped") {
     // su, runuser and sudo wait for their child with WUNTRACED and stop themselves when
     // it stops; resumed, they continue it. A SIGSTOP to the child would leave the root
     // parent stopped for good once the child is gone (seen in e2e: runuser -u USER srun).

@@ -160,7 +160,7 @@ TEST_CASE("sweep: a job of the same user that starts during grace keeps its proc
     CHECK(is_running(stubborn));
 }
 
-TEST_CASE("issue 13 case 2: a user cleared before SIGTERM but holding an allocation by SIGKILL keeps the process") {
+TEST_CASE("fault catalogue: a user cleared before SIGTERM but holding an allocation by SIGKILL keeps the process") {
     Sweeper sweeper(41113);
     bool terminated = false;
     sweeper.observer.on_action = [&terminated](const KillRecord& r) {

@@ -11,7 +11,7 @@ namespace {
 const ThisHost kHost{{"big", "big.cluster.example"}, {"127.0.0.1", "10.1.2.3", "fe80::1"}};
 }
 
-TEST_CASE("issue 13 case 4: the nodes slurm.conf puts on this host, by NodeHostname or NodeAddr") {
+TEST_CASE("fault catalogue: the nodes slurm.conf puts on this host are found by NodeHostname or NodeAddr") {
     const std::vector<NodeLine> lines = {
         {{"n1", "n2"}, {"n1", "n2"}, {"n1", "n2"}},               // other hosts
         {{"v1", "v2", "v3"}, {"big"}, {"big"}},                   // multiple slurmd: one NodeHostname

@@ -77,7 +77,7 @@ TEST_CASE("live work: a live step's SLUID names its job cgroup (26.05), an endin
     CHECK(live->job_sluids == std::set<std::string>{"s0000000000001"});
 }
 
-TEST_CASE("issue 13 case 3: the stepd pids of live steps are live work, of the ending and ending steps not") {
+TEST_CASE("fault catalogue: the stepd pids of live steps are live work, of the ending step and of ENDING steps not") {
     LocalJobState state;
     state.live = {step(40, 0, 41009), step(40, 0xfffffffcu, 41009), step(41, 0, 41010, StepdState::ending),
                   step(42, 0, 41011)};

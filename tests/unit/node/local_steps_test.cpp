@@ -222,7 +222,7 @@ TEST_CASE("step socket names of any node: the node is what comes before the last
     CHECK_FALSE(parse_any_step_socket_name("n1_12"));
 }
 
-TEST_CASE("issue 13 case 4: a socket of another known node counts as live work") {
+TEST_CASE("fault catalogue: a socket of another known node counts as live work") {
     TempDir spool;
     FakeStepd mine(spool.file("n1_5.0"), 600, kStateRunning);
     FakeStepd other(spool.file("n2_6.0"), 700, kStateRunning);
@@ -239,7 +239,7 @@ TEST_CASE("issue 13 case 4: a socket of another known node counts as live work")
     CHECK(other.connections() == 1);
 }
 
-TEST_CASE("issue 13 case 4: a socket of an unknown node in the spool dir is a lookup error") {
+TEST_CASE("fault catalogue: a socket of an unknown node in the spool dir is a lookup error") {
     TempDir spool;
     FakeStepd mine(spool.file("n1_5.0"), 600, kStateRunning);
     std::optional<FakeStepd> other;
@@ -256,7 +256,7 @@ TEST_CASE("issue 13 case 4: a socket of an unknown node in the spool dir is a lo
     CHECK(mine.connections() == 0);  // nothing asked: the evaluation stops at the listing
 }
 
-TEST_CASE("issue 13 case 4: two spool dirs (%n) are both read, each directory once") {
+TEST_CASE("fault catalogue: two spool dirs (%n) are both read, each directory once") {
     TempDir top;
     const std::string dir1 = top.file("n1"), dir2 = top.file("n2");
     REQUIRE(::mkdir(dir1.c_str(), 0755) == 0);
@@ -488,7 +488,7 @@ TEST_CASE("a stepd reply outside the oldest stepd to the build, or a state its r
     }
 }
 
-TEST_CASE("issue 13 case 3: REQUEST_DAEMON_PID names the stepd, on the connection of the other requests") {
+TEST_CASE("fault catalogue: REQUEST_DAEMON_PID names the stepd, on the connection of the other requests") {
     TempDir spool;
     FakeStepd step(spool.file("n1_90.0"), 41001, kStateRunning);
     auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
@@ -499,7 +499,7 @@ TEST_CASE("issue 13 case 3: REQUEST_DAEMON_PID names the stepd, on the connectio
     CHECK(step.requests() == std::vector<std::int32_t>{kRequestStepUid, kRequestState, kRequestDaemonPid});
 }
 
-TEST_CASE("issue 13 case 3: a stepd pid that is not the socket's listener here is not carried") {
+TEST_CASE("fault catalogue: a stepd pid that is not the socket's listener here is not carried") {
     // A stepd in another pid namespace answers its own getpid(), which names some other
     // process (or none) in ours.
     TempDir spool;
@@ -512,7 +512,7 @@ TEST_CASE("issue 13 case 3: a stepd pid that is not the socket's listener here i
     CHECK_FALSE(result->live[0].stepd_pid.has_value());
 }
 
-TEST_CASE("issue 13 case 3: a garbage or short REQUEST_DAEMON_PID reply is a lookup error naming the socket") {
+TEST_CASE("fault catalogue: a garbage or short REQUEST_DAEMON_PID reply is a lookup error naming the socket") {
     SUBCASE("pid 0") {
         TempDir spool;
         FakeStepd step(spool.file("n1_92.0"), 41001, kStateRunning);

@@ -13,7 +13,7 @@ TEST_CASE("SlurmdSpoolDir and SlurmdPidFile are expanded as slurmd does it") {
     CHECK(expand_slurmd_path("/run/slurmd-%n.pid", "n1", "host") == "/run/slurmd-n1.pid");
 }
 
-TEST_CASE("issue 13 case 4: every node's spool dir and name, each dir once, a running node's must exist") {
+TEST_CASE("fault catalogue: every node's spool dir and name, each dir once, a running node's must exist") {
     NodeInfo info;
     info.node_name = "n1";
     info.spool_dir = "/spool/n1";

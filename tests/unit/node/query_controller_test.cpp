@@ -35,7 +35,7 @@ TEST_CASE("query controller: an untrusted helper is never run") {
     CHECK(live.error().message.find("writable by group or others") != std::string::npos);
 }
 
-TEST_CASE("issue 13 case 4: slurmctld is asked about every node of this host in one query") {
+TEST_CASE("fault catalogue: slurmctld is asked about every node of this host in one query") {
     leftover::test::TempDir dir;
     const auto args = dir.path() + "/args";
     const auto helper = dir.write("leftover-query", "#!/bin/sh\necho \"$@\" > " + args + "\necho end\n", 0755);

@@ -40,7 +40,7 @@ TEST_CASE("slurmd's command line: -N as getopt reads it, the last one winning") 
     CHECK(parse_slurmd_options({"slurmd", "-FN", "x"}) == SlurmdOptions{std::nullopt, false, true});  // "N" is F's
 }
 
-TEST_CASE("issue 13 case 4: every root slurmd of this pid namespace, with its -N") {
+TEST_CASE("fault catalogue: every root slurmd of this pid namespace is found, with its -N") {
     FakeProc proc;
     // The caller (pid 100) is a root slurmd in the fake tree; give it a command line.
     proc.write_file("100/cmdline", cmdline({"slurmd", "-N", "caller"}));

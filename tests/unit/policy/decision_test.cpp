@@ -169,7 +169,7 @@ TEST_CASE("decision: a descendant of a live slurmstepd is kept, of the ending on
     check(f.decision(1801), Verdict::kill, Reason::stray);
 }
 
-TEST_CASE("issue 13 case 3: a descendant of a stepd pid from live work is kept whatever its binary is called") {
+TEST_CASE("fault catalogue: a descendant of a stepd pid from live work is kept whatever its binary is called") {
     Fixture f;
     // 900's exe is not recognised (stepd_ancestor unset); its step socket named it.
     Process task = user_process(1810, kAlice, 1811);

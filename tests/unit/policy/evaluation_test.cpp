@@ -126,7 +126,8 @@ TEST_CASE("evaluation: slurmctld is asked only about users a plan would kill, an
     CHECK(evaluation.last_live_work().uids == std::set<uid_t>{kOther});
 
     // The next round: the allocation still counts without asking about other.user again;
-    // cg.user, who held none, is asked again (see the issue 13 case 2 test below).
+    // cg.user, who held none, is asked again (see the test below on a user
+    // slurmctld cleared in one round).
     plan = evaluation();
     REQUIRE(plan.ok());
     CHECK(asked.size() == 2);
@@ -141,7 +142,7 @@ TEST_CASE("evaluation: slurmctld is asked only about users a plan would kill, an
     CHECK(reason_of(*plan, 703) == Reason::stray);
 }
 
-TEST_CASE("issue 13 case 2: a user slurmctld cleared in one round is asked again in the next") {
+TEST_CASE("fault catalogue: a user slurmctld cleared in one round is asked again in the next") {
     // Without PrologFlags=contain, a multi-node job of the user may land here during grace:
     // a "no allocation" answer must not outlive the round it was given for.
     Node node;
@@ -211,7 +212,7 @@ TEST_CASE("evaluation: the caller's parent chain, read from the proc root, is ne
     CHECK(reason_of(*plan, FakeProc::caller_pid) == Reason::self);
 }
 
-TEST_CASE("issue 13 case 3: below a live step's stepd pid, or a root slurmstepd-wlm, is inside a live step") {
+TEST_CASE("fault catalogue: below a live step's stepd pid, or a root slurmstepd-wlm, is inside a live step") {
     Node node;
     const Uids root{};
     const auto child = [](pid_t pid, pid_t ppid, std::string comm = "sleep") {
@@ -252,7 +253,7 @@ TEST_CASE("issue 13 case 3: below a live step's stepd pid, or a root slurmstepd-
     CHECK(reason_of(*plan, 311) == Reason::inside_live_step);
 }
 
-TEST_CASE("issue 13 case 1: a not-detailed entry of a protected user does not drop the user's name protection") {
+TEST_CASE("fault catalogue: a not-detailed entry of a protected user does not drop the user's name protection") {
     // A root-owned entry (not detailed) at a lower pid whose owner became kOperator, as a
     // re-read ancestor or a reused pid leaves it, and a detailed process of kOperator,
     // who is listed in protected_users.
@@ -280,7 +281,7 @@ TEST_CASE("issue 13 case 1: a not-detailed entry of a protected user does not dr
     CHECK(reason_of(plan, 600) == Reason::protected_account);
 }
 
-TEST_CASE("issue 13 case 5: a second passwd name of a uid, listed in protected_users, protects that uid") {
+TEST_CASE("fault catalogue: a second passwd name of a uid, listed in protected_users, protects that uid") {
     Node node;
     node.accounts.aliases = {{"cg.alias", kStray}};  // kStray's first name stays cg.user
     node.config.protected_users = {"cg.alias"};
@@ -294,7 +295,7 @@ TEST_CASE("issue 13 case 5: a second passwd name of a uid, listed in protected_u
     CHECK(reason_of(*plan, 701) == Reason::stray);
 }
 
-TEST_CASE("issue 13 case 5: a listed name whose lookup fails makes the evaluation a lookup error") {
+TEST_CASE("fault catalogue: a listed name whose lookup fails makes the evaluation a lookup error") {
     Node node;
     node.accounts.failing_names = {"op.erator"};
     node.fake.add_process(user_process(700, kStray));
@@ -305,7 +306,7 @@ TEST_CASE("issue 13 case 5: a listed name whose lookup fails makes the evaluatio
         "protected user 'op.erator' (listed in protected_users): account lookup failed"));
 }
 
-TEST_CASE("issue 13 case 7: names are looked up only for users a plan would kill, in one call, listed names once") {
+TEST_CASE("fault catalogue: names are looked up only for users a plan would kill, in one call, listed names once") {
     Node node;
     node.fake.add_process(user_process(700, kStray));
     node.fake.add_process(user_process(701, kOther));
@@ -336,7 +337,7 @@ TEST_CASE("evaluation: nothing that would be killed means no account is looked u
     CHECK(node.accounts.asked.empty());
 }
 
-TEST_CASE("issue 13 case 6: a sweep reads no detail of a process whose user has live work, a check does") {
+TEST_CASE("fault catalogue: a sweep reads no detail of a process whose user has live work, a check does") {
     Node node;
     node.fake.add_process(user_process(700, kStray));
     node.fake.add_process(user_process(701, kOther));
@@ -356,7 +357,7 @@ TEST_CASE("issue 13 case 6: a sweep reads no detail of a process whose user has 
     CHECK_FALSE(check().ok());
 }
 
-TEST_CASE("issue 13 case 6: an unexamined process is kept when its user's live work ends during the scan") {
+TEST_CASE("fault catalogue: an unexamined process is kept when its user's live work ends during the scan") {
     Node node;
     node.fake.add_process(user_process(700, kStray));
     node.fake.add_process(user_process(701, kOther));

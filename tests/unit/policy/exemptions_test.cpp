@@ -47,7 +47,7 @@ const char* kLocalUsers = "root\nje.kim\ns.shin\n";
 
 // The decision matrix of the reviewed epilog fix (shared/seeds/003), re-expressed:
 // the file the config names is read; names match exactly; a failed lookup kills nothing.
-TEST_CASE("seed 003: listed in the operators' file at the conventional path") {
+TEST_CASE("exemptions: listed in the operators' file at the conventional path") {
     TempDir slurm_conf_dir;  // stands in for /etc/slurm
     const auto file = slurm_conf_dir.write("localusers.backup", kLocalUsers);
     const auto exemptions = load(with_file(file));
@@ -57,7 +57,7 @@ TEST_CASE("seed 003: listed in the operators' file at the conventional path") {
     CHECK(e.describe() == "protected: listed in " + file);
 }
 
-TEST_CASE("seed 003: listed in the operators' file at a custom path, and only the configured file counts") {
+TEST_CASE("exemptions: listed in the operators' file at a custom path, and only the configured file counts") {
     TempDir custom;  // stands in for /opt/slurm
     TempDir unused;  // a list at another place that the config does not name
     const auto file = custom.write("localusers.backup", kLocalUsers);
@@ -67,7 +67,7 @@ TEST_CASE("seed 003: listed in the operators' file at a custom path, and only th
     CHECK_FALSE(classify(exemptions, 1001, site_accounts()).is_protected());
 }
 
-TEST_CASE("seed 003: a definite non-match is not protected") {
+TEST_CASE("exemptions: a definite non-match is not protected") {
     TempDir dir;
     const auto exemptions = load(with_file(dir.write("localusers.backup", kLocalUsers)));
     const auto e = classify(exemptions, 1001, site_accounts());
@@ -75,7 +75,7 @@ TEST_CASE("seed 003: a definite non-match is not protected") {
     CHECK(e.account == "alice");
 }
 
-TEST_CASE("seed 003: a missing file is a lookup error naming it") {
+TEST_CASE("exemptions: a missing file is a lookup error naming it") {
     TempDir dir;
     const auto error = load_error(with_file(dir / "localusers.backup"));
     CHECK(error.kind == ErrorKind::lookup);
@@ -83,7 +83,7 @@ TEST_CASE("seed 003: a missing file is a lookup error naming it") {
     CHECK(error.message.find("does not exist") != std::string::npos);
 }
 
-TEST_CASE("seed 003: an unreadable file is a lookup error naming it") {
+TEST_CASE("exemptions: an unreadable file is a lookup error naming it") {
     TempDir dir;
     SUBCASE("a directory") {
         ::mkdir((dir / "localusers.backup").c_str(), 0755);
@@ -103,7 +103,7 @@ TEST_CASE("seed 003: an unreadable file is a lookup error naming it") {
     }
 }
 
-TEST_CASE("seed 003: an untrusted file is a lookup error, not a licence to kill") {
+TEST_CASE("exemptions: an untrusted file is a lookup error, not a licence to kill") {
     TempDir dir;
     SUBCASE("writable by others") {
         const auto error = load_error(with_file(dir.write("localusers.backup", kLocalUsers, 0666)));
@@ -121,7 +121,7 @@ TEST_CASE("seed 003: an untrusted file is a lookup error, not a licence to kill"
     }
 }
 
-TEST_CASE("seed 003: a list holding jeXkim does not protect je.kim (no regex)") {
+TEST_CASE("exemptions: a list holding jeXkim does not protect je.kim (no regex)") {
     TempDir dir;
     const auto exemptions = load(with_file(dir.write("localusers.backup", "root\njeXkim\n")));
     CHECK_FALSE(classify(exemptions, 1004, site_accounts()).is_protected());
@@ -237,7 +237,7 @@ TEST_CASE("fault catalogue: odd account names match exactly, numeric-looking one
     }
 }
 
-TEST_CASE("issue 13 case 5: an alias protects the uid it resolves to, and says by which name") {
+TEST_CASE("fault catalogue: an alias protects the uid it resolves to, and says by which name") {
     auto accounts = site_accounts();
     accounts.aliases = {{"alice.admin", 1001}};  // a second passwd entry for alice's uid
     Config config;
@@ -250,7 +250,7 @@ TEST_CASE("issue 13 case 5: an alias protects the uid it resolves to, and says b
     CHECK_FALSE(classify(exemptions, 1002, accounts).is_protected());
 }
 
-TEST_CASE("issue 13 case 5: a listed name whose uid cannot be looked up keeps every uid it could be") {
+TEST_CASE("fault catalogue: a listed name whose uid cannot be looked up keeps every uid it could be") {
     auto accounts = site_accounts();
     accounts.failing_names = {"s.shin"};
     Config config;
@@ -260,7 +260,7 @@ TEST_CASE("issue 13 case 5: a listed name whose uid cannot be looked up keeps ev
     CHECK(e.detail.find("protected user 's.shin' (listed in protected_users)") != std::string::npos);
 }
 
-TEST_CASE("issue 13 case 5: warnings name each listed name without an account, and where it is listed") {
+TEST_CASE("fault catalogue: warnings name each listed name without an account, and where it is listed") {
     TempDir dir;
     const auto file = dir.write("localusers", "je.kim\nje.kmi\n");
     auto accounts = site_accounts();

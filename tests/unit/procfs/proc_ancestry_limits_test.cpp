@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The process scan's ancestry under attack (issue 13): an owner that changes under the
+// The process scan's ancestry under attack: an owner that changes under the
 // probe, chains too deep to believe or looping, a fan under a deep chain, the scan's
 // deadline, and zombie thread-group leaders whose threads still run.
 #include "policy/evaluation.hpp"
@@ -84,7 +84,7 @@ pid_t add_chain(FakeProc& fake, pid_t first, pid_t top, int depth, uid_t uid) {
 
 }  // namespace
 
-TEST_CASE("issue 13 case 1: the ancestry probe keeps the owner the listing read") {
+TEST_CASE("fault catalogue: the ancestry probe keeps the owner the listing read") {
     FakeProc fake;
     // 300 is root's when /proc is listed, so it is not read in detail; by the time the
     // walk from its child 301 probes it, it belongs to another uid (a daemon that
@@ -112,7 +112,7 @@ TEST_CASE("issue 13 case 1: the ancestry probe keeps the owner the listing read"
     CHECK(get(table, 301).ancestors() == std::vector<pid_t>{300, 1});
 }
 
-TEST_CASE("issue 13 case 8: a chain deeper than 512 keeps only its deep processes, the rest is judged") {
+TEST_CASE("fault catalogue: a chain deeper than 512 keeps only its deep processes, the rest is judged") {
     Node node;
     constexpr pid_t first = 1000;
     constexpr int depth = 600, max_depth = 512;
@@ -144,7 +144,7 @@ TEST_CASE("issue 13 case 8: a chain deeper than 512 keeps only its deep processe
     CHECK(kept == depth - max_depth);
 }
 
-TEST_CASE("issue 13 case 8: a loop keeps its members and what hangs below it, the rest is judged") {
+TEST_CASE("fault catalogue: a loop keeps its members and what hangs below it, the rest is judged") {
     Node node;
     node.fake.add_process(user_process(400, 402, kDeep, 1000));
     node.fake.add_process(user_process(401, 400, kDeep, 1000));
@@ -161,7 +161,7 @@ TEST_CASE("issue 13 case 8: a loop keeps its members and what hangs below it, th
     CHECK(reason_of(*plan, 5000) == Reason::stray);
 }
 
-TEST_CASE("issue 13 case 6: a fan under a deep chain gets every chain and stepd_ancestor right") {
+TEST_CASE("fault catalogue: a fan under a deep chain gets every chain and stepd_ancestor right") {
     FakeProc fake;
     fake.add_process({.pid = 300,
                       .ppid = 1,
@@ -203,7 +203,7 @@ TEST_CASE("issue 13 case 6: a fan under a deep chain gets every chain and stepd_
     CHECK_FALSE(get(table, 4001).stepd_ancestor.has_value());
 }
 
-TEST_CASE("issue 13 case 6: a scan past its deadline is a lookup error that says so") {
+TEST_CASE("fault catalogue: a scan past its deadline is a lookup error that says so") {
     Node node;
     add_chain(node.fake, 1000, 1, 20, kDeep);
     auto options = node.fake.options();
@@ -220,7 +220,7 @@ TEST_CASE("issue 13 case 6: a scan past its deadline is a lookup error that says
     CHECK(plan.error().message.find("deadline") != std::string::npos);
 }
 
-TEST_CASE("issue 13 case 9: a zombie leader with live threads is alive, one without is a zombie") {
+TEST_CASE("fault catalogue: a zombie leader with live threads is alive, one without is a zombie") {
     Node node;
     node.fake.add_process(
         {.pid = 600, .uids = {kThreads, kThreads, kThreads, kThreads}, .state = 'Z', .exe = "", .threads = 3});
@@ -301,7 +301,7 @@ char state_of(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("issue 13 case 9: a real process whose main thread exited is found alive and killed") {
+TEST_CASE("fault catalogue: a real process whose main thread exited is found alive and killed") {
     test::become_subreaper();
     const pid_t pid = spawn_zombie_leader(kThreads);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

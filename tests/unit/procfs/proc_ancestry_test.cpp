@@ -97,7 +97,7 @@ TEST_CASE("proc ancestry: slurmstepd is recognised by a root-owned exe, never by
         copy.uids = {1000, 1000, 1000, 1000};
         fake.add_process(copy);
     }
-    SUBCASE("issue 13 case 3: user process running Debian's own slurmstepd-wlm") {
+    SUBCASE("user process running Debian's own slurmstepd-wlm") {
         auto run_by_user = stepd(300, "/usr/sbin/slurmstepd-wlm");
         run_by_user.uids = {1000, 1000, 1000, 1000};
         fake.add_process(run_by_user);

@@ -108,7 +108,7 @@ TEST_CASE("report: stopping and continuing are lines of their own and kill nobod
     CHECK(format_summary(input, report).starts_with("job 12 epilog (user alice uid 41001): swept []; killed 0; "));
 }
 
-TEST_CASE("issue 14 report: cleanup lines escape paths, and the summary adds counts and bytes after the old fields") {
+TEST_CASE("report: cleanup lines escape paths, and the summary adds counts and bytes after the old fields") {
     CleanupRecord file(ObjectKind::file, "/tmp/x'\n\xff", 41001, 3);
     CHECK(format_cleanup_record(file) == "removed file path='/tmp/x\\x27\\x0a\\xff' uid=41001 bytes=3");
     file.outcome = CleanupOutcome::would_remove;

@@ -53,7 +53,7 @@ Decision process_of(uid_t uid, Verdict verdict, Reason reason) { return decision
 
 }  // namespace
 
-TEST_CASE("issue 14 guard: only a swept user with nothing left and nothing failed may be cleaned") {
+TEST_CASE("cleanup guard: only a swept user with nothing left and nothing failed may be cleaned") {
     GuardCase g(41610);
     SUBCASE("nothing in the way") {
         const auto uids = g.run();
@@ -141,7 +141,7 @@ struct CleanupPipeline : Pipeline {
 
 }  // namespace
 
-TEST_CASE("issue 14: after a kill the swept user's files go, one line each and the totals in the summary") {
+TEST_CASE("cleanup: after a kill the swept user's files go, one line each and the totals in the summary") {
     CleanupPipeline pipeline(41611);
     const pid_t stray = spawn_as(41611, {"sleep", "600"});
     const KillReport report = pipeline.run(pipeline.config());
@@ -155,7 +155,7 @@ TEST_CASE("issue 14: after a kill the swept user's files go, one line each and t
     CHECK(summary.ends_with(" ms; cleanup: removed 0 IPC objects, 1 files, 4 B"));
 }
 
-TEST_CASE("issue 14: a cleanup that throws still leaves the sweep its summary line") {
+TEST_CASE("cleanup: a cleanup that throws still leaves the sweep its summary line") {
     CleanupPipeline pipeline(41620);
     const pid_t stray = spawn_as(41620, {"sleep", "600"});
     pipeline.sink.throw_on = "cleanup: removed";
@@ -166,7 +166,7 @@ TEST_CASE("issue 14: a cleanup that throws still leaves the sweep its summary li
     CHECK(pipeline.summary().find("cleanup") == std::string::npos);
 }
 
-TEST_CASE("issue 14: the job's user who left no process is cleaned at the job's epilog") {
+TEST_CASE("cleanup: the job's user who left no process is cleaned at the job's epilog") {
     CleanupPipeline pipeline(41612);
     pipeline.run(pipeline.config());
     CHECK_FALSE(exists(pipeline.users_file));
@@ -174,7 +174,7 @@ TEST_CASE("issue 14: the job's user who left no process is cleaned at the job's 
     CHECK(pipeline.sink.count(pipeline.removed_line()) == 1);
 }
 
-TEST_CASE("issue 14: cleanup off, a dry run, a protected user and a lookup error remove nothing") {
+TEST_CASE("cleanup: cleanup off, a dry run, a protected user and a lookup error remove nothing") {
     CleanupPipeline pipeline(41613);
     SUBCASE("cleanup off (the default)") {
         pipeline.run(fmt::format("grace: 1\ncleanup_dirs: [{}]\n", pipeline.scratch.path()));
@@ -204,7 +204,7 @@ TEST_CASE("issue 14: cleanup off, a dry run, a protected user and a lookup error
     CHECK(pipeline.sink.count("cleanup: removed") == 0);
 }
 
-TEST_CASE("issue 14: a dry run lists the files a stray's user would leave, and keeps both") {
+TEST_CASE("cleanup: a dry run lists the files a stray's user would leave, and keeps both") {
     CleanupPipeline pipeline(41615);
     const pid_t stray = spawn_as(41615, {"sleep", "600"});
     pipeline.run(pipeline.config("dry_run: true\n"));
@@ -216,7 +216,7 @@ TEST_CASE("issue 14: a dry run lists the files a stray's user would leave, and k
     CHECK(pipeline.summary().ends_with("; cleanup: would remove 0 IPC objects, 1 files, 4 B"));
 }
 
-TEST_CASE("issue 14: leftover check shows what a sweep would remove and removes nothing") {
+TEST_CASE("cleanup: leftover check shows what a sweep would remove and removes nothing") {
     CleanupPipeline pipeline(41614);
     const pid_t stray = spawn_as(41614, {"sleep", "600"});
     auto check = sweep::check_node(pipeline.load(pipeline.config()), pipeline.request, &pipeline.controller,
@@ -229,7 +229,7 @@ TEST_CASE("issue 14: leftover check shows what a sweep would remove and removes 
     CHECK(is_running(stray));
 }
 
-TEST_CASE("issue 14 candidates: the reaped users, the job's user at its epilog only, and scope job_user") {
+TEST_CASE("cleanup candidates: the reaped users, the job's user at its epilog only, and scope job_user") {
     Config config;
     sweep::SweepRequest request;
     request.trigger.uid = 41616;
@@ -254,7 +254,7 @@ TEST_CASE("issue 14 candidates: the reaped users, the job's user at its epilog o
     }
 }
 
-TEST_CASE("issue 14: in the job's epilog a reaped other user is cleaned too, unless scope is job_user") {
+TEST_CASE("cleanup: in the job's epilog a reaped other user is cleaned too, unless scope is job_user") {
     CleanupPipeline pipeline(41616);
     pipeline.accounts.names[41617] = "rs.other";
     const std::string others_file = pipeline.scratch.write("others.dat", "12", 0644, 41617);

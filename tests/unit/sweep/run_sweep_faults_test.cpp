@@ -161,7 +161,7 @@ TEST_CASE("fault catalogue: an untrusted config kills nothing and the log names 
     check_nothing_killed(pipeline, report, stray, line->second);
 }
 
-TEST_CASE("issue 13 case 7: a step end whose account lookup hangs kills nothing, says so and ends by its deadline") {
+TEST_CASE("fault catalogue: a step end whose account lookup hangs kills nothing, says so and ends by its deadline") {
     // The plugin's step end: no helper process (Slurm may kill it), the lookups on a
     // worker thread. The directory service hangs for 20 s, the deadline is 2 s away.
     constexpr uid_t kUser = 41702;

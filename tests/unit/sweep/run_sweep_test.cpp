@@ -51,7 +51,7 @@ TEST_CASE("run_sweep: a stray is killed, and each action, the grace wait and the
     CHECK(pipeline.summary().starts_with("job 7 epilog (user rs.user uid 41301): swept [rs.user]; killed 1; "));
 }
 
-TEST_CASE("issue 13 case 10: the SIGSTOP before a kill and the SIGCONT after SIGTERM are debug lines") {
+TEST_CASE("fault catalogue: the SIGSTOP before a kill and the SIGCONT after SIGTERM are debug lines") {
     // One line per action would double every kill's lines: the stop and the continue
     // that let a SIGTERM handler run are steps on the way, the SIGTERM is the line.
     Pipeline pipeline(41310);
@@ -165,7 +165,7 @@ TEST_CASE("run_sweep: job_source controller takes live work from slurmctld, not 
     CHECK(unconnected.error->message == "job_source controller: no controller connection");
 }
 
-TEST_CASE("issue 13 case 4: slurmctld is asked about every node this host runs") {
+TEST_CASE("fault catalogue: slurmctld is asked about every node this host runs") {
     Pipeline pipeline(41307);
     OneStray fake(41307);
     pipeline.use(fake);
