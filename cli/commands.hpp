@@ -6,7 +6,7 @@
 #include "accounts/accounts.hpp"
 #include "node/controller.hpp"
 #include "cli/exit_status.hpp"
-#include "cli/node.hpp"
+#include "cli/node_discovery.hpp"
 #include "cli/options.hpp"
 
 #include <sys/types.h>

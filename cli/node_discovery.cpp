@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "cli/node.hpp"
+#include "cli/node_discovery.hpp"
 
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"

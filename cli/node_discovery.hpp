@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Which node the command speaks for: slurmd's node name and spool directory, learned
-// from slurm.conf the way slurmd learns them (slurm_node.cpp, which links libslurm),
+// from slurm.conf the way slurmd learns them (node_discovery_slurm.cpp, which links libslurm),
 // or given with --node / --spool-dir.
 #pragma once
 
@@ -46,7 +46,7 @@ struct HostNames {
 Status add_running_slurmds(node::NodeInfo& node, const std::vector<node::RunningSlurmd>& running,
                            const HostNames& names);
 
-// libslurm's answer (slurmd's pid included), with the overrides applied. Defined in slurm_node.cpp, which only
+// libslurm's answer (slurmd's pid included), with the overrides applied. Defined in node_discovery_slurm.cpp, which only
 // the executable links: the unit tests pass their own NodeDiscovery.
 Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The node the command speaks for: its spool directory, and slurmd's pid file as
 // slurmd's create_pidfile writes it ("<pid>\n").
-#include "cli/node.hpp"
+#include "cli/node_discovery.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>

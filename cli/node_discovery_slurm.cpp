@@ -5,7 +5,7 @@
 // host's aliases, else the node "localhost"; and it expands the first %h of
 // SlurmdSpoolDir and SlurmdPidFile to the short host name and the first %n to the node
 // name. slurmd's pid comes from that pid file.
-#include "cli/node.hpp"
+#include "cli/node_discovery.hpp"
 
 #include "node/slurm_conf.hpp"
 
