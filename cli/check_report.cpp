@@ -110,18 +110,7 @@ int check_exit_status(const CheckResult& result) {
     return result.check->plan.kills().empty() ? kExitClean : kExitStrays;
 }
 
-bool is_listed(const Decision& decision, bool all) {
-    if (all) return true;
-    switch (decision.reason) {
-        case Reason::init:
-        case Reason::self:
-        case Reason::caller_ancestor:
-        case Reason::never_touch:
-        case Reason::kernel_thread:
-        case Reason::protected_owner: return false;
-        default: return true;
-    }
-}
+bool is_listed(const Decision& decision, bool all) { return all || reason_word(decision.reason).listed_by_check; }
 
 std::vector<UserSummary> summarize_users(const std::vector<Decision>& decisions) {
     std::map<uid_t, UserSummary> by_uid;

@@ -18,9 +18,13 @@ constexpr std::array<std::string_view, 7> kFailureWords = {"config",         "us
                                                            "account_lookup", "deadline",   "proc"};
 constexpr std::array<std::string_view, 2> kSignalWords = {"SIGTERM", "SIGKILL"};
 // Every reason but stray (a stray is killed, not kept), in the log's words.
-constexpr std::array<std::string_view, 13> kKeptWords = {
-    "init",       "self",      "caller_ancestor",  "never_touch",     "kernel_thread", "zombie",      "protected_owner",
-    "mixed_uids", "protected", "inside_live_step", "live_job_cgroup", "has_live_job",  "out_of_scope"};
+constexpr auto kKeptWords = [] {
+    std::array<std::string_view, kReasonWords.size() - 1> words{};
+    std::size_t n = 0;
+    for (const ReasonWord& entry : kReasonWords)
+        if (entry.reason != Reason::stray) words[n++] = entry.word;
+    return words;
+}();
 
 struct Family {
     std::string_view name;

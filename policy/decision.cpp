@@ -132,25 +132,4 @@ std::map<Reason, std::size_t> Plan::count_by_reason() const {
 
 const char* to_string(Verdict verdict) { return verdict == Verdict::kill ? "kill" : "keep"; }
 
-const char* to_string(Reason reason) {
-    switch (reason) {
-        case Reason::init: return "init";
-        case Reason::self: return "self";
-        case Reason::caller_ancestor: return "caller_ancestor";
-        case Reason::never_touch: return "never_touch";
-        case Reason::kernel_thread: return "kernel_thread";
-        case Reason::zombie: return "zombie";
-        case Reason::protected_owner: return "protected_owner";
-        case Reason::mixed_uids: return "mixed_uids";
-        case Reason::protected_account: return "protected";
-        case Reason::unreadable_ancestry: return "unreadable_ancestry";
-        case Reason::inside_live_step: return "inside_live_step";
-        case Reason::live_job_cgroup: return "live_job_cgroup";
-        case Reason::has_live_job: return "has_live_job";
-        case Reason::out_of_scope: return "out_of_scope";
-        case Reason::stray: return "stray";
-    }
-    return "?";
-}
-
 }  // namespace leftover

@@ -9,11 +9,15 @@
 
 #include <sys/types.h>
 
+#include <array>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <string_view>
 #include <vector>
 
 namespace leftover {
@@ -93,6 +97,39 @@ Plan decide(const DecisionInput& input);
 void decide_kills_again(const DecisionInput& input, Plan& plan);
 
 const char* to_string(Verdict verdict);
-const char* to_string(Reason reason);
+
+// Every reason once, with the word the log, the metrics, `check --json` and leftover(8)
+// use, and whether `leftover check` lists such a process without --all (the machinery
+// of the node is left out).
+struct ReasonWord {
+    Reason reason;
+    std::string_view word;
+    bool listed_by_check;
+};
+inline constexpr std::array<ReasonWord, 15> kReasonWords{{
+    {Reason::init, "init", false},
+    {Reason::self, "self", false},
+    {Reason::caller_ancestor, "caller_ancestor", false},
+    {Reason::never_touch, "never_touch", false},
+    {Reason::kernel_thread, "kernel_thread", false},
+    {Reason::zombie, "zombie", true},
+    {Reason::protected_owner, "protected_owner", false},
+    {Reason::mixed_uids, "mixed_uids", true},
+    {Reason::protected_account, "protected", true},
+    {Reason::unreadable_ancestry, "unreadable_ancestry", true},
+    {Reason::inside_live_step, "inside_live_step", true},
+    {Reason::live_job_cgroup, "live_job_cgroup", true},
+    {Reason::has_live_job, "has_live_job", true},
+    {Reason::out_of_scope, "out_of_scope", true},
+    {Reason::stray, "stray", true},
+}};
+
+constexpr const ReasonWord& reason_word(Reason reason) {
+    for (const ReasonWord& entry : kReasonWords)
+        if (entry.reason == reason) return entry;
+    return kReasonWords.back();  // unreachable: the table has every reason (decision_test holds it)
+}
+// Each word is a literal, so data() ends in NUL.
+inline const char* to_string(Reason reason) { return reason_word(reason).word.data(); }
 
 }  // namespace leftover

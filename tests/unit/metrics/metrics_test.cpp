@@ -30,7 +30,7 @@ TEST_CASE("metrics: a fresh set has every fixed series at 0") {
     const Metrics metrics;
     CHECK(metrics.value("leftover_evaluations_total", "step") == 0);
     CHECK(metrics.series().at("leftover_evaluations_total").size() == 4);
-    CHECK(metrics.series().at("leftover_processes_kept_total").size() == 13);  // every reason but stray
+    CHECK(metrics.series().at("leftover_processes_kept_total").size() == 14);  // every reason but stray
     CHECK(metrics.series().at("leftover_processes_kept_total").count("stray") == 0);
     CHECK(metrics.series().at("leftover_lookup_errors_total").size() == 7);
     CHECK(metrics.series().at("leftover_user_processes_killed_total").empty());
@@ -127,4 +127,16 @@ TEST_CASE("metrics: the words of triggers and failure kinds") {
     CHECK(std::string(to_string(FailureKind::users_file)) == "users_file");
     CHECK(std::string(to_string(FailureKind::account_lookup)) == "account_lookup");
     CHECK(std::string(to_string(FailureKind::proc)) == "proc");
+}
+
+TEST_CASE("metrics: processes kept for an unreadable ancestry are counted and written") {
+    Metrics metrics;
+    EvaluationSample sample = one_kill();
+    sample.kept = {{Reason::unreadable_ancestry, 3}};
+    metrics.add(sample);
+    const std::string text = metrics.render(false);
+    CHECK(text.find("leftover_processes_kept_total{reason=\"unreadable_ancestry\"} 3\n") != std::string::npos);
+    const auto back = Metrics::parse(text);
+    REQUIRE(back.ok());
+    CHECK(back->value("leftover_processes_kept_total", "unreadable_ancestry") == 3);
 }

@@ -3,7 +3,13 @@
 
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string_view>
 
 using namespace leftover;
 
@@ -240,4 +246,34 @@ TEST_CASE("decision: the plan is deterministic") {
     }
     CHECK(a.kills().size() == 25);
     CHECK(a.count_by_reason().at(Reason::has_live_job) == 25);
+}
+
+TEST_CASE("reasons: each has one word, and check's JSON schema and leftover(8) know every word") {
+    std::set<std::string_view> words;
+    std::set<Reason> reasons;
+    for (const ReasonWord& entry : kReasonWords) {
+        words.insert(entry.word);
+        reasons.insert(entry.reason);
+        CHECK(to_string(entry.reason) == entry.word);
+    }
+    CHECK(words.size() == kReasonWords.size());
+    CHECK(reasons.size() == kReasonWords.size());
+    CHECK(reasons.count(Reason::stray) == 1);  // the enum's last value: every value is in the table
+    CHECK(static_cast<std::size_t>(Reason::stray) + 1 == kReasonWords.size());
+
+    const auto read = [](const char* name) {
+        std::ifstream in(std::string(LEFTOVER_SOURCE_DIR) + "/" + name);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const std::string schema = read("man/leftover-check.schema.json");
+    const std::string man = read("man/leftover.8");
+    const std::string decisions = man.substr(man.find(".SH DECISIONS"));
+    for (const std::string_view word : words) {
+        CAPTURE(word);
+        CHECK(schema.find(fmt::format("\"{}\"", word)) != std::string::npos);
+        const bool in_man = decisions.find(fmt::format(".B {}\n", word)) != std::string::npos ||
+                            decisions.find(fmt::format(".BR {} ", word)) != std::string::npos ||
+                            decisions.find(fmt::format(".B {} ", word)) != std::string::npos;
+        CHECK(in_man);
+    }
 }
