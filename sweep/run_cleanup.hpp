@@ -13,9 +13,11 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace leftover::sweep {
 
@@ -29,11 +31,14 @@ struct GuardInput {
     bool deadline_reached = false;
     std::set<uid_t> survivors;
     bool dry_run = false;  // processes a dry run would kill count as gone
+    // The processes holding each candidate as any of their four uids, read after the
+    // fresh evaluation (processes_holding); unset is an error.
+    const std::map<uid_t, std::vector<pid_t>>* holders = nullptr;
 };
 
 // The uids whose objects may go: each a candidate that is not protected (by `exemptions`
-// from `accounts`' answers), has no live work and no process left; or an error saying
-// why nothing may go (then nothing is removed at all).
+// from `accounts`' answers), has no live work and no process left (none holds it as any
+// uid); or an error saying why nothing may go (then nothing is removed at all).
 Result<std::set<uid_t>> guarded_uids(const GuardInput& input, const Exemptions& exemptions,
                                      const AccountDatabase& accounts, std::chrono::steady_clock::time_point deadline);
 
