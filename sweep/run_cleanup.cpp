@@ -78,6 +78,7 @@ Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exe
     for (const uid_t uid : in.candidates) {
         if (exemptions.classify(uid, answers).is_protected()) continue;
         if (in.fresh_live->uids.count(uid) != 0) continue;
+        if (in.cleared != nullptr && in.cleared->count(uid) == 0) continue;  // not cleared by slurmctld
         if (in.survivors.count(uid) != 0 || !nothing_left_of(uid, *in.fresh, in.dry_run)) continue;
         if (held_by_a_process(uid, in)) continue;
         uids.insert(uid);
@@ -142,16 +143,19 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
     input.dry_run = config.dry_run;
     // Fresh state: a job of the user may have started, or a process appeared, meanwhile.
     // Not asked after a failure, which already keeps everything (a hung source would only
-    // hold the step's end once more). Then every process holding a candidate as any uid
-    // is looked for (the scan reads the uids of unprotected owners only, and a setuid
-    // program's entry is root's).
+    // hold the step's end once more). Without contain, slurmctld clears every candidate
+    // (the job's user who left no process too) in that evaluation's one allocation query;
+    // then every process holding a candidate as any uid is looked for (the scan reads the
+    // uids of unprotected owners only, and a setuid program's entry is root's).
     std::optional<Result<Plan>> fresh;
     std::optional<Result<std::map<uid_t, std::vector<pid_t>>>> holders;
     if (!input.error && !input.failed_lookups && !input.deadline_reached) {
+        evaluation.ask_allocations_of(input.candidates);
         fresh = evaluation();
         if (!fresh->ok()) input.error = fresh->error();
         if (fresh->ok()) input.fresh = &fresh->value();
         input.fresh_live = &evaluation.last_live_work();
+        if (evaluation.checks_allocations()) input.cleared = &evaluation.cleared_allocations();
         if (!evaluation.failed_lookups().empty()) input.failed_lookups = true;
         if (!input.error) {
             holders = processes_holding(request.proc_root, input.candidates, deadline);
@@ -166,7 +170,7 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
 
 std::optional<CleanupReport> preview_cleanup(const Config& config, const Exemptions& exemptions,
                                              const SweepRequest& request, const AccountDatabase& accounts,
-                                             const Plan& plan, const LiveWork& live,
+                                             const Plan& plan, const LiveWork& live, const std::set<uid_t>* cleared,
                                              std::chrono::steady_clock::time_point deadline) {
     CleanupOptions options = cleanup_options(config, request.proc_root, request.shm_dir, request.mqueue_dir, deadline);
     options.dry_run = true;
@@ -176,6 +180,7 @@ std::optional<CleanupReport> preview_cleanup(const Config& config, const Exempti
     input.fresh = &plan;
     input.fresh_live = &live;
     input.dry_run = true;
+    input.cleared = cleared;
     const auto holders = processes_holding(request.proc_root, input.candidates, deadline);
     if (!holders.ok()) return std::nullopt;
     input.holders = &holders.value();

@@ -122,6 +122,13 @@ TEST_CASE("issue 14 guard: only a swept user with nothing left and nothing faile
         g.fresh.decisions.push_back(process_of(41610, Verdict::keep, Reason::zombie));
         CHECK(g.run().value() == std::set<uid_t>{41610});
     }
+    SUBCASE("without contain, a candidate slurmctld did not clear") {
+        std::set<uid_t> cleared;
+        g.input.cleared = &cleared;
+        CHECK(g.run().value().empty());
+        cleared.insert(41610);
+        CHECK(g.run().value() == std::set<uid_t>{41610});
+    }
     SUBCASE("a process holding the uid as one of its uids, also in a dry run") {
         g.holders[41610] = {300};
         CHECK(g.run().value().empty());
@@ -289,6 +296,56 @@ TEST_CASE("issue 14: in the job's epilog a reaped other user is cleaned too, unl
     }
     CHECK_FALSE(exists(pipeline.users_file));
     kill_all_of(41617);
+}
+
+TEST_CASE("cleanup: without contain, the job's user who slurmctld says holds an allocation here keeps her files") {
+    // Her other job is allocated here with no step running (a multi-node job whose batch
+    // script runs elsewhere, salloc --no-shell): only slurmctld knows.
+    CleanupPipeline pipeline(41622);
+    pipeline.request.node.prolog_contain = false;
+    SUBCASE("slurmctld says she holds an allocation here") {
+        pipeline.controller.live.uids = {41622};
+        pipeline.run(pipeline.config());
+        CHECK(pipeline.controller.calls > 0);
+        CHECK(exists(pipeline.users_file));
+        CHECK(pipeline.sink.count("cleanup: removed") == 0);
+    }
+    SUBCASE("slurmctld cannot be asked") {
+        pipeline.controller.error = Error::lookup("squeue: timed out");
+        pipeline.run(pipeline.config());
+        CHECK(pipeline.controller.calls > 0);
+        CHECK(exists(pipeline.users_file));
+        CHECK(pipeline.sink.count("cleanup: nothing removed: lookup error: squeue: timed out") == 1);
+    }
+    SUBCASE("slurmctld says she holds none: her files go, after one query") {
+        pipeline.run(pipeline.config());
+        CHECK(pipeline.controller.calls == 1);
+        CHECK_FALSE(exists(pipeline.users_file));
+    }
+    CHECK(exists(pipeline.roots_file));
+}
+
+TEST_CASE("cleanup: without contain, a reaped user and the job's user are cleared in one query together") {
+    CleanupPipeline pipeline(41623);
+    pipeline.request.node.prolog_contain = false;
+    pipeline.request.trigger.uid = 41624;  // the ending job's user, who left no process
+    pipeline.accounts.names[41624] = "rs.jobuser";
+    const std::string job_users_file = pipeline.scratch.write("job_user.dat", "12", 0644, 41624);
+    const pid_t stray = spawn_as(41623, {"sleep", "600"});
+    SUBCASE("both hold nothing here") {
+        pipeline.run(pipeline.config());
+        CHECK(wait_gone(stray));
+        CHECK_FALSE(exists(pipeline.users_file));
+        CHECK_FALSE(exists(job_users_file));
+    }
+    SUBCASE("the job's user holds an allocation here") {
+        pipeline.controller.live.uids = {41624};
+        pipeline.run(pipeline.config());
+        CHECK(wait_gone(stray));
+        CHECK_FALSE(exists(pipeline.users_file));
+        CHECK(exists(job_users_file));
+    }
+    kill_all_of(41624);
 }
 
 TEST_CASE("cleanup: a process that holds the user as any one of its four uids keeps the user's files") {
