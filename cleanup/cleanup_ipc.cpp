@@ -135,15 +135,16 @@ void clean_up_sysv(const std::set<uid_t>& uids, const CleanupOptions& options, C
             continue;
         }
         for (const SysvObject& found : objects.value()) {
-            if (uids.count(found.uid) == 0 && uids.count(found.cuid) == 0) continue;
+            // The owner only: a creator may have handed the object to another user (IPC_SET),
+            // whose work it is now.
+            if (uids.count(found.uid) == 0) continue;
             if (kind == SysvKind::shm && found.attached != 0) continue;  // in use: a live process maps it
             if (std::chrono::steady_clock::now() >= options.deadline) {
                 report.deadline_reached = true;
                 report.errors.push_back(fmt::format("{}: the deadline passed, the rest not searched", path));
                 return;
             }
-            CleanupRecord record{columns.kind, std::to_string(found.id), uids.count(found.uid) ? found.uid : found.cuid,
-                                 found.bytes};
+            CleanupRecord record{columns.kind, std::to_string(found.id), found.uid, found.bytes};
             // The id may have been freed and reused since the table was read: ask again, by id.
             SysvStat now;
             if (const int rc = calls.sysv_stat(kind, found.id, now); rc < 0) {

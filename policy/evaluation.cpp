@@ -90,6 +90,7 @@ Result<bool> Evaluation::job_state_unchanged() {
 }
 
 Result<Plan> Evaluation::operator()() {
+    cleared_.clear();
     // Who has live work before the scan: their processes are kept whatever they are, so
     // they need no detail reads.
     const bool look_first = !context_.examine_live_users;
@@ -166,12 +167,18 @@ Result<Plan> Evaluation::operator()() {
     }
 
     // Only "holds an allocation" is remembered: a user cleared in one round is asked again
-    // in the next, since a job of theirs may land here during grace.
+    // in the next, since a job of theirs may land here during grace. The users a cleanup
+    // may touch are asked in the same query: a user who left no process is never killed,
+    // and may hold an allocation all the same.
     if (allocation_check_) {
-        const std::set<uid_t> to_ask = plan.kill_uids();  // the confirmed ones are kept already
+        std::set<uid_t> to_ask = plan.kill_uids();  // the confirmed ones are kept already
+        for (const uid_t uid : also_ask_)
+            if (live_.uids.count(uid) == 0) to_ask.insert(uid);
         if (!to_ask.empty()) {
             auto holders = allocation_check_(to_ask);
             if (!holders.ok()) return holders.error();
+            for (const uid_t uid : to_ask)
+                if (holders->count(uid) == 0) cleared_.insert(uid);
             if (!holders->empty()) {
                 confirmed_allocations_.insert(holders->begin(), holders->end());
                 live_.uids.insert(holders->begin(), holders->end());

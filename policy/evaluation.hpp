@@ -21,8 +21,9 @@ namespace leftover {
 // Reads the users and jobs with live work on the node (a lookup error on any doubt).
 using JobStateReader = std::function<Result<LiveWork>()>;
 
-// Asked only when a plan would kill: which of these users still hold an allocation on
-// the node that local state cannot show (no PrologFlags=contain). Unset: not needed.
+// Asked only when a plan would kill, or a cleanup may touch a user (ask_allocations_of):
+// which of these users still hold an allocation on the node that local state cannot
+// show (no PrologFlags=contain). Unset: not needed.
 using AllocationCheck = std::function<Result<std::set<uid_t>>(const std::set<uid_t>& uids)>;
 
 struct EvaluationContext {
@@ -54,6 +55,14 @@ public:
     Result<Plan> operator()();
 
     const LiveWork& last_live_work() const { return live_; }
+    // Users a cleanup may touch (the ending job's user, who may have left no process):
+    // from the next evaluation on, asked about with the plan's kill candidates, in the
+    // same query, whenever an allocation check is needed.
+    void ask_allocations_of(std::set<uid_t> uids) { also_ask_ = std::move(uids); }
+    // Whether slurmctld must clear a user before anything of theirs goes (no PrologFlags=contain).
+    bool checks_allocations() const { return static_cast<bool>(allocation_check_); }
+    // The users the last evaluation's allocation check said hold no allocation here.
+    const std::set<uid_t>& cleared_allocations() const { return cleared_; }
     // Reads the job state again: whether it is what the last evaluation decided on (a
     // job that started since would protect its user). An error: it could not be read.
     Result<bool> job_state_unchanged();
@@ -76,6 +85,8 @@ private:
     EvaluationContext context_;
     LiveWork live_;
     std::set<uid_t> confirmed_allocations_;  // users the controller said hold an allocation here
+    std::set<uid_t> also_ask_;               // see ask_allocations_of
+    std::set<uid_t> cleared_;                // see cleared_allocations
 };
 
 }  // namespace leftover

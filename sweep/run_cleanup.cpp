@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "sweep/run_cleanup.hpp"
 
+#include "procfs/proc_holders.hpp"
 #include "sweep/report.hpp"
 #include "sweep/run_sweep.hpp"
 
@@ -27,6 +28,21 @@ bool nothing_left_of(uid_t uid, const Plan& plan, bool dry_run) {
     return true;
 }
 
+// Whether a process holds `uid` as one of its uids and would outlive the sweep.
+bool held_by_a_process(uid_t uid, const GuardInput& in) {
+    const auto found = in.holders->find(uid);
+    if (found == in.holders->end()) return false;
+    for (const pid_t pid : found->second) {
+        if (!in.dry_run) return true;
+        // A dry run's target counts as gone (its four uids are the one uid it is killed for).
+        bool target = false;
+        for (const Decision& d : in.fresh->decisions)
+            if (d.pid == pid && d.verdict == Verdict::kill) target = true;
+        if (!target) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 std::set<uid_t> cleanup_candidates(const Config& config, const SweepRequest& request, const Plan& plan) {
@@ -47,6 +63,7 @@ Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exe
     if (in.failed_lookups) return Error::lookup("an account lookup failed in this evaluation");
     if (in.deadline_reached) return Error::lookup("the evaluation reached its deadline");
     if (in.fresh == nullptr || in.fresh_live == nullptr) return Error::lookup("no evaluation after the sweep");
+    if (in.holders == nullptr) return Error::lookup("the processes of the cleanup's users were not read");
     if (in.candidates.empty()) return std::set<uid_t>{};
     // Reaped users were judged by name already; the job's user may not have been (it may
     // have left no process): every candidate is classified again, by the same rule.
@@ -61,7 +78,9 @@ Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exe
     for (const uid_t uid : in.candidates) {
         if (exemptions.classify(uid, answers).is_protected()) continue;
         if (in.fresh_live->uids.count(uid) != 0) continue;
+        if (in.cleared != nullptr && in.cleared->count(uid) == 0) continue;  // not cleared by slurmctld
         if (in.survivors.count(uid) != 0 || !nothing_left_of(uid, *in.fresh, in.dry_run)) continue;
+        if (held_by_a_process(uid, in)) continue;
         uids.insert(uid);
     }
     return uids;
@@ -124,21 +143,34 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
     input.dry_run = config.dry_run;
     // Fresh state: a job of the user may have started, or a process appeared, meanwhile.
     // Not asked after a failure, which already keeps everything (a hung source would only
-    // hold the step's end once more).
+    // hold the step's end once more). Without contain, slurmctld clears every candidate
+    // (the job's user who left no process too) in that evaluation's one allocation query;
+    // then every process holding a candidate as any uid is looked for (the scan reads the
+    // uids of unprotected owners only, and a setuid program's entry is root's).
     std::optional<Result<Plan>> fresh;
+    std::optional<Result<std::map<uid_t, std::vector<pid_t>>>> holders;
     if (!input.error && !input.failed_lookups && !input.deadline_reached) {
+        evaluation.ask_allocations_of(input.candidates);
         fresh = evaluation();
         if (!fresh->ok()) input.error = fresh->error();
         if (fresh->ok()) input.fresh = &fresh->value();
         input.fresh_live = &evaluation.last_live_work();
+        if (evaluation.checks_allocations()) input.cleared = &evaluation.cleared_allocations();
         if (!evaluation.failed_lookups().empty()) input.failed_lookups = true;
+        if (!input.error) {
+            holders = processes_holding(request.proc_root, input.candidates, deadline);
+            if (holders->ok())
+                input.holders = &holders->value();
+            else
+                input.error = holders->error();
+        }
     }
     return run_cleanup(input, config, exemptions, accounts, options, log);
 }
 
 std::optional<CleanupReport> preview_cleanup(const Config& config, const Exemptions& exemptions,
                                              const SweepRequest& request, const AccountDatabase& accounts,
-                                             const Plan& plan, const LiveWork& live,
+                                             const Plan& plan, const LiveWork& live, const std::set<uid_t>* cleared,
                                              std::chrono::steady_clock::time_point deadline) {
     CleanupOptions options = cleanup_options(config, request.proc_root, request.shm_dir, request.mqueue_dir, deadline);
     options.dry_run = true;
@@ -148,6 +180,10 @@ std::optional<CleanupReport> preview_cleanup(const Config& config, const Exempti
     input.fresh = &plan;
     input.fresh_live = &live;
     input.dry_run = true;
+    input.cleared = cleared;
+    const auto holders = processes_holding(request.proc_root, input.candidates, deadline);
+    if (!holders.ok()) return std::nullopt;
+    input.holders = &holders.value();
     const auto uids = guarded_uids(input, exemptions, accounts, deadline);
     if (!uids.ok() || uids->empty()) return std::nullopt;
     return clean_up(uids.value(), options);

@@ -13,9 +13,11 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace leftover::sweep {
 
@@ -29,11 +31,19 @@ struct GuardInput {
     bool deadline_reached = false;
     std::set<uid_t> survivors;
     bool dry_run = false;  // processes a dry run would kill count as gone
+    // Without PrologFlags=contain only slurmctld knows an allocation with no step here:
+    // then set, to the candidates its check on the fresh evaluation said hold none.
+    // Unset: the node's own state shows every allocation.
+    const std::set<uid_t>* cleared = nullptr;
+    // The processes holding each candidate as any of their four uids, read after the
+    // fresh evaluation (processes_holding); unset is an error.
+    const std::map<uid_t, std::vector<pid_t>>* holders = nullptr;
 };
 
 // The uids whose objects may go: each a candidate that is not protected (by `exemptions`
-// from `accounts`' answers), has no live work and no process left; or an error saying
-// why nothing may go (then nothing is removed at all).
+// from `accounts`' answers), has no live work, is cleared by slurmctld where it must be,
+// and has no process left (none holds it as any uid); or an error saying why nothing may
+// go (then nothing is removed at all).
 Result<std::set<uid_t>> guarded_uids(const GuardInput& input, const Exemptions& exemptions,
                                      const AccountDatabase& accounts, std::chrono::steady_clock::time_point deadline);
 
@@ -62,10 +72,11 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
                                                   std::chrono::steady_clock::time_point deadline, Logger& log);
 
 // What a sweep would remove after `plan`, as a dry run that logs nothing (for `leftover
-// check`): unset when cleanup is off or the guard lets nothing go.
+// check`): unset when cleanup is off or the guard lets nothing go. `cleared` as in
+// GuardInput: the evaluation's cleared_allocations() when it checks allocations.
 std::optional<CleanupReport> preview_cleanup(const Config& config, const Exemptions& exemptions,
                                              const SweepRequest& request, const AccountDatabase& accounts,
-                                             const Plan& plan, const LiveWork& live,
+                                             const Plan& plan, const LiveWork& live, const std::set<uid_t>* cleared,
                                              std::chrono::steady_clock::time_point deadline);
 
 }  // namespace leftover::sweep

@@ -330,6 +330,8 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     JobStateSource job_state(config, request, controller, deadline, log);
     // A check shows every process as it is, those of users with live work too.
     Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state, true);
+    // The users a cleanup would touch beyond the plan's targets, cleared in its one query.
+    if (!config.cleanup.empty()) evaluation.ask_allocations_of(cleanup_candidates(config, request, Plan{}));
     auto plan = evaluation();
     if (!plan.ok()) {
         seen.error = plan.error();
@@ -337,7 +339,9 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     }
     name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
     auto cleanup = preview_cleanup(config, loaded.exemptions->value(), request, accounts, plan.value(),
-                                   evaluation.last_live_work(), deadline);
+                                   evaluation.last_live_work(),
+                                   evaluation.checks_allocations() ? &evaluation.cleared_allocations() : nullptr,
+                                   deadline);
     return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup)}, std::nullopt);
 }
 

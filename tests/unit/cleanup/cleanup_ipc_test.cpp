@@ -262,3 +262,64 @@ TEST_CASE("cleanup ipc: where pid 1's namespace cannot be read, only the kernel'
         CHECK(alive(SysvKind::shm, shm));
     }
 }
+
+namespace {
+
+// Hands an object to `owner` as root may (IPC_SET): its creator stays who made it.
+void give_to(SysvKind kind, int id, uid_t owner) {
+    switch (kind) {
+        case SysvKind::shm: {
+            shmid_ds ds{};
+            REQUIRE(::shmctl(id, IPC_STAT, &ds) == 0);
+            ds.shm_perm.uid = owner;
+            REQUIRE(::shmctl(id, IPC_SET, &ds) == 0);
+            return;
+        }
+        case SysvKind::sem: {
+            union semun {  // the caller defines it (semctl(2))
+                int val;
+                semid_ds* buf;
+            };
+            semid_ds ds{};
+            semun arg{};
+            arg.buf = &ds;
+            REQUIRE(::semctl(id, 0, IPC_STAT, arg) == 0);
+            ds.sem_perm.uid = owner;
+            REQUIRE(::semctl(id, 0, IPC_SET, arg) == 0);
+            return;
+        }
+        case SysvKind::msg: {
+            msqid_ds ds{};
+            REQUIRE(::msgctl(id, IPC_STAT, &ds) == 0);
+            ds.msg_perm.uid = owner;
+            REQUIRE(::msgctl(id, IPC_SET, &ds) == 0);
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("cleanup ipc: an object is matched by its owner only: one the swept user created and another owns stays") {
+    constexpr uid_t creator = 41600;
+    constexpr uid_t owner = 41608;
+    OwnedIpc owned;
+    const std::map<SysvKind, int> ids{{SysvKind::shm, owned.add(SysvKind::shm, made_as(creator, make_shm, owned))},
+                                      {SysvKind::sem, owned.add(SysvKind::sem, made_as(creator, make_sem, owned))},
+                                      {SysvKind::msg, owned.add(SysvKind::msg, made_as(creator, make_msg, owned))}};
+    for (const auto& [kind, id] : ids) give_to(kind, id, owner);
+
+    const CleanupReport creators = clean_up({creator}, ipc_only());
+    CHECK(creators.errors.empty());
+    for (const auto& [kind, id] : ids) {
+        CHECK(alive(kind, id));
+        CHECK(record_of(creators, id) == nullptr);
+    }
+    // Its owner's cleanup takes them, each recorded under the owner.
+    const CleanupReport owners = clean_up({owner}, ipc_only());
+    for (const auto& [kind, id] : ids) {
+        CHECK_FALSE(alive(kind, id));
+        REQUIRE(record_of(owners, id) != nullptr);
+        CHECK(record_of(owners, id)->uid == owner);
+    }
+}

@@ -162,6 +162,43 @@ TEST_CASE("fault catalogue: a user slurmctld cleared in one round is asked again
     CHECK(plan->kills().empty());
 }
 
+TEST_CASE("evaluation: the users a cleanup may touch are asked about with the kill candidates, in one query") {
+    Node node;
+    node.fake.add_process(user_process(700, kStray));  // kLate left no process: never a kill candidate
+    node.live.uids = {kOperator};
+    std::vector<std::set<uid_t>> asked;
+    Evaluation evaluation = node.evaluation([&asked](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
+        asked.push_back(uids);
+        return std::set<uid_t>{kOther};
+    });
+    CHECK(evaluation.checks_allocations());
+    evaluation.ask_allocations_of({kLate, kOther, kOperator});  // kOperator: live here, not asked
+    auto plan = evaluation();
+    REQUIRE(plan.ok());
+    CHECK(asked == std::vector<std::set<uid_t>>{{kStray, kLate, kOther}});
+    CHECK(evaluation.cleared_allocations() == std::set<uid_t>{kStray, kLate});
+    CHECK(evaluation.last_live_work().uids.count(kOther) == 1);
+
+    // Nothing to kill: the cleanup's users alone are asked, and cleared only by that answer.
+    node.fake.remove("700");
+    plan = evaluation();
+    REQUIRE(plan.ok());
+    CHECK(asked.back() == std::set<uid_t>{kLate});  // kOther's allocation is remembered
+    CHECK(evaluation.cleared_allocations() == std::set<uid_t>{kLate});
+}
+
+TEST_CASE("evaluation: a failed allocation check of the cleanup's users alone is the evaluation's error") {
+    Node node;
+    Evaluation evaluation = node.evaluation(
+        [](const std::set<uid_t>&) -> Result<std::set<uid_t>> { return Error::lookup("slurmctld did not answer"); });
+    CHECK(evaluation().ok());  // nobody asked about yet
+    evaluation.ask_allocations_of({kLate});
+    const auto plan = evaluation();
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.error().message == "slurmctld did not answer");
+    CHECK(evaluation.cleared_allocations().empty());
+}
+
 TEST_CASE("evaluation: nothing that would be killed means slurmctld is not asked") {
     Node node;
     node.fake.add_process(user_process(702, kOperator));

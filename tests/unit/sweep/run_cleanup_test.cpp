@@ -17,7 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 using namespace leftover;
 using namespace leftover::test;
@@ -35,12 +38,14 @@ struct GuardCase {
     FakeAccounts accounts;
     Plan fresh;
     LiveWork live;
+    std::map<uid_t, std::vector<pid_t>> holders;
     sweep::GuardInput input;
     explicit GuardCase(uid_t uid) {
         accounts.names[uid] = "g.user";
         input.candidates = {uid};
         input.fresh = &fresh;
         input.fresh_live = &live;
+        input.holders = &holders;
     }
     Result<std::set<uid_t>> run() {
         auto exemptions = Exemptions::load(config, {});
@@ -116,6 +121,26 @@ TEST_CASE("cleanup guard: only a swept user with nothing left and nothing failed
     SUBCASE("a zombie does not count") {
         g.fresh.decisions.push_back(process_of(41610, Verdict::keep, Reason::zombie));
         CHECK(g.run().value() == std::set<uid_t>{41610});
+    }
+    SUBCASE("without contain, a candidate slurmctld did not clear") {
+        std::set<uid_t> cleared;
+        g.input.cleared = &cleared;
+        CHECK(g.run().value().empty());
+        cleared.insert(41610);
+        CHECK(g.run().value() == std::set<uid_t>{41610});
+    }
+    SUBCASE("a process holding the uid as one of its uids, also in a dry run") {
+        g.holders[41610] = {300};
+        CHECK(g.run().value().empty());
+        g.input.dry_run = true;
+        CHECK(g.run().value().empty());
+        // A dry run's own target counts as gone there.
+        g.fresh.decisions.push_back(process_of(41610, Verdict::kill, Reason::stray));
+        CHECK(g.run().value() == std::set<uid_t>{41610});
+    }
+    SUBCASE("the processes holding the candidates were not read") {
+        g.input.holders = nullptr;
+        REQUIRE_FALSE(g.run().ok());
     }
 }
 
@@ -271,4 +296,88 @@ TEST_CASE("cleanup: in the job's epilog a reaped other user is cleaned too, unle
     }
     CHECK_FALSE(exists(pipeline.users_file));
     kill_all_of(41617);
+}
+
+TEST_CASE("cleanup: without contain, the job's user who slurmctld says holds an allocation here keeps her files") {
+    // Her other job is allocated here with no step running (a multi-node job whose batch
+    // script runs elsewhere, salloc --no-shell): only slurmctld knows.
+    CleanupPipeline pipeline(41622);
+    pipeline.request.node.prolog_contain = false;
+    SUBCASE("slurmctld says she holds an allocation here") {
+        pipeline.controller.live.uids = {41622};
+        pipeline.run(pipeline.config());
+        CHECK(pipeline.controller.calls > 0);
+        CHECK(exists(pipeline.users_file));
+        CHECK(pipeline.sink.count("cleanup: removed") == 0);
+    }
+    SUBCASE("slurmctld cannot be asked") {
+        pipeline.controller.error = Error::lookup("squeue: timed out");
+        pipeline.run(pipeline.config());
+        CHECK(pipeline.controller.calls > 0);
+        CHECK(exists(pipeline.users_file));
+        CHECK(pipeline.sink.count("cleanup: nothing removed: lookup error: squeue: timed out") == 1);
+    }
+    SUBCASE("slurmctld says she holds none: her files go, after one query") {
+        pipeline.run(pipeline.config());
+        CHECK(pipeline.controller.calls == 1);
+        CHECK_FALSE(exists(pipeline.users_file));
+    }
+    CHECK(exists(pipeline.roots_file));
+}
+
+TEST_CASE("cleanup: without contain, a reaped user and the job's user are cleared in one query together") {
+    CleanupPipeline pipeline(41623);
+    pipeline.request.node.prolog_contain = false;
+    pipeline.request.trigger.uid = 41624;  // the ending job's user, who left no process
+    pipeline.accounts.names[41624] = "rs.jobuser";
+    const std::string job_users_file = pipeline.scratch.write("job_user.dat", "12", 0644, 41624);
+    const pid_t stray = spawn_as(41623, {"sleep", "600"});
+    SUBCASE("both hold nothing here") {
+        pipeline.run(pipeline.config());
+        CHECK(wait_gone(stray));
+        CHECK_FALSE(exists(pipeline.users_file));
+        CHECK_FALSE(exists(job_users_file));
+    }
+    SUBCASE("the job's user holds an allocation here") {
+        pipeline.controller.live.uids = {41624};
+        pipeline.run(pipeline.config());
+        CHECK(wait_gone(stray));
+        CHECK_FALSE(exists(pipeline.users_file));
+        CHECK(exists(job_users_file));
+    }
+    kill_all_of(41624);
+}
+
+TEST_CASE("cleanup: a process that holds the user as any one of its four uids keeps the user's files") {
+    CleanupPipeline pipeline(41625);
+    FakeProc fake;
+    pipeline.use(fake);
+    SUBCASE("no process of hers: her files go") {
+        pipeline.run(pipeline.config());
+        CHECK_FALSE(exists(pipeline.users_file));
+    }
+    // A setuid-root program she runs has uids U/0/0/0 and a /proc entry of root's.
+    const auto with_uids = [&](Uids uids, std::optional<uid_t> owner) {
+        fake.add_process({.pid = 200, .uids = uids, .owner = owner, .gids = {0, 0, 0, 0}});
+        pipeline.run(pipeline.config());
+        CHECK(exists(pipeline.users_file));
+        CHECK(pipeline.sink.count("cleanup: removed") == 0);
+    };
+    SUBCASE("real") { with_uids({41625, 0, 0, 0}, 0); }
+    SUBCASE("effective") { with_uids({0, 41625, 0, 0}, std::nullopt); }
+    SUBCASE("saved") { with_uids({0, 0, 41625, 0}, 0); }
+    SUBCASE("filesystem") { with_uids({0, 0, 0, 41625}, 0); }
+    SUBCASE("real, under another user's /proc entry") { with_uids({41625, 41626, 41626, 41626}, std::nullopt); }
+}
+
+TEST_CASE("cleanup: a real process running with the user's real uid and root's others keeps the user's files") {
+    CleanupPipeline pipeline(41627);
+    // As a setuid-root program she started: uids U/0/0/0, /proc/<pid> root's.
+    const pid_t setuid_style = spawn_with_uids(41627, 0, 0, {"sleep", "600"});
+    pipeline.run(pipeline.config());
+    CHECK(is_running(setuid_style));
+    CHECK(exists(pipeline.users_file));
+    CHECK(pipeline.sink.count("cleanup: removed") == 0);
+    ::kill(setuid_style, SIGKILL);
+    CHECK(wait_gone(setuid_style));
 }
