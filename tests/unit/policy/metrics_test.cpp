@@ -128,3 +128,24 @@ TEST_CASE("metrics: the words of triggers and failure kinds") {
     CHECK(std::string(to_string(FailureKind::account_lookup)) == "account_lookup");
     CHECK(std::string(to_string(FailureKind::proc)) == "proc");
 }
+
+TEST_CASE("metrics: drain requests are counted by result, a drain alone is no evaluation") {
+    Metrics metrics;
+    CHECK(metrics.series().at("leftover_node_drains_total").size() == 3);
+    EvaluationSample sweep = one_kill();
+    sweep.drain = DrainResult::drained;
+    metrics.add(sweep);
+    EvaluationSample health;
+    health.evaluation = false;
+    health.drain = DrainResult::failed;
+    metrics.add(health);
+    CHECK(metrics.value("leftover_node_drains_total", "drained") == 1);
+    CHECK(metrics.value("leftover_node_drains_total", "failed") == 1);
+    CHECK(metrics.value("leftover_node_drains_total", "kept") == 0);
+    CHECK(metrics.value("leftover_evaluations_total", "epilog") == 1);
+    CHECK(metrics.value("leftover_evaluations_total", "sweep") == 0);
+    CHECK(metrics.value("leftover_last_evaluation_duration_seconds") == sweep.duration_seconds);
+    const auto back = Metrics::parse(metrics.render(false));
+    REQUIRE(back.ok());
+    CHECK(back->value("leftover_node_drains_total", "failed") == 1);
+}
