@@ -4,6 +4,9 @@
 #include "build_info.hpp"
 #include "check_report.hpp"
 #include "config_report.hpp"
+#include "drain_node.hpp"
+#include "health.hpp"
+#include "record_metrics.hpp"
 #include "run_sweep.hpp"
 #include "slew.hpp"
 #include "stream_log.hpp"
@@ -28,6 +31,52 @@ sweep::SweepRequest node_wide_request(const std::string& label, const node::Node
 // "config error: ...", "lookup error: ..." or "not a Slurm node: ...".
 std::string describe(const Error& error) { return fmt::format("{}: {}", to_string(error.kind), error.message); }
 
+// The health line, after the streak and, when it fails with --drain, the drain. Doubt
+// about the streak (its file unreadable or unwritable) fails the check, drains nothing.
+struct HealthContext {
+    const Options& options;
+    Environment& env;
+    const CheckResult& result;
+    const node::NodeInfo* node = nullptr;          // unset: not a Slurm node, nothing to drain
+    node::Controller* controller = nullptr;
+    const sweep::ConfigAndExemptions* loaded = nullptr;
+};
+
+int report_health(const HealthContext& h) {
+    const std::string line = format_check_health(h.result);
+    const int status = check_exit_status(h.result);
+    unsigned previous = 0;
+    if (h.options.failures_given) {
+        auto streak = read_streak(h.options.state_dir);
+        if (streak.ok()) {
+            previous = streak.value();
+            const auto verdict = judge_health(line, status, previous, h.options.failures);
+            if (auto written = write_streak(h.options.state_dir, verdict.streak); !written.ok()) streak = written.error();
+        }
+        if (!streak.ok()) {
+            h.env.out << fmt::format("leftover: ERROR: failure streak not kept: {}\n", streak.error().message);
+            return kExitError;
+        }
+    }
+    const auto verdict = judge_health(line, status, previous, h.options.failures);
+    h.env.out << verdict.line;
+    if (!verdict.fails) return kExitClean;
+    if (h.options.drain && h.node != nullptr) {
+        StreamLogSink sink(h.env.err);
+        sweep::Logger log(sink);
+        const double timeout = h.loaded->config.ok() ? h.loaded->config->slurm_timeout : Config{}.slurm_timeout;
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(timeout));
+        std::string reason = verdict.line;
+        if (!reason.empty() && reason.back() == '\n') reason.pop_back();
+        const DrainResult drained = sweep::request_drain(h.controller, h.node->node_name, node::bounded_reason(reason),
+                                                         deadline, "health check", log);
+        sweep::record_drain(h.loaded->metrics, drained, log);
+    }
+    return status;
+}
+
 }  // namespace
 
 int run(const Options& options, Environment& env) {
@@ -50,14 +99,17 @@ int run(const Options& options, Environment& env) {
 int check_command(const Options& options, Environment& env) {
     CheckResult result;
     result.all = options.all;
+    const node::NodeInfo* found_node = nullptr;
+    node::Controller* found_controller = nullptr;
+    const sweep::ConfigAndExemptions* found_config = nullptr;
     const auto emit = [&] {
+        if (options.health)
+            return report_health({options, env, result, found_node, found_controller, found_config});
         if (options.json)
             env.out << format_check_json(result);
-        else if (options.health)
-            env.out << format_check_health(result);
         else
             env.out << format_check_table(result);
-        if (result.error && !options.health) env.err << "leftover: " << describe(*result.error) << "\n";
+        if (result.error) env.err << "leftover: " << describe(*result.error) << "\n";
         return check_exit_status(result);
     };
 
@@ -75,6 +127,9 @@ int check_command(const Options& options, Environment& env) {
     StreamLogSink sink(env.err);
     sweep::Logger log(sink);
     auto controller = env.make_controller(node.value());
+    found_node = &node.value();
+    found_controller = controller.get();
+    found_config = &loaded;
     auto check = sweep::check_node(loaded, node_wide_request("node check", node.value(), env), controller.get(),
                                    env.accounts, log);
     if (check.ok())
