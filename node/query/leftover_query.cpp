@@ -34,8 +34,6 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 namespace {
 
 int usage() {
@@ -151,7 +149,8 @@ int drain(int argc, char** argv) {
     update.node_names = node.data();
     update.node_state = NODE_STATE_DRAIN;
     update.reason = reason.data();
-    update.reason_uid = ::getuid();
+    // No reason_uid (gone from update_node_msg_t in newer releases): slurmctld records
+    // the uid that sent the request (22.05 node_mgr.c, update_node) either way.
     if (slurm_update_node(&update) != SLURM_SUCCESS) {
         (void)std::fprintf(stderr, "slurm_update_node %s: %s\n", node.c_str(), slurm_strerror(errno));
         return 2;
