@@ -494,7 +494,7 @@ TEST_CASE("check --health --failures: a streak that cannot be kept fails the che
     CHECK(node.controller.drain_reasons.empty());
 }
 
-TEST_CASE("check --health --drain: without --failures the first failure drains; a clean node is left alone") {
+TEST_CASE("check --health --drain: without --failures the first failure drains, a clean node is left alone") {
     Node node;
     CHECK(node.run({"check", "--health", "--drain"}) == kExitStrays);
     CHECK(node.controller.drain_reasons == std::vector<std::string>{"leftover: ERROR: 1 stray process of 1 user"});

@@ -52,14 +52,14 @@ TEST_CASE("drain reason: never longer than the bound, however many users or howe
           "leftover: ERROR: 2 stray processes of 1 user");
 }
 
-TEST_CASE("drain rule: a node drained, draining, down or failing keeps its reason; any other is drained") {
+TEST_CASE("drain rule: a node drained, draining, down or failing keeps its reason, any other is drained") {
     CHECK_FALSE(keeps_its_reason({}));
     CHECK(keeps_its_reason({.drain = true}));
     CHECK(keeps_its_reason({.down = true}));
     CHECK(keeps_its_reason({.fail = true}));
 }
 
-TEST_CASE("drain answers: drained, or kept with the node's own state and reason; anything else is an error") {
+TEST_CASE("drain answers: drained, or kept with the node's own state and reason, anything else is an error") {
     auto drained = parse_drain_output("drained\nend\n");
     REQUIRE(drained.ok());
     CHECK(drained->drained);

@@ -60,7 +60,7 @@ TEST_CASE("drain on survivors: processes that outlived SIGKILL drain the node, t
     CHECK(s.sink.level_of("node n1 drained: leftover: 2 processes of bob survived SIGKILL (D)") == LogLevel::warn);
 }
 
-TEST_CASE("drain on survivors: a node already drained keeps its reason; one drain per state change") {
+TEST_CASE("drain on survivors: a node already drained keeps its reason, one drain per state change") {
     Survived s;
     CHECK(s.drain() == DrainResult::drained);
     CHECK(s.drain() == DrainResult::kept);
