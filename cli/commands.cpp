@@ -42,23 +42,21 @@ struct HealthContext {
     const sweep::ConfigAndExemptions* loaded = nullptr;
 };
 
+// The streak before this check: 0 without --failures (each check stands alone).
+Result<unsigned> previous_streak(const Options& options) {
+    return options.failures_given ? read_streak(options.state_dir) : Result<unsigned>(0u);
+}
+
 int report_health(const HealthContext& h) {
-    const std::string line = format_check_health(h.result);
-    const int status = check_exit_status(h.result);
-    unsigned previous = 0;
-    if (h.options.failures_given) {
-        auto streak = read_streak(h.options.state_dir);
-        if (streak.ok()) {
-            previous = streak.value();
-            const auto verdict = judge_health(line, status, previous, h.options.failures);
-            if (auto written = write_streak(h.options.state_dir, verdict.streak); !written.ok()) streak = written.error();
-        }
-        if (!streak.ok()) {
-            h.env.out << fmt::format("leftover: ERROR: failure streak not kept: {}\n", streak.error().message);
-            return kExitError;
-        }
+    auto previous = previous_streak(h.options);
+    const auto verdict = judge_health(format_check_health(h.result), check_exit_status(h.result),
+                                      previous.ok() ? previous.value() : 0, h.options.failures);
+    Status kept = previous.ok() ? Status(Ok{}) : Status(previous.error());
+    if (kept.ok() && h.options.failures_given) kept = write_streak(h.options.state_dir, verdict.streak);
+    if (!kept.ok()) {
+        h.env.out << fmt::format("leftover: ERROR: failure streak not kept: {}\n", kept.error().message);
+        return kExitError;
     }
-    const auto verdict = judge_health(line, status, previous, h.options.failures);
     h.env.out << verdict.line;
     if (!verdict.fails) return kExitClean;
     if (h.options.drain && h.node != nullptr) {
@@ -74,7 +72,7 @@ int report_health(const HealthContext& h) {
                                                          deadline, "health check", log);
         sweep::record_drain(h.loaded->metrics, drained, log);
     }
-    return status;
+    return check_exit_status(h.result);
 }
 
 }  // namespace
