@@ -200,7 +200,8 @@ def test_a_slurmctld_that_does_not_answer_costs_the_epilog_its_bounded_request_a
 
 
 def health(cluster, config_path: Path, state_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CLI), "check", "--health", "--failures", "3", "--drain", "--state-dir", str(state_dir),
+    """`leftover-health` (HealthCheckProgram's name for `check --health --failures 3 --drain`)."""
+    return subprocess.run([str(CLI.parent / "leftover-health"), "--state-dir", str(state_dir),
                            "--config", str(config_path), "--node", cluster.node],
                           env=cluster.root_env(), capture_output=True, text=True, timeout=60)
 
