@@ -7,6 +7,9 @@
 #include "sweep/run_sweep.hpp"
 #include "cli/slew.hpp"
 #include "cli/stream_log.hpp"
+#include "sweep/drain_node.hpp"
+#include "cli/health.hpp"
+#include "sweep/record_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -27,6 +30,50 @@ sweep::SweepRequest node_wide_request(const std::string& label, const node::Node
 
 // "config error: ...", "lookup error: ..." or "not a Slurm node: ...".
 std::string describe(const Error& error) { return fmt::format("{}: {}", to_string(error.kind), error.message); }
+
+// The health line, after the streak and, when it fails with --drain, the drain. Doubt
+// about the streak (its file unreadable or unwritable) fails the check, drains nothing.
+struct HealthContext {
+    const Options& options;
+    Environment& env;
+    const CheckResult& result;
+    const node::NodeInfo* node = nullptr;          // unset: not a Slurm node, nothing to drain
+    node::Controller* controller = nullptr;
+    const sweep::ConfigAndExemptions* loaded = nullptr;
+};
+
+// The streak before this check: 0 without --failures (each check stands alone).
+Result<unsigned> previous_streak(const Options& options) {
+    return options.failures_given ? read_streak(options.state_dir) : Result<unsigned>(0u);
+}
+
+int report_health(const HealthContext& h) {
+    auto previous = previous_streak(h.options);
+    const auto verdict = judge_health(format_check_health(h.result), check_exit_status(h.result),
+                                      previous.ok() ? previous.value() : 0, h.options.failures);
+    Status kept = previous.ok() ? Status(Ok{}) : Status(previous.error());
+    if (kept.ok() && h.options.failures_given) kept = write_streak(h.options.state_dir, verdict.streak);
+    if (!kept.ok()) {
+        h.env.out << fmt::format("leftover: ERROR: failure streak not kept: {}\n", kept.error().message);
+        return kExitError;
+    }
+    h.env.out << verdict.line;
+    if (!verdict.fails) return kExitClean;
+    if (h.options.drain && h.node != nullptr) {
+        StreamLogSink sink(h.env.err);
+        sweep::Logger log(sink);
+        const double timeout = h.loaded->config.ok() ? h.loaded->config->slurm_timeout : Config{}.slurm_timeout;
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(timeout));
+        std::string reason = verdict.line;
+        if (!reason.empty() && reason.back() == '\n') reason.pop_back();
+        const DrainResult drained = sweep::request_drain(h.controller, h.node->node_name, node::bounded_reason(reason),
+                                                         deadline, "health check", log);
+        sweep::record_drain(h.loaded->metrics, drained, log);
+    }
+    return check_exit_status(h.result);
+}
 
 }  // namespace
 
@@ -50,14 +97,17 @@ int run(const Options& options, Environment& env) {
 int check_command(const Options& options, Environment& env) {
     CheckResult result;
     result.all = options.all;
+    const node::NodeInfo* found_node = nullptr;
+    node::Controller* found_controller = nullptr;
+    const sweep::ConfigAndExemptions* found_config = nullptr;
     const auto emit = [&] {
+        if (options.health)
+            return report_health({options, env, result, found_node, found_controller, found_config});
         if (options.json)
             env.out << format_check_json(result);
-        else if (options.health)
-            env.out << format_check_health(result);
         else
             env.out << format_check_table(result);
-        if (result.error && !options.health) env.err << "leftover: " << describe(*result.error) << "\n";
+        if (result.error) env.err << "leftover: " << describe(*result.error) << "\n";
         return check_exit_status(result);
     };
 
@@ -75,6 +125,9 @@ int check_command(const Options& options, Environment& env) {
     StreamLogSink sink(env.err);
     sweep::Logger log(sink);
     auto controller = env.make_controller(node.value());
+    found_node = &node.value();
+    found_controller = controller.get();
+    found_config = &loaded;
     auto check = sweep::check_node(loaded, node_wide_request("node check", node.value(), env), controller.get(),
                                    env.accounts, log);
     if (check.ok())

@@ -13,7 +13,13 @@
 
 int main(int argc, char** argv) {
     using namespace leftover;
-    const auto options = cli::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    std::vector<std::string> args(argv + 1, argv + argc);
+    // slurmd runs HealthCheckProgram without arguments: under this name (a link to
+    // leftover) the command is the health check that fails at the third failure in a row
+    // and drains; arguments given add to it (--failures 5, --state-dir DIR).
+    if (argc > 0 && std::filesystem::path(argv[0]).filename() == cli::kHealthProgramName)
+        args.insert(args.begin(), {"check", "--health", "--failures", "3", "--drain"});
+    const auto options = cli::parse_options(args);
     if (!options.ok()) {
         std::cerr << "leftover: " << options.error().message << "\nleftover: 'leftover --help' lists the commands\n";
         return cli::kExitError;

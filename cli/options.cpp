@@ -21,6 +21,9 @@ const std::map<std::string, Flag>& flags() {
         {"--json", {false, {Command::check}}},
         {"--health", {false, {Command::check}}},
         {"--all", {false, {Command::check}}},
+        {"--failures", {true, {Command::check}}},
+        {"--drain", {false, {Command::check}}},
+        {"--state-dir", {true, {Command::check}}},
         {"--dry-run", {false, {Command::sweep}}},
         {"--no-slew", {false, {Command::sweep}}},
         {"--node", {true, {Command::check, Command::sweep}}},
@@ -36,13 +39,25 @@ std::optional<Command> command_named(const std::string& word) {
     return std::nullopt;
 }
 
-void apply(Options& options, const std::string& flag, const std::string& value) {
+// Whole numbers 1 to 1000: a streak longer than that is a typo, not a policy.
+std::optional<unsigned> failure_count(const std::string& value) {
+    unsigned n = 0;
+    for (const char c : value) {
+        if (c < '0' || c > '9' || n > 1000) return std::nullopt;
+        n = n * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (n < 1 || n > 1000) return std::nullopt;
+    return n;
+}
+
+Status apply(Options& options, const std::string& flag, const std::string& value) {
     // Switches take no value; the others take the next argument.
     static const std::map<std::string, bool Options::*> switches = {{"--json", &Options::json},
                                                                     {"--health", &Options::health},
                                                                     {"--all", &Options::all},
                                                                     {"--dry-run", &Options::dry_run},
-                                                                    {"--no-slew", &Options::no_slew}};
+                                                                    {"--no-slew", &Options::no_slew},
+                                                                    {"--drain", &Options::drain}};
     if (const auto it = switches.find(flag); it != switches.end()) {
         options.*(it->second) = true;
     } else if (flag == "--config") {
@@ -52,7 +67,18 @@ void apply(Options& options, const std::string& flag, const std::string& value) 
         options.node = value;
     } else if (flag == "--spool-dir") {
         options.spool_dir = value;
+    } else if (flag == "--failures") {
+        const auto n = failure_count(value);
+        if (!n) return Error::config(fmt::format("check: --failures takes a whole number from 1 to 1000, not '{}'", value));
+        options.failures = *n;
+        options.failures_given = true;
+    } else if (flag == "--state-dir") {
+        if (!value.starts_with('/'))
+            return Error::config(fmt::format("check: --state-dir takes an absolute path, not '{}'", value));
+        options.state_dir = value;
+        options.state_dir_given = true;
     }
+    return Ok{};
 }
 
 }  // namespace
@@ -107,11 +133,13 @@ Result<Options, UsageError> parse_options(const std::vector<std::string>& args) 
         } else if (equals != std::string::npos) {
             return UsageError{fmt::format("{}: {} takes no value", to_string(*options.command), name)};
         }
-        apply(options, name, value);
+        if (auto applied = apply(options, name, value); !applied.ok()) return UsageError{applied.error().message};
     }
     if (!options.command && !options.help && !options.version) return UsageError{"no command given"};
     if (options.health && options.json)
         return UsageError{"check: --health and --json print different things; pick one"};
+    if (!options.health && (options.failures_given || options.drain || options.state_dir_given))
+        return UsageError{"check: --failures, --drain and --state-dir go with --health"};
     return options;
 }
 
@@ -140,8 +168,8 @@ std::string help_text(std::optional<Command> command) {
     switch (*command) {
         case Command::check:
             return std::string(
-                       "usage: leftover check [--config PATH] [--json | --health] [--all] [--node NAME]\n"
-                       "                      [--spool-dir DIR]\n"
+                       "usage: leftover check [--config PATH] [--json | --health [--failures N] [--drain]\n"
+                       "                      [--state-dir DIR]] [--all] [--node NAME] [--spool-dir DIR]\n"
                        "\n"
                        "One node-wide evaluation, as the plugin makes with scope: node; nothing is signalled.\n"
                        "Prints every process of an unprotected user with its decision and reason, then one\n"
@@ -150,6 +178,11 @@ std::string help_text(std::optional<Command> command) {
                    config_flag +
                    "  --json            the same as a JSON document (see leftover(8))\n"
                    "  --health          one line for a health check (NHC, HealthCheckProgram): OK or ERROR\n"
+                   "  --failures N      with --health: fail (exit 1 or 2) only at the Nth failed check in a row;\n"
+                   "                    before that print the line with the count and exit 0 (default 1)\n"
+                   "  --drain           with --health: when it fails, drain the node through slurmctld with the\n"
+                   "                    line as reason (a node drained, draining or down keeps its reason)\n"
+                   "  --state-dir DIR   with --health: where the streak of failures is kept (default /run/leftover)\n"
                    "  --all             also list processes of protected owners, kernel threads and this command\n" +
                    node_flags +
                    "\nexit status: 0 no strays, 1 strays found, 2 config or lookup error, or not a Slurm node\n";

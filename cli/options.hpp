@@ -14,6 +14,9 @@ namespace leftover::cli {
 
 enum class Command { check, sweep, config };
 
+// The command under this name is `leftover check --health --failures 3 --drain` (main.cpp).
+inline constexpr const char* kHealthProgramName = "leftover-health";
+
 struct Options {
     std::optional<Command> command;  // unset with --help or --version alone
     bool help = false;
@@ -22,6 +25,11 @@ struct Options {
     bool config_path_given = false;
     bool json = false;                     // check
     bool health = false;                   // check: one line for a health check (NHC, HealthCheckProgram)
+    unsigned failures = 1;                 // check --health: fail only after this many failed checks in a row
+    bool failures_given = false;
+    bool drain = false;                    // check --health: drain the node when it fails
+    std::string state_dir = "/run/leftover";  // check --health: where the failure streak is kept
+    bool state_dir_given = false;
     bool all = false;                      // check: also processes of protected owners, kernel threads, ourselves
     bool dry_run = false;                  // sweep
     bool no_slew = false;                  // sweep

@@ -36,6 +36,7 @@ struct Config {
     bool metrics_users = false;
     std::vector<std::string> cleanup;       // what to clean after a swept user: ipc, posix_shm, files
     std::vector<std::string> cleanup_dirs;  // where `files` looks
+    bool drain_on_survivors = false;        // drain the node when processes outlive SIGKILL
 
     // Where the values came from: the file read, or empty when the default path
     // did not exist and every value is a default.

@@ -123,6 +123,11 @@ constexpr ConfigKey kConfigKeys[] = {
      .absolute_paths = true,
      .doc = "the directories `files` searches (e.g. `[/tmp, /var/tmp]`); each must be root's and not a "
             "symlink, checked when it is searched"},
+    {.name = "drain_on_survivors",
+     .field = &Config::drain_on_survivors,
+     .type = "bool",
+     .default_text = "false",
+     .doc = "after a job epilog's sweep or `leftover sweep` that left processes alive after SIGKILL (uninterruptible sleep, a frozen cgroup), drain this node through slurmctld with a reason such as `leftover: 2 processes of bob survived SIGKILL (D)`, unless it is drained, draining or down already; see [Drain](#drain)"},
 };
 
 // Whole numbers without a fraction, others as written ("2", "0.5").

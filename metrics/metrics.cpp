@@ -16,6 +16,7 @@ namespace {
 constexpr std::array<std::string_view, 4> kTriggerWords = {"step", "epilog", "sweep", "check"};
 constexpr std::array<std::string_view, 7> kFailureWords = {"config",         "users_file", "step_socket", "controller",
                                                            "account_lookup", "deadline",   "proc"};
+constexpr std::array<std::string_view, 3> kDrainWords = {"drained", "kept", "failed"};
 constexpr std::array<std::string_view, 2> kSignalWords = {"SIGTERM", "SIGKILL"};
 // Every reason but stray (a stray is killed, not kept), in the log's words.
 constexpr auto kKeptWords = [] {
@@ -54,6 +55,11 @@ constexpr Family kFamilies[] = {
      "controller, account_lookup, deadline, proc.",
      "kind", kFailureWords},
     {"leftover_survivors_total", "counter", "Stray processes still there when a sweep gave up (not in a dry run).", ""},
+    {"leftover_node_drains_total", "counter",
+     "Requests to drain this node after a sweep left survivors (drain_on_survivors) or after failed health checks "
+     "(check --health --drain), by result: drained, kept (already drained, draining or down: its reason kept), "
+     "failed (slurmctld could not be asked or refused).",
+     "result", kDrainWords},
     {"leftover_last_evaluation_timestamp_seconds", "gauge",
      "When the last evaluation ended, in seconds since the epoch.", ""},
     {"leftover_last_evaluation_duration_seconds", "gauge", "How long the last evaluation took, in seconds.", ""},
@@ -158,6 +164,7 @@ bool is_our_comment(std::string_view line) {
 
 const char* to_string(MetricsTrigger trigger) { return word_of(static_cast<std::size_t>(trigger), kTriggerWords); }
 const char* to_string(FailureKind kind) { return word_of(static_cast<std::size_t>(kind), kFailureWords); }
+const char* to_string(DrainResult result) { return word_of(static_cast<std::size_t>(result), kDrainWords); }
 
 Metrics::Metrics() {
     for (const Family& family : kFamilies) {
@@ -179,6 +186,10 @@ void Metrics::add(const EvaluationSample& s) {
         series_[std::string(family)][std::string(label)] += by;
     };
     const auto set = [this](std::string_view family, double to) { series_[std::string(family)][""] = to; };
+    if (!s.evaluation) {
+        if (s.drain) bump("leftover_node_drains_total", to_string(*s.drain), 1);
+        return;
+    }
     bump("leftover_evaluations_total", to_string(s.trigger), 1);
     bump("leftover_processes_killed_total", "SIGTERM", static_cast<double>(s.killed_sigterm));
     bump("leftover_processes_killed_total", "SIGKILL", static_cast<double>(s.killed_sigkill));
@@ -188,6 +199,7 @@ void Metrics::add(const EvaluationSample& s) {
     bump("leftover_users_swept_total", "", static_cast<double>(s.users_swept));
     if (s.failure) bump("leftover_lookup_errors_total", to_string(*s.failure), 1);
     bump("leftover_survivors_total", "", static_cast<double>(s.survivors));
+    if (s.drain) bump("leftover_node_drains_total", to_string(*s.drain), 1);
     set("leftover_last_evaluation_timestamp_seconds", s.timestamp_seconds);
     set("leftover_last_evaluation_duration_seconds", s.duration_seconds);
     set("leftover_last_strays_found", static_cast<double>(s.strays_found));

@@ -29,6 +29,14 @@ enum class FailureKind {
     proc,            // /proc could not be read, or is not slurmd's pid namespace
 };
 
+// What a drain request for this node came to (drain_on_survivors, check --health --drain):
+// the label of leftover_node_drains_total.
+enum class DrainResult {
+    drained,  // slurmctld took the node out of service with our reason
+    kept,     // the node was already drained, draining, down or failing: its reason kept
+    failed,   // slurmctld could not be asked, or refused
+};
+
 // One evaluation, as run_sweep saw it. Counts only: no pids, no names unless users.
 struct EvaluationSample {
     MetricsTrigger trigger = MetricsTrigger::sweep;
@@ -42,6 +50,10 @@ struct EvaluationSample {
     double timestamp_seconds = 0;    // wall clock at the end, seconds since the epoch
     double duration_seconds = 0;
     std::map<std::string, std::uint64_t> killed_by_user;  // only with metrics_users: true
+    std::optional<DrainResult> drain;                     // when this evaluation asked for a drain
+    // false: no evaluation, only a drain to count (check --health --drain, whose check
+    // was counted already): every other field is ignored.
+    bool evaluation = true;
 };
 
 // The counters since the file was created and the last evaluation's gauges. Every
@@ -74,5 +86,6 @@ private:
 
 const char* to_string(MetricsTrigger trigger);
 const char* to_string(FailureKind kind);
+const char* to_string(DrainResult result);
 
 }  // namespace leftover

@@ -5,6 +5,7 @@
 
 #include "policy/decision.hpp"
 #include "util/result.hpp"
+#include "node/drain.hpp"
 
 #include <sys/types.h>
 
@@ -25,6 +26,14 @@ public:
     virtual Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes,
                                            std::optional<std::uint32_t> ending_job,
                                            std::chrono::steady_clock::time_point deadline) = 0;
+    // Drains `node` with `reason`, unless slurmctld shows it drained, draining, down or
+    // failing already (then its reason is kept): the state is asked and the drain sent
+    // in one bounded call. A controller that cannot drain says so.
+    virtual Result<DrainAnswer> drain_node(const std::string& node, const std::string& reason,
+                                           std::chrono::steady_clock::time_point deadline) {
+        (void)node, (void)reason, (void)deadline;
+        return Error::lookup("no controller connection to drain through");
+    }
 };
 
 }  // namespace leftover::node

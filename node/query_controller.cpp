@@ -28,21 +28,13 @@ Result<LiveWork> parse_query_output(const std::string& text) {
     return Error::lookup("leftover-query: incomplete answer (no end line)");
 }
 
-Result<LiveWork> QueryController::jobs_on_nodes(const std::vector<std::string>& nodes,
-                                                std::optional<std::uint32_t> ending_job,
-                                                std::chrono::steady_clock::time_point deadline) {
+Result<std::string> QueryController::ask(const std::vector<std::string>& args,
+                                         std::chrono::steady_clock::time_point deadline) {
     // We run it as root: it must be as trustworthy as our config.
     if (auto trusted = check_trusted_file(helper_); !trusted.ok())
         return Error::lookup(fmt::format("controller query helper {}", trusted.error().message));
     std::vector<std::string> argv = {helper_};
-    for (const std::string& node : nodes) {
-        argv.emplace_back("--node");
-        argv.push_back(node);
-    }
-    if (ending_job) {
-        argv.emplace_back("--exclude-job");
-        argv.push_back(std::to_string(*ending_job));
-    }
+    argv.insert(argv.end(), args.begin(), args.end());
     std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
     if (!slurm_conf_.empty()) env.push_back("SLURM_CONF=" + slurm_conf_);
     auto output = run_bounded(argv, env, deadline);
@@ -50,7 +42,31 @@ Result<LiveWork> QueryController::jobs_on_nodes(const std::vector<std::string>& 
     if (output->exit_code != 0)
         return Error::lookup(
             fmt::format("asking slurmctld failed (exit {}): {}", output->exit_code, error_text(*output)));
-    return parse_query_output(output->out);
+    return std::move(output->out);
+}
+
+Result<LiveWork> QueryController::jobs_on_nodes(const std::vector<std::string>& nodes,
+                                                std::optional<std::uint32_t> ending_job,
+                                                std::chrono::steady_clock::time_point deadline) {
+    std::vector<std::string> args;
+    for (const std::string& node : nodes) {
+        args.emplace_back("--node");
+        args.push_back(node);
+    }
+    if (ending_job) {
+        args.emplace_back("--exclude-job");
+        args.push_back(std::to_string(*ending_job));
+    }
+    auto output = ask(args, deadline);
+    if (!output.ok()) return output.error();
+    return parse_query_output(output.value());
+}
+
+Result<DrainAnswer> QueryController::drain_node(const std::string& node, const std::string& reason,
+                                                std::chrono::steady_clock::time_point deadline) {
+    auto output = ask({"drain", "--node", node, "--reason", reason}, deadline);
+    if (!output.ok()) return output.error();
+    return parse_drain_output(output.value());
 }
 
 }  // namespace leftover::node

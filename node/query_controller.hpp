@@ -18,8 +18,13 @@ public:
 
     Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t> ending_job,
                                    std::chrono::steady_clock::time_point deadline) override;
+    Result<DrainAnswer> drain_node(const std::string& node, const std::string& reason,
+                                   std::chrono::steady_clock::time_point deadline) override;
 
 private:
+    // leftover-query with `args`, as root, by `deadline`: its output, or why not.
+    Result<std::string> ask(const std::vector<std::string>& args, std::chrono::steady_clock::time_point deadline);
+
     std::string helper_;
     std::string slurm_conf_;
 };

@@ -22,6 +22,7 @@ EvaluationSample sample_of(const SampleInput& in) {
     EvaluationSample sample;
     sample.trigger = in.trigger;
     sample.failure = in.failure;
+    sample.drain = in.drain;
     const KillReport& report = in.report;
     // Each process once, under the last signal it got (SIGTERM, then SIGKILL if it lived on).
     std::map<pid_t, const KillRecord*> last_signal;
@@ -59,6 +60,13 @@ void record_metrics(const std::optional<MetricsSettings>& settings, const Evalua
     if (!updated->replaced_because.empty())
         log.warn(fmt::format("metrics file {} was not leftover's ({}): replaced, its counters start again",
                              settings->file, updated->replaced_because));
+}
+
+void record_drain(const std::optional<MetricsSettings>& settings, DrainResult result, Logger& log) {
+    EvaluationSample sample;
+    sample.evaluation = false;
+    sample.drain = result;
+    record_metrics(settings, sample, log);
 }
 
 }  // namespace leftover::sweep

@@ -19,6 +19,7 @@ struct SampleInput {
     bool users = false;  // metrics_users: count kills per user name
     std::optional<FailureKind> failure;
     std::chrono::steady_clock::time_point started;
+    std::optional<DrainResult> drain;  // when the sweep asked slurmctld to drain the node
 };
 
 EvaluationSample sample_of(const SampleInput& input);
@@ -30,5 +31,8 @@ MetricsTrigger trigger_of(const Trigger& trigger);
 // a file that was not ours was replaced; never fails anything else. Only root writes
 // it: a user's `leftover check` leaves it alone.
 void record_metrics(const std::optional<MetricsSettings>& settings, const EvaluationSample& sample, Logger& log);
+
+// Counts one drain request on its own, after the evaluation that led to it was counted.
+void record_drain(const std::optional<MetricsSettings>& settings, DrainResult result, Logger& log);
 
 }  // namespace leftover::sweep

@@ -5,6 +5,7 @@
 #include "sweep/record_metrics.hpp"
 #include "sweep/run_cleanup.hpp"
 #include "sweep/report.hpp"
+#include "sweep/drain_node.hpp"
 
 #include <fmt/format.h>
 
@@ -217,10 +218,12 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
             summary.trigger_user = found->second.name;
     };
     // After the summary: a metrics file that cannot be written is one more log line.
-    const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run) {
+    const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run,
+                                      std::optional<DrainResult> drain = std::nullopt) {
         const bool users = loaded.metrics && loaded.metrics->users;
-        record_metrics(loaded.metrics,
-                       sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started}), log);
+        record_metrics(
+            loaded.metrics,
+            sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started, drain}), log);
     };
     // Without a valid config there is no evaluation deadline: the default query bound.
     const auto short_deadline = [] { return Clock::now() + seconds(Config{}.slurm_timeout); };
@@ -290,6 +293,9 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
             fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
                         "signals went out (they fork or change their pid faster than a scan sees them)",
                         options.freeze_rounds, report.left_running));
+    const DrainContext drain_context{request.trigger.label, request.node.node_name,
+                                     request.trigger.ending_step.has_value(), request.proc_root};
+    const auto drain = drain_on_survivors(config, drain_context, report, controller, log);
     // The cleanup's trouble must not cost the sweep its summary line.
     std::optional<CleanupTotals> cleanup;
     try {
@@ -301,7 +307,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     name_trigger_user(&evaluation, deadline);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report, cleanup));
-    count_in_metrics(job_state.failure_of(report), config.dry_run);
+    count_in_metrics(job_state.failure_of(report), config.dry_run, drain);
     return report;
 }
 
@@ -316,7 +322,8 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     const auto recorded = [&](Result<NodeCheck> result, std::optional<FailureKind> failure) {
         if (result.ok()) seen.first_plan = result->plan;
         const bool users = loaded.metrics && loaded.metrics->users;
-        record_metrics(loaded.metrics, sample_of({MetricsTrigger::check, seen, true, users, failure, request.started}),
+        record_metrics(loaded.metrics,
+                       sample_of({MetricsTrigger::check, seen, true, users, failure, request.started, std::nullopt}),
                        log);
         return result;
     };

@@ -12,12 +12,18 @@
 // costs the caller its deadline and no more. Prints one line per question, then "end":
 // "uid <uid> found <name>" / "uid <uid> none" / "uid <uid> failed <errno>",
 // "name found <uid> <name>" / "name none <name>" / "name failed <errno> <name>".
+//
+// Usage: leftover-query drain --node NAME --reason TEXT
+// Asks slurmctld for the node's state, then drains it with the reason unless it is
+// drained, draining, down or failing already (drain.hpp: it keeps its reason). Prints
+// "drained" or "kept <STATE> <reason>", then "end"; exit 0. Errors: stderr, exit 2.
 extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 }
 
 #include "accounts/accounts.hpp"
+#include "node/drain.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -33,7 +39,8 @@ namespace {
 int usage() {
     (void)std::fputs(
         "usage: leftover-query --node NAME [--node NAME]... [--exclude-job ID]\n"
-        "       leftover-query accounts [--uid UID]... [--name NAME]...\n",
+        "       leftover-query accounts [--uid UID]... [--name NAME]...\n"
+        "       leftover-query drain --node NAME --reason TEXT\n",
         stderr);
     return 2;
 }
@@ -85,10 +92,79 @@ int accounts(int argc, char** argv) {
     return std::fflush(stdout) == 0 ? 0 : 2;
 }
 
+// The node's state in scontrol's words: IDLE+DRAIN, DOWN, MIXED+FAIL...
+std::string state_text(std::uint32_t state) {
+    static const char* const base_words[] = {"UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE"};
+    const std::uint32_t base = state & NODE_STATE_BASE;
+    std::string text = base < sizeof base_words / sizeof *base_words ? base_words[base] : "UNKNOWN";
+    if (state & NODE_STATE_DRAIN) text += "+DRAIN";
+    if (state & NODE_STATE_FAIL) text += "+FAIL";
+    return text;
+}
+
+std::string one_line(const char* text) {
+    std::string out = text == nullptr ? "" : text;
+    for (char& c : out)
+        if (c == '\n') c = ' ';
+    return out;
+}
+
+int drain(int argc, char** argv) {
+    std::string node, reason;
+    for (int i = 2; i < argc; i += 2) {
+        const std::string arg = argv[i];
+        if (i + 1 >= argc || *argv[i + 1] == '\0') return usage();
+        if (arg == "--node")
+            node = argv[i + 1];
+        else if (arg == "--reason")
+            reason = argv[i + 1];
+        else
+            return usage();
+    }
+    if (node.empty() || reason.empty()) return usage();
+    slurm_init(nullptr);
+    node_info_msg_t* nodes = nullptr;
+    if (slurm_load_node_single(&nodes, node.data(), SHOW_ALL) != SLURM_SUCCESS) {
+        (void)std::fprintf(stderr, "slurm_load_node_single %s: %s\n", node.c_str(), slurm_strerror(errno));
+        return 2;
+    }
+    if (nodes == nullptr || nodes->record_count != 1 || nodes->node_array[0].name == nullptr ||
+        node != nodes->node_array[0].name) {
+        (void)std::fprintf(stderr, "slurmctld knows no node %s\n", node.c_str());
+        slurm_free_node_info_msg(nodes);
+        return 2;
+    }
+    const node_info_t& info = nodes->node_array[0];
+    const std::uint32_t state = info.node_state;
+    const leftover::node::SeenNodeState seen{(state & NODE_STATE_BASE) == NODE_STATE_DOWN,
+                                             (state & NODE_STATE_DRAIN) != 0, (state & NODE_STATE_FAIL) != 0};
+    if (leftover::node::keeps_its_reason(seen)) {
+        std::printf("kept %s %s\nend\n", state_text(state).c_str(), one_line(info.reason).c_str());
+        slurm_free_node_info_msg(nodes);
+        return std::fflush(stdout) == 0 ? 0 : 2;
+    }
+    slurm_free_node_info_msg(nodes);
+    update_node_msg_t update;
+    slurm_init_update_node_msg(&update);
+    update.node_names = node.data();
+    update.node_state = NODE_STATE_DRAIN;
+    update.reason = reason.data();
+    // No reason_uid (gone from update_node_msg_t in newer releases): slurmctld records
+    // the uid that sent the request (22.05 node_mgr.c, update_node) either way.
+    if (slurm_update_node(&update) != SLURM_SUCCESS) {
+        (void)std::fprintf(stderr, "slurm_update_node %s: %s\n", node.c_str(), slurm_strerror(errno));
+        return 2;
+    }
+    std::puts("drained\nend");
+    slurm_fini();
+    return std::fflush(stdout) == 0 ? 0 : 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "accounts") return accounts(argc, argv);
+    if (argc > 1 && std::string(argv[1]) == "drain") return drain(argc, argv);
     std::vector<std::string> nodes;
     std::optional<std::uint32_t> exclude;
     for (int i = 1; i < argc; ++i) {

@@ -53,7 +53,7 @@ def test_deb_file_list(deb):
     files = {line.split()[-1].lstrip(".") for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
     for path in (f"/{PLUGIN_DIR}/leftover.so", "/usr/libexec/leftover/leftover-query",
                  "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf",
-                 "/usr/share/doc/leftover/LICENSE", "/usr/sbin/leftover",
+                 "/usr/share/doc/leftover/LICENSE", "/usr/sbin/leftover", "/usr/sbin/leftover-health",
                  "/usr/share/man/man8/leftover.8", "/usr/share/man/man5/leftover.conf.5",
                  "/lib/systemd/system/leftover-sweep.service", "/lib/systemd/system/leftover-sweep.timer"):
         assert path in files, path
@@ -80,7 +80,7 @@ def test_rpm_spec_parses_and_the_package_holds_the_plugin(rpm, release):
     files = run("rpm", "-qlp", str(rpm)).split()
     for path in ("/usr/lib64/slurm/leftover.so", "/usr/libexec/leftover/leftover-query",
                  "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf", "/usr/sbin/leftover",
-                 "/usr/lib/systemd/system/leftover-sweep.timer"):
+                 "/usr/sbin/leftover-health", "/usr/lib/systemd/system/leftover-sweep.timer"):
         assert path in files, path
     configs = run("rpm", "-qcp", str(rpm)).split()
     assert configs == ["/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf"]

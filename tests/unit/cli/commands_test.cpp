@@ -43,6 +43,10 @@ public:
                                    std::chrono::steady_clock::time_point deadline) override {
         return target_.jobs_on_nodes(nodes, job, deadline);
     }
+    Result<node::DrainAnswer> drain_node(const std::string& node, const std::string& reason,
+                                         std::chrono::steady_clock::time_point deadline) override {
+        return target_.drain_node(node, reason, deadline);
+    }
 
 private:
     node::Controller& target_;
@@ -436,4 +440,66 @@ TEST_CASE("check: each check is counted in the metrics file as a check, with its
     CHECK(metrics->value("leftover_evaluations_total", "check") == 1);
     CHECK(metrics->value("leftover_last_strays_found") == 1);
     CHECK(metrics->value("leftover_processes_killed_total", "SIGTERM") == 0);
+}
+
+TEST_CASE("check --health --failures 3 --drain: two failures keep the node up, the third drains it") {
+    Node node;
+    node.config(fmt::format("protected_users: [alice]\nmetrics_file: {}\n", node.dir / "leftover.prom"));
+    const std::vector<std::string> args = {"check", "--health", "--failures", "3", "--drain", "--state-dir",
+                                           node.dir / "state"};
+    CHECK(node.run(args) == kExitClean);
+    CHECK(node.out.str() == "leftover: ERROR: 1 stray process of 1 user (1 of 3 failed checks in a row before it fails)\n");
+    CHECK(node.run(args) == kExitClean);
+    CHECK(has(node.out.str(), "(2 of 3 failed checks in a row before it fails)"));
+    CHECK(node.controller.drain_reasons.empty());
+    CHECK(node.run(args) == kExitStrays);
+    CHECK(node.out.str() == "leftover: ERROR: 1 stray process of 1 user (3 failed checks in a row)\n");
+    REQUIRE(node.controller.drain_reasons.size() == 1);
+    CHECK(node.controller.drain_reasons[0] == "leftover: ERROR: 1 stray process of 1 user (3 failed checks in a row)");
+    CHECK(has(node.err.str(), "health check: node n1 drained: leftover: ERROR: 1 stray process"));
+    // The fourth failure asks again; the node, drained already, keeps the first reason.
+    CHECK(node.run(args) == kExitStrays);
+    CHECK(node.controller.node_reason == node.controller.drain_reasons[0]);
+    std::ifstream in(node.dir / "leftover.prom");
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto metrics = Metrics::parse(text.str());
+    REQUIRE(metrics.ok());
+    CHECK(metrics->value("leftover_node_drains_total", "drained") == 1);
+    CHECK(metrics->value("leftover_node_drains_total", "kept") == 1);
+    CHECK(metrics->value("leftover_evaluations_total", "check") == 4);
+}
+
+TEST_CASE("check --health --failures: a passed check clears the streak") {
+    Node node;
+    const std::vector<std::string> args = {"check", "--health", "--failures", "2", "--drain", "--state-dir",
+                                           node.dir / "state"};
+    CHECK(node.run(args) == kExitClean);
+    CHECK(has(node.out.str(), "(1 of 2 failed checks in a row before it fails)"));
+    node.config("protected_users: [alice, lo_alice]\n");
+    CHECK(node.run(args) == kExitClean);
+    CHECK(node.out.str() == "leftover: OK: no stray processes\n");
+    CHECK(::access((node.dir / "state/health-failures").c_str(), F_OK) != 0);
+    node.config("protected_users: [alice]\n");
+    CHECK(node.run(args) == kExitClean);
+    CHECK(has(node.out.str(), "(1 of 2 failed checks in a row before it fails)"));
+    CHECK(node.controller.drain_reasons.empty());
+}
+
+TEST_CASE("check --health --failures: a streak that cannot be kept fails the check and drains nothing") {
+    Node node;
+    const std::string state = node.dir.write("state", "not a directory\n");
+    CHECK(node.run({"check", "--health", "--failures", "1", "--drain", "--state-dir", state}) == kExitError);
+    CHECK(has(node.out.str(), "leftover: ERROR: failure streak not kept: "));
+    CHECK(node.controller.drain_reasons.empty());
+}
+
+TEST_CASE("check --health --drain: without --failures the first failure drains, a clean node is left alone") {
+    Node node;
+    CHECK(node.run({"check", "--health", "--drain"}) == kExitStrays);
+    CHECK(node.controller.drain_reasons == std::vector<std::string>{"leftover: ERROR: 1 stray process of 1 user"});
+    node.controller.node_drained = false;
+    node.config("protected_users: [alice, lo_alice]\n");
+    CHECK(node.run({"check", "--health", "--drain"}) == kExitClean);
+    CHECK(node.controller.drain_reasons.size() == 1);
 }

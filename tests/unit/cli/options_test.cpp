@@ -2,6 +2,7 @@
 #include "cli/options.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 using namespace leftover;
 using namespace leftover::cli;
@@ -75,4 +76,21 @@ TEST_CASE("options: check --health, for check alone and not with --json") {
     CHECK(refusal({"sweep", "--health"}) == "sweep: --health is not an option of this command");
     CHECK(refusal({"check", "--health", "--json"}) == "check: --health and --json print different things; pick one");
     CHECK(help_text(Command::check).find("--health") != std::string::npos);
+}
+
+TEST_CASE("options: check --health --failures N --drain --state-dir, only with --health, N from 1 to 1000") {
+    const Options health = parsed({"check", "--health", "--failures", "3", "--drain", "--state-dir=/tmp/s"});
+    CHECK(health.failures == 3);
+    CHECK(health.failures_given);
+    CHECK(health.drain);
+    CHECK(health.state_dir == "/tmp/s");
+    CHECK(parsed({"check", "--health"}).state_dir == "/run/leftover");
+    CHECK(parsed({"check", "--health"}).failures == 1);
+    CHECK(refusal({"check", "--drain"}) == "check: --failures, --drain and --state-dir go with --health");
+    CHECK(refusal({"check", "--json", "--failures", "2"}) == "check: --failures, --drain and --state-dir go with --health");
+    CHECK(refusal({"sweep", "--drain"}) == "sweep: --drain is not an option of this command");
+    for (const char* bad : {"0", "1001", "-1", "3x", "2.5"})
+        CHECK(refusal({"check", "--health", "--failures", bad}) ==
+              fmt::format("check: --failures takes a whole number from 1 to 1000, not '{}'", bad));
+    CHECK(refusal({"check", "--health", "--state-dir", "run"}) == "check: --state-dir takes an absolute path, not 'run'");
 }

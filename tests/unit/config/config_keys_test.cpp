@@ -98,7 +98,8 @@ TEST_CASE("config keys: a value other than the default lands in that key's field
                                                             {"metrics_file", "/m/leftover.prom"},
                                                             {"metrics_users", "true"},
                                                             {"cleanup", "[ipc, files]"},
-                                                            {"cleanup_dirs", "[/scratch]"}};
+                                                            {"cleanup_dirs", "[/scratch]"},
+                                                            {"drain_on_survivors", "true"}};
     REQUIRE(values.size() == config_keys().size());
     for (const ConfigKey& key : config_keys()) {
         CAPTURE(key.name);

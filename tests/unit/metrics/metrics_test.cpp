@@ -140,3 +140,24 @@ TEST_CASE("metrics: processes kept for an unreadable ancestry are counted and wr
     REQUIRE(back.ok());
     CHECK(back->value("leftover_processes_kept_total", "unreadable_ancestry") == 3);
 }
+
+TEST_CASE("metrics: drain requests are counted by result, a drain alone is no evaluation") {
+    Metrics metrics;
+    CHECK(metrics.series().at("leftover_node_drains_total").size() == 3);
+    EvaluationSample sweep = one_kill();
+    sweep.drain = DrainResult::drained;
+    metrics.add(sweep);
+    EvaluationSample health;
+    health.evaluation = false;
+    health.drain = DrainResult::failed;
+    metrics.add(health);
+    CHECK(metrics.value("leftover_node_drains_total", "drained") == 1);
+    CHECK(metrics.value("leftover_node_drains_total", "failed") == 1);
+    CHECK(metrics.value("leftover_node_drains_total", "kept") == 0);
+    CHECK(metrics.value("leftover_evaluations_total", "epilog") == 1);
+    CHECK(metrics.value("leftover_evaluations_total", "sweep") == 0);
+    CHECK(metrics.value("leftover_last_evaluation_duration_seconds") == sweep.duration_seconds);
+    const auto back = Metrics::parse(metrics.render(false));
+    REQUIRE(back.ok());
+    CHECK(back->value("leftover_node_drains_total", "failed") == 1);
+}

@@ -23,6 +23,21 @@ public:
         if (error) return *error;
         return live;
     }
+
+    // slurmctld's view of the node for drains: drained once, then it keeps its reason.
+    bool node_drained = false;
+    std::string node_reason;
+    std::optional<Error> drain_error;
+    std::vector<std::string> drain_reasons;  // every reason a drain was asked with
+    Result<node::DrainAnswer> drain_node(const std::string&, const std::string& reason,
+                                         std::chrono::steady_clock::time_point) override {
+        drain_reasons.push_back(reason);
+        if (drain_error) return *drain_error;
+        if (node_drained) return node::DrainAnswer{false, "IDLE+DRAIN", node_reason};
+        node_drained = true;
+        node_reason = reason;
+        return node::DrainAnswer{true, {}, {}};
+    }
 };
 
 }  // namespace leftover::test

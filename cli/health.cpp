@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/health.hpp"
+
+#include "util/errno_text.hpp"
+#include "cli/exit_status.hpp"
+#include "util/unique_fd.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace leftover::cli {
+namespace {
+
+// The streak decides a drain: kept where only its owner (root, or the test's user) writes.
+Status check_state_dir(const std::string& dir) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0)
+        return Error::lookup(fmt::format("health state dir {}: {}", dir, errno_text(errno)));
+    if (!S_ISDIR(st.st_mode)) return Error::lookup(fmt::format("health state dir {} is not a directory", dir));
+    if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        return Error::lookup(fmt::format(
+            "health state dir {} must be owned by uid {} and not writable by group or others", dir, ::geteuid()));
+    return Ok{};
+}
+
+}  // namespace
+
+std::string streak_path(const std::string& state_dir) { return state_dir + "/health-failures"; }
+
+Result<unsigned> read_streak(const std::string& state_dir) {
+    if (::access(state_dir.c_str(), F_OK) != 0 && errno == ENOENT) return 0u;
+    if (auto ok = check_state_dir(state_dir); !ok.ok()) return ok.error();
+    const std::string path = streak_path(state_dir);
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    if (!fd.valid()) {
+        if (errno == ENOENT) return 0u;
+        return Error::lookup(fmt::format("cannot open {}: {}", path, errno_text(errno)));
+    }
+    char buffer[16];
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) return Error::lookup(fmt::format("cannot read {}: {}", path, errno_text(errno)));
+    unsigned value = 0;
+    ssize_t i = 0;
+    for (; i < n && buffer[i] >= '0' && buffer[i] <= '9' && value < 100000; ++i)
+        value = value * 10 + static_cast<unsigned>(buffer[i] - '0');
+    if (i == 0 || i + 1 != n || buffer[i] != '\n')
+        return Error::lookup(fmt::format("{} holds no count of failures", path));
+    return value;
+}
+
+Status write_streak(const std::string& state_dir, unsigned failures) {
+    const std::string path = streak_path(state_dir);
+    if (failures == 0) {
+        if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+            return Error::lookup(fmt::format("cannot remove {}: {}", path, errno_text(errno)));
+        return Ok{};
+    }
+    if (::mkdir(state_dir.c_str(), 0755) != 0 && errno != EEXIST)
+        return Error::lookup(fmt::format("cannot create {}: {}", state_dir, errno_text(errno)));
+    if (auto ok = check_state_dir(state_dir); !ok.ok()) return ok.error();
+    const std::string temporary = path + ".tmp";
+    {
+        const UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+        if (!fd.valid()) return Error::lookup(fmt::format("cannot write {}: {}", temporary, errno_text(errno)));
+        const std::string text = fmt::format("{}\n", failures);
+        if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+            return Error::lookup(fmt::format("cannot write {}: {}", temporary, errno_text(errno)));
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0)
+        return Error::lookup(fmt::format("cannot rename {} to {}: {}", temporary, path, errno_text(errno)));
+    return Ok{};
+}
+
+HealthVerdict judge_health(const std::string& line, int status, unsigned previous, unsigned needed) {
+    if (status == kExitClean) return {0, false, line};
+    HealthVerdict verdict;
+    verdict.streak = previous + 1;
+    verdict.fails = verdict.streak >= needed;
+    std::string text = line;
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    if (needed > 1)
+        text += verdict.fails
+                    ? fmt::format(" ({} failed checks in a row)", verdict.streak)
+                    : fmt::format(" ({} of {} failed checks in a row before it fails)", verdict.streak, needed);
+    verdict.line = text + "\n";
+    return verdict;
+}
+
+}  // namespace leftover::cli

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "node/drain.hpp"
+
+#include "util/escape.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace leftover::node {
+namespace {
+
+// Appends `text` escaped, byte by byte, while it fits within `limit` bytes in all.
+bool append_within(std::string& out, std::string_view text, std::size_t limit) {
+    for (const char c : text) {
+        const std::string piece = escape_for_log(std::string_view(&c, 1));
+        if (out.size() + piece.size() > limit) return false;
+        out += piece;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string bounded_reason(std::string_view text) {
+    std::string one_line(text);
+    std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+    std::string out;
+    if (append_within(out, one_line, kMaxDrainReason)) return out;
+    out.clear();
+    append_within(out, one_line, kMaxDrainReason - 3);
+    return out + "...";
+}
+
+std::string survivors_reason(const std::vector<Survivor>& survivors) {
+    std::map<std::string, std::size_t> per_user;
+    std::set<char> states;
+    for (const Survivor& s : survivors) {
+        ++per_user[s.user.empty() ? fmt::format("uid {}", s.uid) : s.user];
+        states.insert(s.state);
+    }
+    std::vector<std::pair<std::string, std::size_t>> users(per_user.begin(), per_user.end());
+    std::stable_sort(users.begin(), users.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string state_text;
+    for (const char state : states) {
+        if (!state_text.empty()) state_text += ',';
+        state_text += escape_for_log(std::string_view(&state, 1));
+    }
+    const std::size_t n = survivors.size();
+    const std::string head = fmt::format("leftover: {} process{} of ", n, n == 1 ? "" : "es");
+    const std::string tail = fmt::format(" survived SIGKILL ({})", state_text);
+    // Room for the names: what head and tail leave, less the widest "+N more" we might need.
+    const std::string widest_more = fmt::format(" +{} more", users.size());
+    const std::size_t room = kMaxDrainReason - head.size() - tail.size();
+    std::string names;
+    std::size_t shown = 0;
+    for (const auto& [user, count] : users) {
+        std::string next = names;
+        if (shown > 0) next += ", ";
+        const bool last = shown + 1 == users.size();
+        const std::size_t limit = last ? room : room - widest_more.size();
+        if (!append_within(next, user, limit)) break;
+        names = std::move(next);
+        ++shown;
+    }
+    if (shown == 0 && !users.empty()) {  // the first name alone is too long: its start
+        names.clear();
+        const bool only = users.size() == 1;
+        append_within(names, users.front().first, (only ? room : room - widest_more.size()) - 3);
+        names += "...";
+        shown = 1;
+    }
+    if (shown < users.size()) names += fmt::format(" +{} more", users.size() - shown);
+    return head + names + tail;
+}
+
+Result<DrainAnswer> parse_drain_output(const std::string& text) {
+    std::istringstream lines(text);
+    std::string line;
+    std::optional<DrainAnswer> answer;
+    while (std::getline(lines, line)) {
+        if (line == "end") {
+            if (!answer) break;
+            return *answer;
+        }
+        if (answer) return Error::lookup(fmt::format("leftover-query drain: unexpected output line '{}'", line));
+        if (line == "drained") {
+            answer = DrainAnswer{true, {}, {}};
+        } else if (line.starts_with("kept ")) {
+            const std::string rest = line.substr(5);
+            const auto space = rest.find(' ');
+            answer =
+                DrainAnswer{false, rest.substr(0, space), space == std::string::npos ? "" : rest.substr(space + 1)};
+            if (answer->state.empty())
+                return Error::lookup(fmt::format("leftover-query drain: unexpected output line '{}'", line));
+        } else {
+            return Error::lookup(fmt::format("leftover-query drain: unexpected output line '{}'", line));
+        }
+    }
+    return Error::lookup("leftover-query drain: incomplete answer (no end line)");
+}
+
+}  // namespace leftover::node

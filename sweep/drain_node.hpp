@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// drain_on_survivors: after a sweep whose strays outlived SIGKILL, take the node out of
+// service through slurmctld with a reason that names them, bounded, and never on doubt.
+#pragma once
+
+#include "config/config.hpp"
+#include "node/controller.hpp"
+#include "node/drain.hpp"
+#include "kill/executor.hpp"
+#include "sweep/log.hpp"
+#include "metrics/metrics.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace leftover::sweep {
+
+// The report's survivors that got a SIGKILL and are still there now: the same process
+// (start time) in `proc_root`, not a zombie, with the state it shows.
+std::vector<node::Survivor> survivors_after_sigkill(const KillReport& report, const std::string& proc_root);
+
+// What a drain request came to, logged: drained (warn, with the reason), kept (the node's
+// own state and reason), failed (error: why; the node stays as it is). `what` says who
+// asks, e.g. "job 12 epilog".
+DrainResult request_drain(node::Controller* controller, const std::string& node_name, const std::string& reason,
+                          std::chrono::steady_clock::time_point deadline, const std::string& what, Logger& log);
+
+struct DrainContext {
+    std::string label;      // the trigger's label, for the log
+    std::string node_name;  // the node to drain
+    bool step_end = false;  // a step end never drains: the job epilog follows
+    std::string proc_root = "/proc";
+};
+
+// Drains when the config asks for it and the sweep ended, without an error and not dry,
+// with processes that outlived SIGKILL; returns the result when a drain was asked for.
+std::optional<DrainResult> drain_on_survivors(const Config& config, const DrainContext& context,
+                                              const KillReport& report, node::Controller* controller, Logger& log);
+
+}  // namespace leftover::sweep

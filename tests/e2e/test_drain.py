@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Taking the node out of service when it cannot be cleaned, on a real one-node cluster
+(PrologFlags=contain: local state tells who has work, slurmctld is asked only to drain).
+
+A stray that SIGKILL cannot end is one in a frozen cgroup v1 freezer group: the signal
+stays pending until the group is thawed (the process shows state D meanwhile). With
+drain_on_survivors the job epilog drains the node with a reason that names the user and
+the count; without it, or in a dry run, the node stays up; a slurmctld that does not
+answer costs the epilog its bounded request and nothing more. `leftover check --health
+--failures 3 --drain` drains at the third failure in a row. And a stray that was stopped
+gets SIGTERM and, continued, the chance to act on it before SIGKILL.
+
+Every sweep here is limited to one account of its own (uid_min = uid_max), so other
+engineers' processes of the shared test users are never touched."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from e2e_accounts import Account, ensure_test_users
+from e2e_processes import kill_quietly, wait_until
+from plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
+    PLUGIN, LogWatch, conf_dir, jobs_done_after_each_test, plugin_config, still_alive_after, summary_regex,
+    write_config)
+
+CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
+FREEZER = Path("/sys/fs/cgroup/freezer")
+DRAIN_USER = Account("lo_drain", 41093)
+ONLY_DRAIN_USER = f"uid_min: {DRAIN_USER.uid}\nuid_max: {DRAIN_USER.uid}\n"
+REASON = rf"leftover: 1 process of {DRAIN_USER.name} survived SIGKILL \(D\)"
+
+
+@pytest.fixture(scope="module")
+def cluster(make_cluster, conf_dir):
+    if not FREEZER.is_dir():
+        pytest.skip("no cgroup v1 freezer hierarchy here")
+    ensure_test_users([DRAIN_USER])
+    write_config(conf_dir, ONLY_DRAIN_USER)
+    return make_cluster(plugin_config(conf_dir, prolog_flags="contain"))
+
+
+@pytest.fixture
+def config(conf_dir):
+    """config(text): the plugin reads it at the next step end; the sweep is lo_drain's alone
+    (grace 1 s unless the text says otherwise)."""
+    return lambda text: write_config(conf_dir, ONLY_DRAIN_USER + ("" if "grace:" in text else "grace: 1\n") + text)
+
+
+def node_state(cluster) -> tuple[str, str]:
+    """(State, Reason) as scontrol shows them."""
+    out = cluster.scontrol("-o", "show", "node", cluster.node).stdout
+    state = re.search(r"\bState=(\S+)", out).group(1)
+    reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?(?= \w+=|$)", out)
+    return state, reason.group(1) if reason else ""
+
+
+def sinfo_reasons(cluster) -> str:
+    """`sinfo -R` with the whole reason: reason|state|nodes per line."""
+    res = subprocess.run(["sinfo", "-R", "-h", "-o", "%200E|%T|%N"], env=cluster.root_env(), capture_output=True,
+                         text=True, timeout=20, check=True)
+    return res.stdout
+
+
+def resume(cluster) -> None:
+    """Resumes the node and waits until it can take a job (on a busy machine slurmd may
+    answer slurmctld's ping late, and a node not responding takes no job either)."""
+    if "DRAIN" in node_state(cluster)[0]:
+        cluster.scontrol("update", f"nodename={cluster.node}", "state=resume")
+    wait_until(lambda: not re.search(r"DRAIN|DOWN|NOT_RESPONDING|\*", node_state(cluster)[0]), 60,
+               "the node to take jobs again")
+
+
+@pytest.fixture(autouse=True)
+def node_resumed_after_each_test(cluster):
+    """A test that drained the node gives it back (after thaw) for the next one."""
+    yield
+    resume(cluster)
+
+
+class Frozen:
+    """lo_drain's stray in a frozen freezer group: SIGKILL stays pending until thawed."""
+
+    def __init__(self, cluster):
+        self.group = FREEZER / f"leftover-e2e-{uuid.uuid4().hex[:8]}"
+        self.group.mkdir()
+        self.pid = cluster.spawn_outside_slurm(DRAIN_USER.name, ["sleep", "600"])
+        (self.group / "cgroup.procs").write_text(f"{self.pid}\n")
+        (self.group / "freezer.state").write_text("FROZEN\n")
+        wait_until(lambda: (self.group / "freezer.state").read_text().strip() == "FROZEN", 10, "the group to freeze")
+
+    def thaw(self) -> None:
+        (self.group / "freezer.state").write_text("THAWED\n")
+
+    def remove(self) -> None:
+        self.thaw()
+        kill_quietly(self.pid)
+        wait_until(lambda: not (self.group / "cgroup.procs").read_text().strip(), 10, "the frozen group to empty")
+        self.group.rmdir()
+
+
+@pytest.fixture
+def frozen(cluster):
+    stray = Frozen(cluster)
+    yield stray
+    stray.remove()
+
+
+def end_a_job(cluster) -> tuple[int, LogWatch]:
+    """One job of lo_alice's ends; returns its id once its epilog's summary is logged."""
+    log = LogWatch(cluster)
+    _, job = cluster.srun("lo_alice", ["/bin/true"])
+    assert cluster.wait_job_done(job).state == "COMPLETED"
+    log.wait_for(summary_regex(job, "epilog"), 60)
+    return job, log
+
+
+def test_a_stray_that_survives_sigkill_drains_the_node_with_a_reason_naming_user_and_count(cluster, config, frozen):
+    config("drain_on_survivors: true\n")
+    job, log = end_a_job(cluster)
+    log.wait_for(rf"leftover: warning: job {job} epilog: node {cluster.node} drained: {REASON}$")
+    assert cluster.is_alive(frozen.pid), "a frozen process outlives SIGKILL"
+    assert re.search(rf"^{REASON}\s*\|drained\|{cluster.node}$", sinfo_reasons(cluster), re.MULTILINE), \
+        sinfo_reasons(cluster)
+    # The step end before it swept and found the survivor too, and left the drain to the epilog.
+    log.assert_absent(rf"leftover: step {job}\.\S+: node .* drained")
+
+
+def sweep_command(cluster, config_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CLI), "sweep", "--no-slew", "--config", str(config_path), "--node", cluster.node],
+                          env=cluster.root_env(), capture_output=True, text=True, timeout=60)
+
+
+def test_a_drained_node_keeps_its_reason_and_is_drained_again_only_after_a_resume(cluster, config, frozen):
+    config_path = config("drain_on_survivors: true\n")
+    job, log = end_a_job(cluster)
+    log.wait_for(rf"leftover: warning: job {job} epilog: node {cluster.node} drained: {REASON}$")
+    # The command's sweep finds the survivor again: the node is drained already, one drain per state change.
+    res = sweep_command(cluster, config_path)
+    assert res.returncode == 1, res.stderr
+    assert re.search(rf"node sweep: node {cluster.node} is \S*DRAIN\S* already \(reason '{REASON}'\): "
+                     r"its reason kept, no drain requested", res.stderr), res.stderr
+    # An admin's reason stays too.
+    cluster.scontrol("update", f"nodename={cluster.node}", "state=resume")
+    cluster.scontrol("update", f"nodename={cluster.node}", "state=drain", "reason=admin: bad DIMM")
+    res = sweep_command(cluster, config_path)
+    assert "its reason kept" in res.stderr, res.stderr
+    assert node_state(cluster)[1] == "admin: bad DIMM"
+    # Thawed, the stray dies; resumed, the next job end leaves the node up.
+    frozen.thaw()
+    cluster.wait_gone(frozen.pid, 20)
+    resume(cluster)
+    job, log = end_a_job(cluster)
+    log.assert_absent(r"drained:")
+    assert "DRAIN" not in node_state(cluster)[0]
+
+
+@pytest.mark.parametrize("setting", ["drain_on_survivors: false\n", "drain_on_survivors: true\ndry_run: true\n"])
+def test_without_the_key_or_in_a_dry_run_the_node_stays_up(cluster, config, frozen, setting):
+    config(setting)
+    job, log = end_a_job(cluster)
+    if "dry_run" not in setting:
+        log.wait_for(rf"leftover: warning: survived the sweep: pid={frozen.pid} user={DRAIN_USER.name}")
+    log.assert_absent(r"leftover: .*(?:drained:|drain of node)")
+    assert "DRAIN" not in node_state(cluster)[0]
+    assert cluster.is_alive(frozen.pid)
+
+
+def test_a_slurmctld_that_does_not_answer_costs_the_epilog_its_bounded_request_and_nothing_more(
+        cluster, config, frozen):
+    config("drain_on_survivors: true\nslurm_timeout: 2\n")
+    log = LogWatch(cluster)
+    release = cluster.work_dir / f"release-{uuid.uuid4().hex[:8]}"
+    job = cluster.sbatch("lo_alice", f"#!/bin/sh\nwhile [ ! -e {release} ]; do sleep 0.1; done\n")
+    cluster.wait_job_state(job, ["RUNNING"])
+    release.touch()
+    # The epilog is signalling (its lines carry no step, unlike the extern step's before it): the
+    # job's end reached slurmd, and slurmctld now stops answering, before the epilog asks it to drain.
+    log.wait_for(rf"^\[[^\]]+\] leftover: SIGTERM pid={frozen.pid} ", 60)
+    ctld = cluster._slurmctld.pid
+    os.kill(ctld, signal.SIGSTOP)
+    try:
+        line = log.wait_for(rf"leftover: job {job} epilog: drain of node {cluster.node} failed: asking slurmctld: "
+                            r".*did not finish before the deadline; killed; the node stays as it is$", 60)
+        summary = log.wait_for(summary_regex(job, "epilog"), 30)
+        assert line
+        # grace 1 + slurm_timeout 2 + 1 for the sweep, slurm_timeout 2 for the drain: a hang detector only.
+        assert int(re.search(r"(\d+) ms$", summary.group(0)).group(1)) < 30000, summary.group(0)
+    finally:
+        os.kill(ctld, signal.SIGCONT)
+    assert cluster.wait_job_done(job).state == "COMPLETED"
+    assert "DRAIN" not in node_state(cluster)[0]
+
+
+def health(cluster, config_path: Path, state_dir: Path) -> subprocess.CompletedProcess:
+    """`leftover-health` (HealthCheckProgram's name for `check --health --failures 3 --drain`)."""
+    return subprocess.run([str(CLI.parent / "leftover-health"), "--state-dir", str(state_dir),
+                           "--config", str(config_path), "--node", cluster.node],
+                          env=cluster.root_env(), capture_output=True, text=True, timeout=60)
+
+
+def test_health_check_drains_at_the_third_failure_in_a_row_and_a_pass_clears_the_streak(
+        cluster, config, tmp_path):
+    config_path = config("")
+    state_dir = tmp_path / "state"
+    stray = cluster.spawn_outside_slurm(DRAIN_USER.name, ["sleep", "600"])
+    for n in (1, 2):
+        res = health(cluster, config_path, state_dir)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == (f"leftover: ERROR: 1 stray process of 1 user ({n} of 3 failed checks in a row "
+                              "before it fails)\n")
+        assert "DRAIN" not in node_state(cluster)[0]
+    res = health(cluster, config_path, state_dir)
+    assert res.returncode == 1, res.stderr
+    reason = "leftover: ERROR: 1 stray process of 1 user (3 failed checks in a row)"
+    assert res.stdout == reason + "\n"
+    assert f"health check: node {cluster.node} drained: {reason}" in res.stderr
+    assert re.search(rf"^{re.escape(reason)}\s*\|drained\|{cluster.node}$", sinfo_reasons(cluster), re.MULTILINE)
+    # The stray gone, the next check passes and clears the streak.
+    kill_quietly(stray)
+    cluster.wait_gone(stray, 20)
+    res = health(cluster, config_path, state_dir)
+    assert (res.returncode, res.stdout) == (0, "leftover: OK: no stray processes\n"), res.stderr
+    assert not (state_dir / "health-failures").exists()
+    resume(cluster)
+    stray = cluster.spawn_outside_slurm(DRAIN_USER.name, ["sleep", "600"])
+    res = health(cluster, config_path, state_dir)
+    assert res.returncode == 0 and "(1 of 3 failed checks in a row" in res.stdout, res.stdout + res.stderr
+    assert "DRAIN" not in node_state(cluster)[0]
+    kill_quietly(stray)
+
+
+def test_a_stopped_stray_gets_sigterm_runs_its_term_handler_and_exits_before_grace_ends(cluster, config):
+    config("grace: 10\n")
+    tag = uuid.uuid4().hex[:8]
+    pid_file, done_file = cluster.work_dir / f"stopped-{tag}.pid", cluster.work_dir / f"stopped-{tag}.done"
+    shell = cluster.spawn_outside_slurm(DRAIN_USER.name, [
+        "/bin/sh", "-c", f"trap 'echo term > {done_file}; exit 0' TERM; echo $$ > {pid_file}; "
+                         "while :; do sleep 0.1; done"])
+    wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() == str(shell), 10, "the stray's pid file")
+    os.kill(shell, signal.SIGSTOP)
+    # Stopped, it stays: a SIGTERM alone would wait until something continues it.
+    assert still_alive_after(cluster, shell, 0.5) and not done_file.exists()
+    job, log = end_a_job(cluster)
+    log.wait_for(rf"leftover: SIGTERM pid={shell} user={DRAIN_USER.name}")
+    cluster.wait_gone(shell, 20)
+    assert done_file.read_text() == "term\n", "its TERM handler ran"
+    log.assert_absent(rf"SIGKILL pid={shell}\b")
