@@ -217,13 +217,14 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
             summary.trigger_user = found->second.name;
     };
     // After the summary: a metrics file that cannot be written is one more log line.
-    const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run) {
-        const bool users = loaded.metrics && loaded.metrics->users;
-        record_metrics(loaded.metrics,
-                       sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started}), log);
-    };
     // Without a valid config there is no evaluation deadline: the default query bound.
     const auto short_deadline = [] { return Clock::now() + seconds(Config{}.slurm_timeout); };
+    const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run, Clock::time_point until) {
+        const bool users = loaded.metrics && loaded.metrics->users;
+        record_metrics(loaded.metrics,
+                       sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started}), log,
+                       until);
+    };
 
     if (!loaded.config.ok()) {
         report.error = loaded.config.error();
@@ -231,7 +232,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         name_trigger_user(nullptr, short_deadline());
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
-        count_in_metrics(FailureKind::config, false);
+        count_in_metrics(FailureKind::config, false, short_deadline());
         return report;
     }
     const Config& config = loaded.config.value();
@@ -247,7 +248,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         name_trigger_user(nullptr, short_deadline());
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
-        count_in_metrics(FailureKind::users_file, config.dry_run);
+        count_in_metrics(FailureKind::users_file, config.dry_run, evaluation_deadline(config, request));
         return report;
     }
 
@@ -301,7 +302,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     name_trigger_user(&evaluation, deadline);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report, cleanup));
-    count_in_metrics(job_state.failure_of(report), config.dry_run);
+    count_in_metrics(job_state.failure_of(report), config.dry_run, deadline);
     return report;
 }
 
@@ -313,11 +314,13 @@ std::vector<std::string> listed_name_warnings(const Config& config, const Exempt
 Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
                              node::Controller* controller, const AccountDatabase& accounts, Logger& log) {
     KillReport seen;  // what a check adds to the metrics: its plan, or its error; nothing signalled
+    // The metrics lock is not waited for past the check's deadline (the default bound before the config is read).
+    Clock::time_point metrics_until = Clock::now() + seconds(Config{}.slurm_timeout);
     const auto recorded = [&](Result<NodeCheck> result, std::optional<FailureKind> failure) {
         if (result.ok()) seen.first_plan = result->plan;
         const bool users = loaded.metrics && loaded.metrics->users;
         record_metrics(loaded.metrics, sample_of({MetricsTrigger::check, seen, true, users, failure, request.started}),
-                       log);
+                       log, metrics_until);
         return result;
     };
     if (!loaded.config.ok()) return recorded(loaded.config.error(), FailureKind::config);
@@ -327,6 +330,7 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     if (!loaded.exemptions->ok()) return recorded(loaded.exemptions->error(), FailureKind::users_file);
 
     const auto deadline = evaluation_deadline(config, request);
+    metrics_until = deadline;
     JobStateSource job_state(config, request, controller, deadline, log);
     // A check shows every process as it is, those of users with live work too.
     Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state, true);
