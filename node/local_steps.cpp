@@ -346,6 +346,15 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
         if (::fstat(::dirfd(dir.get()), &st) != 0)
             return Error::lookup(fmt::format("slurmd spool directory {}: stat: {}", spool.path, errno_text(errno)));
         if (!listed.emplace(st.st_dev, st.st_ino).second) continue;
+        if (where.spool_owners.count(st.st_uid) == 0)
+            return Error::lookup(fmt::format(
+                "slurmd spool directory {}: owned by uid {}, not by root or SlurmdUser: its step sockets are not "
+                "believed",
+                spool.path, st.st_uid));
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+            return Error::lookup(fmt::format(
+                "slurmd spool directory {}: writable by {} (mode {:04o}): its step sockets are not believed",
+                spool.path, (st.st_mode & S_IWOTH) != 0 ? "others" : "its group", st.st_mode & 07777));
         if (auto listing = list_step_sockets(spool.path, dir.get(), where.node_names, candidates); !listing.ok())
             return listing.error();
     }

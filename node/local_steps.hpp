@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,13 +87,17 @@ struct StepSpoolDir {
 struct StepSockets {
     std::vector<StepSpoolDir> spool_dirs;
     std::vector<std::string> node_names;
+    // Who may own a spool dir: root and SlurmdUser. A socket in a directory anyone else
+    // could write to may be a planted one, so such a directory is a lookup error.
+    std::set<uid_t> spool_owners{0};
 };
 
 // Lists every spool dir (each directory once, however many paths name it) for the
 // step sockets of the known nodes and asks each slurmstepd for the step's uid, state
 // and own pid. Entries that are not sockets, or not named like step sockets, are ignored.
 //
-// Lookup error when a directory cannot be read; when a step socket's node is none of
+// Lookup error when a directory cannot be read, is owned by a uid not in
+// `spool_owners` or is writable by group or others; when a step socket's node is none of
 // `node_names` (a slurmd this host runs that we do not know of: its users' work
 // would look like strays); or when any step socket cannot be asked (timeout at the
 // deadline, short read, unexpected reply, any error other than "nobody listens"): an
