@@ -327,8 +327,8 @@ Status list_step_sockets(const std::string& spool_dir, DIR* dir, const std::vect
 
 }  // namespace
 
-Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
-                                       const StepdProtocol& protocol) {
+Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                      const StepdProtocol& protocol) {
     if (where.node_names.empty() ||
         std::find(where.node_names.begin(), where.node_names.end(), std::string()) != where.node_names.end())
         return Error::lookup("slurmstepd sockets: the node name is empty");
@@ -366,8 +366,11 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
     LocalJobState state;
     for (auto& candidate : candidates) {
         QueryOutcome outcome = query_step(candidate.path, deadline, protocol);
-        if (outcome.error)
-            return Error::lookup(fmt::format("slurmstepd socket {}: {}", candidate.path, *outcome.error));
+        if (outcome.error) {
+            state.unanswered.push_back(
+                {candidate.name.job_id, candidate.name.step_id, std::move(candidate.path), std::move(*outcome.error)});
+            continue;
+        }
         if (!outcome.answer) {
             state.dead.push_back({candidate.name.job_id, candidate.name.step_id, std::move(candidate.path)});
             continue;
@@ -384,6 +387,16 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
         step.stepd_pid = outcome.answer->stepd_pid;
         step.socket_path = std::move(candidate.path);
         state.live.push_back(std::move(step));
+    }
+    return state;
+}
+
+Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                       const StepdProtocol& protocol) {
+    auto state = ask_local_steps(where, deadline, protocol);
+    if (state.ok() && !state->unanswered.empty()) {
+        const UnansweredStep& first = state->unanswered.front();
+        return Error::lookup(fmt::format("slurmstepd socket {}: {}", first.socket_path, first.error));
     }
     return state;
 }

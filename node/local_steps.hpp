@@ -47,9 +47,19 @@ struct DeadStep {
     std::string socket_path;
 };
 
+// A step socket that could not be asked (timed out, refused, short or garbled answer):
+// its step may be live. Anyone can fill a stepd's listen backlog, so this can be forced.
+struct UnansweredStep {
+    std::uint32_t job_id = 0;
+    std::uint32_t step_id = 0;
+    std::string socket_path;
+    std::string error;  // why, without the path
+};
+
 struct LocalJobState {
     std::vector<LocalStep> live;
     std::vector<DeadStep> dead;
+    std::vector<UnansweredStep> unanswered;  // only from ask_local_steps
 };
 
 // The parts of a step socket's file name "<node>_<job>.<step>[.<component>]".
@@ -105,6 +115,12 @@ struct StepSockets {
 // `protocol`: the client's release (the build's; tests play other rows of the table).
 Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
                                        const StepdProtocol& protocol = build_stepd_protocol());
+
+// As read_local_steps, but a step socket that cannot be asked is listed in `unanswered`
+// rather than failing the lookup: the caller must then learn whether its job is live
+// some other way (slurmctld) or fail itself.
+Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                      const StepdProtocol& protocol = build_stepd_protocol());
 
 // One node, one spool dir (which must exist).
 Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 
 namespace leftover::sweep {
 namespace {
@@ -55,8 +56,18 @@ public:
             log_.debug(fmt::format("step sockets of nodes {}", request_.node.describe_nodes()));
             if (!request_.node.other_nodes_note.empty()) log_.debug(request_.node.other_nodes_note);
         }
-        auto state = node::read_local_steps(request_.node.step_sockets(), until);
+        // In the job epilog a socket that cannot be asked is resolved through slurmctld:
+        // the local questions leave it half the time.
+        const bool may_ask_controller = !asks_no_child() && controller_ != nullptr;
+        const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
+        auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
         if (!state.ok()) return failed(FailureKind::step_socket, state.error());
+        for (const node::UnansweredStep& step : state->unanswered)
+            if (unanswered_logged_.insert(step.socket_path).second)
+                log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
+                                      step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
+        if (!state->unanswered.empty() && !may_ask_controller)
+            return failed(FailureKind::step_socket, unanswered_error(state->unanswered));
         for (const node::LocalStep& step : state->live)
             if (logged_.insert(step.socket_path).second)
                 log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
@@ -73,6 +84,9 @@ public:
             node::live_work_from(state.value(), request_.trigger.ending_step,
                                  fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
         if (!live.ok()) return failed(FailureKind::step_socket, live.error());
+        if (!state->unanswered.empty())
+            if (auto resolved = resolve_through_controller(state->unanswered, live.value(), until); !resolved.ok())
+                return resolved.error();
         return live;
     }
 
@@ -123,6 +137,45 @@ public:
     }
 
 private:
+    // A step end keeps everyone: its stepd's children must not start a helper (see asks_no_child).
+    static Error unanswered_error(const std::vector<node::UnansweredStep>& unanswered) {
+        const node::UnansweredStep& first = unanswered.front();
+        return Error::lookup(
+            fmt::format("slurmstepd socket {} of job {}: {}{}", first.socket_path, first.job_id, first.error,
+                        unanswered.size() > 1 ? fmt::format(" (and {} more sockets unanswered)", unanswered.size() - 1)
+                                              : std::string()));
+    }
+
+    // One slurmctld query for every step that could not be asked: a job slurmctld says
+    // runs here makes its user live, as an answering stepd would; one it does not list
+    // has ended, like a step whose stepd says it is ending. No answer: a lookup error.
+    Status resolve_through_controller(const std::vector<node::UnansweredStep>& unanswered, LiveWork& live,
+                                      Clock::time_point until) {
+        auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+        if (!work.ok())
+            return failed(FailureKind::controller,
+                          Error::lookup(fmt::format("{}; asking slurmctld instead: {}",
+                                                    unanswered_error(unanswered).message, work.error().message)));
+        for (const node::UnansweredStep& step : unanswered) {
+            const auto user = work->job_users.find(step.job_id);
+            const bool runs = user != work->job_users.end();
+            // Said once per socket and sweep, and again only if slurmctld's answer changes.
+            if (const auto [said, first] = resolved_logged_.try_emplace(step.socket_path, runs);
+                first || said->second != runs) {
+                said->second = runs;
+                log_.info(runs ? fmt::format("job {} of the unanswered socket {} runs here, says slurmctld: uid {} "
+                                             "is live",
+                                             step.job_id, step.socket_path, user->second)
+                               : fmt::format("job {} of the unanswered socket {} does not run here, says slurmctld",
+                                             step.job_id, step.socket_path));
+            }
+            if (!runs) continue;
+            live.uids.insert(user->second);
+            live.job_ids.insert(step.job_id);
+        }
+        return Ok{};
+    }
+
     Error failed(FailureKind kind, Error error) {
         failure_ = kind;
         return error;
@@ -137,6 +190,8 @@ private:
     Clock::time_point deadline_;
     Logger& log_;
     std::set<std::string> logged_;  // sockets already described: once per sweep
+    std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
+    std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
     std::optional<FailureKind> failure_;
 };
