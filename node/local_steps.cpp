@@ -61,6 +61,9 @@ constexpr std::int32_t request_step_uid = 20;   // REQUEST_STEP_UID
 constexpr std::int32_t request_sluid = 1;       // REQUEST_SLUID (25.11+)
 }  // namespace wire
 
+// How long a connect is retried while the listen backlog is full.
+constexpr std::chrono::milliseconds kBacklogFullRetry{250};
+
 static_assert(sizeof(int) == sizeof(std::int32_t), "the protocol sends C ints");
 static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies a 4-byte uid_t");
 static_assert(sizeof(pid_t) == sizeof(std::int32_t), "REQUEST_DAEMON_PID replies a 4-byte pid_t");
@@ -170,15 +173,21 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     if (fd.get() < 0) return {std::nullopt, fmt::format("socket: {}", errno_text(errno))};
 
     const auto* sa = reinterpret_cast<const sockaddr*>(&addr);  // the sockets API takes a sockaddr*
+    std::optional<std::chrono::steady_clock::time_point> backlog_give_up;
     for (;;) {
         if (::connect(fd.get(), sa, sizeof(addr)) == 0) break;
         const int err = errno;
         if (gone_errno(err)) return {};
         if (err == EAGAIN) {
             // AF_UNIX: the listen backlog is full. Linux does not complete such a
-            // connect asynchronously, so try again until the deadline.
-            if (poll_timeout_ms(deadline) == 0) return {std::nullopt, "timed out connecting (listen backlog full)"};
-            ::poll(nullptr, 0, std::min(poll_timeout_ms(deadline), 10));
+            // connect asynchronously, so try again, for a short while only: a backlog
+            // that stays full is what a client holding connections makes, and waiting
+            // the whole deadline for it would starve the rest of the evaluation.
+            if (!backlog_give_up)
+                backlog_give_up = std::min(deadline, std::chrono::steady_clock::now() + kBacklogFullRetry);
+            if (poll_timeout_ms(*backlog_give_up) == 0)
+                return {std::nullopt, "timed out connecting (listen backlog full)"};
+            ::poll(nullptr, 0, std::min(poll_timeout_ms(*backlog_give_up), 10));
             continue;
         }
         if (err == EINPROGRESS || err == EINTR) {

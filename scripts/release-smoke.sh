@@ -22,6 +22,8 @@ chmod 0755 "$d"
 # munged refuses a socket directory without execute permission for all, and a key
 # that others can read.
 chmod 0755 "$d/munge"
+# leftover refuses a spool dir that group or others can write, whatever the umask made.
+chmod 0755 "$d/spool"
 head -c 1024 /dev/urandom >"$d/munge/munge.key"
 chmod 0400 "$d/munge/munge.key"
 # Users must exist in this root's /etc/passwd: slurmd and slurmstepd read it here.

@@ -376,6 +376,30 @@ TEST_CASE("a slurmstepd that accepts but never answers: lookup error at the dead
     CHECK(elapsed >= 300ms);
 }
 
+TEST_CASE("a listen backlog a client holds full is given up on after a short retry, not at the deadline") {
+    TempDir spool;
+    FakeStepd good(spool.file("n1_40.0"), 10, kStateRunning);
+    leftover::test::BlockedListener blocked(spool.file("n1_41.0"));
+    // The deadline is far off: waiting for it would leave nothing of the evaluation's time.
+    auto pending = std::async(std::launch::async,
+                              [&] { return read_local_steps(spool.path(), "n1", Clock::now() + 120s, k2205Client); });
+    const bool returned = pending.wait_for(60s) == std::future_status::ready;  // generous hang bound only
+    REQUIRE_MESSAGE(returned, "a full backlog was waited on until the deadline");
+    auto result = pending.get();
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().message ==
+          "slurmstepd socket " + spool.file("n1_41.0") + ": timed out connecting (listen backlog full)");
+    auto asked =
+        leftover::node::ask_local_steps(StepSockets{{{spool.path(), true}}, {"n1"}}, Clock::now() + 120s, k2205Client);
+    REQUIRE(asked.ok());
+    REQUIRE(asked->live.size() == 1);
+    CHECK(asked->live.front().job_id == 40);
+    REQUIRE(asked->unanswered.size() == 1);
+    CHECK(asked->unanswered.front().job_id == 41);
+    CHECK(asked->unanswered.front().socket_path == spool.file("n1_41.0"));
+    CHECK(asked->unanswered.front().error == "timed out connecting (listen backlog full)");
+}
+
 TEST_CASE("a short reply is a lookup error naming the socket") {
     TempDir spool;
     FakeStepd step(spool.file("n1_21.0"), 0x01020304, kStateRunning, Behaviour::short_uid_reply);

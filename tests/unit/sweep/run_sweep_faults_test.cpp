@@ -18,11 +18,9 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <optional>
@@ -113,33 +111,6 @@ TEST_CASE("fault catalogue: a step socket that closes at once, hangs, or answers
 
 namespace {
 
-// A slurmstepd whose listen backlog a user's client has filled: it never accepts, and
-// the client holds every connection the kernel let it make. A new connect gets EAGAIN.
-class BlockedStepSocket {
-public:
-    explicit BlockedStepSocket(const std::string& path) : listener_(bind_unix(path)) {
-        REQUIRE(::listen(listener_.get(), 0) == 0);
-        sockaddr_un addr{};
-        addr.sun_family = AF_UNIX;
-        REQUIRE(path.size() < sizeof(addr.sun_path));
-        std::copy(path.begin(), path.end(), addr.sun_path);
-        for (int i = 0; i < 64; ++i) {
-            UniqueFd client(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-            REQUIRE(client.valid());
-            if (::connect(client.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-                REQUIRE(errno == EAGAIN);  // the backlog is full: what every later client meets
-                return;
-            }
-            held_.push_back(std::move(client));
-        }
-        FAIL("the listen backlog never filled");
-    }
-
-private:
-    UniqueFd listener_;
-    std::vector<UniqueFd> held_;
-};
-
 // A process of another test uid, ended when the test ends.
 struct OtherUser {
     uid_t uid;
@@ -162,14 +133,14 @@ TEST_CASE("fault catalogue: a step socket a user holds busy is resolved through 
     REQUIRE(is_running(stray));
     REQUIRE(is_running(other.pid));
     const std::string socket = pipeline.dir / "spool/n1_9.0";
-    BlockedStepSocket blocked(socket);
+    BlockedListener blocked(socket);
     const std::string named = "slurmstepd socket " + socket + " of job 9 (step 9.0) cannot be asked: ";
 
     SUBCASE("slurmctld says job 9 runs: its user is live, the unrelated stray is reaped") {
         pipeline.controller.live.uids = {41485};
         pipeline.controller.live.job_ids = {9};
         pipeline.controller.live.job_users = {{9, 41485}};
-        const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 1\n");
+        const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 5\n");
         INFO(pipeline.sink.text());
         CHECK_FALSE(report.error);
         CHECK(wait_gone(stray));
@@ -181,7 +152,7 @@ TEST_CASE("fault catalogue: a step socket a user holds busy is resolved through 
         CHECK(pipeline.controller.calls >= 1);
     }
     SUBCASE("slurmctld does not list job 9: it has ended, like an ending step, and both strays go") {
-        const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 1\n");
+        const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 5\n");
         INFO(pipeline.sink.text());
         CHECK_FALSE(report.error);
         CHECK(wait_gone(stray));
