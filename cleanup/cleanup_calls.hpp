@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,8 +43,13 @@ public:
     virtual int open_dir_at(int dirfd, const std::string& name);
     // statx(dirfd, name, AT_SYMLINK_NOFOLLOW); an empty name: the directory fd itself.
     virtual int stat_at(int dirfd, const std::string& name, EntryStat& out);
-    // The entry names of an open directory (not . and ..); -errno in `error` on failure.
-    virtual std::vector<std::string> list_dir(int dirfd, int& error);
+    // The next entry names of an open directory (not . and ..), one getdents64 buffer
+    // from the descriptor's offset, appended to `names`: the number of entries the
+    // kernel returned (0 at the end), or -errno. A huge directory is read a batch at a
+    // time so the walk's deadline and entry limit stop it mid-directory.
+    virtual int read_dir(int dirfd, std::vector<std::string>& names);
+    // The clock the walk's deadline is read against.
+    virtual std::chrono::steady_clock::time_point now();
     virtual int unlink_at(int dirfd, const std::string& name, bool directory);
     // The text of a small file (/proc/sysvipc/*); nullopt with `error` set on failure.
     virtual std::optional<std::string> read_file(const std::string& path, int& error);

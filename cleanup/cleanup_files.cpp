@@ -51,13 +51,14 @@ private:
         return (known && !S_ISDIR(st.mode)) || st.dev == root_.dev;
     }
 
-    bool stop_here(const std::string& path) {
+    // `entry`: one more entry is about to be looked at, and counts against the limit.
+    bool stop_here(const std::string& path, bool entry = true) {
         if (stopped_) return true;
-        if (std::chrono::steady_clock::now() >= options_.deadline) {
+        if (calls_.now() >= options_.deadline) {
             report_.deadline_reached = true;
             report_.errors.push_back(fmt::format("{}: the deadline passed, the rest not searched", path));
             stopped_ = true;
-        } else if (++entries_ > options_.max_entries) {
+        } else if (entry && ++entries_ > options_.max_entries) {
             report_.errors.push_back(
                 fmt::format("{}: more than {} entries looked at, the rest not searched", path, options_.max_entries));
             stopped_ = true;
@@ -65,20 +66,26 @@ private:
         return stopped_;
     }
 
-    // Whether the directory ended up empty (in a dry run: would end up empty).
+    // Whether the directory ended up empty (in a dry run: would end up empty). Read a
+    // batch at a time: anyone can fill /tmp, and the deadline and the entry limit must
+    // stop the walk inside a huge directory, not after reading all of it.
     bool clean_dir(int dirfd, const std::string& path, int depth) {
-        int error = 0;
-        const std::vector<std::string> names = calls_.list_dir(dirfd, error);
-        if (error != 0) {
-            report_.errors.push_back(fmt::format("{}: {}", path, errno_text(error)));
-            return false;
-        }
         bool empty = true;
-        for (const std::string& name : names) {
-            if (stop_here(path)) return false;
-            if (!clean_entry(dirfd, name, path + "/" + name, depth)) empty = false;
+        std::vector<std::string> names;
+        for (;;) {
+            if (stop_here(path, false)) return false;
+            names.clear();
+            const int read = calls_.read_dir(dirfd, names);
+            if (read < 0) {
+                report_.errors.push_back(fmt::format("{}: {}", path, errno_text(-read)));
+                return false;
+            }
+            if (read == 0) return empty;
+            for (const std::string& name : names) {
+                if (stop_here(path)) return false;
+                if (!clean_entry(dirfd, name, path + "/" + name, depth)) empty = false;
+            }
         }
-        return empty;
     }
 
     // Whether the entry is gone (or, in a dry run, would be).

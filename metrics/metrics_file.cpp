@@ -2,10 +2,12 @@
 #include "metrics/metrics_file.hpp"
 
 #include "util/errno_text.hpp"
+#include "util/trusted_file.hpp"
 #include "util/unique_fd.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -33,6 +35,10 @@ Result<UniqueFd> open_directory(const std::string& dir, uid_t owner) {
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
         return Error::lookup(fmt::format(
             "metrics directory {}: mode {:04o}; it must not be writable by group or others", dir, st.st_mode & 07777));
+    // Whoever could write a directory above could rename this one away and put their own
+    // in its place, as for the config file.
+    if (auto above = check_trusted_directory_chain(fd.get(), dir, owner); !above.ok())
+        return Error::lookup(fmt::format("metrics directory {}: {}", dir, above.error().message));
     return fd;
 }
 
@@ -51,15 +57,25 @@ Result<UniqueFd> open_lock(int dir_fd, const std::string& name, const std::strin
     return fd;
 }
 
+// Waits for the lock up to lock_wait, and never past the evaluation's deadline.
 Status lock_within(int fd, const std::string& shown, const MetricsFileOptions& options) {
-    const auto deadline = std::chrono::steady_clock::now() + options.lock_wait;
+    const auto started = std::chrono::steady_clock::now();
+    const bool by_deadline = options.deadline - started < options.lock_wait;
+    const auto until = by_deadline ? options.deadline : started + options.lock_wait;
     for (;;) {
         if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return Ok{};
         if (errno != EWOULDBLOCK && errno != EINTR) return failed(fmt::format("metrics lock {}: flock", shown), errno);
-        if (std::chrono::steady_clock::now() >= deadline)
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until) {
+            if (by_deadline)
+                return Error::lookup(
+                    fmt::format("metrics lock {}: still held by another update at the evaluation's "
+                                "deadline",
+                                shown));
             return Error::lookup(fmt::format("metrics lock {}: still held after {} ms by another update", shown,
                                              options.lock_wait.count()));
-        std::this_thread::sleep_for(options.lock_poll);
+        }
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(options.lock_poll, until - now));
     }
 }
 

@@ -61,6 +61,9 @@ constexpr std::int32_t request_step_uid = 20;   // REQUEST_STEP_UID
 constexpr std::int32_t request_sluid = 1;       // REQUEST_SLUID (25.11+)
 }  // namespace wire
 
+// How long a connect is retried while the listen backlog is full.
+constexpr std::chrono::milliseconds kBacklogFullRetry{250};
+
 static_assert(sizeof(int) == sizeof(std::int32_t), "the protocol sends C ints");
 static_assert(sizeof(uid_t) == sizeof(std::uint32_t), "REQUEST_STEP_UID replies a 4-byte uid_t");
 static_assert(sizeof(pid_t) == sizeof(std::int32_t), "REQUEST_DAEMON_PID replies a 4-byte pid_t");
@@ -170,15 +173,21 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     if (fd.get() < 0) return {std::nullopt, fmt::format("socket: {}", errno_text(errno))};
 
     const auto* sa = reinterpret_cast<const sockaddr*>(&addr);  // the sockets API takes a sockaddr*
+    std::optional<std::chrono::steady_clock::time_point> backlog_give_up;
     for (;;) {
         if (::connect(fd.get(), sa, sizeof(addr)) == 0) break;
         const int err = errno;
         if (gone_errno(err)) return {};
         if (err == EAGAIN) {
             // AF_UNIX: the listen backlog is full. Linux does not complete such a
-            // connect asynchronously, so try again until the deadline.
-            if (poll_timeout_ms(deadline) == 0) return {std::nullopt, "timed out connecting (listen backlog full)"};
-            ::poll(nullptr, 0, std::min(poll_timeout_ms(deadline), 10));
+            // connect asynchronously, so try again, for a short while only: a backlog
+            // that stays full is what a client holding connections makes, and waiting
+            // the whole deadline for it would starve the rest of the evaluation.
+            if (!backlog_give_up)
+                backlog_give_up = std::min(deadline, std::chrono::steady_clock::now() + kBacklogFullRetry);
+            if (poll_timeout_ms(*backlog_give_up) == 0)
+                return {std::nullopt, "timed out connecting (listen backlog full)"};
+            ::poll(nullptr, 0, std::min(poll_timeout_ms(*backlog_give_up), 10));
             continue;
         }
         if (err == EINPROGRESS || err == EINTR) {
@@ -327,8 +336,8 @@ Status list_step_sockets(const std::string& spool_dir, DIR* dir, const std::vect
 
 }  // namespace
 
-Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
-                                       const StepdProtocol& protocol) {
+Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                      const StepdProtocol& protocol) {
     if (where.node_names.empty() ||
         std::find(where.node_names.begin(), where.node_names.end(), std::string()) != where.node_names.end())
         return Error::lookup("slurmstepd sockets: the node name is empty");
@@ -346,6 +355,15 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
         if (::fstat(::dirfd(dir.get()), &st) != 0)
             return Error::lookup(fmt::format("slurmd spool directory {}: stat: {}", spool.path, errno_text(errno)));
         if (!listed.emplace(st.st_dev, st.st_ino).second) continue;
+        if (where.spool_owners.count(st.st_uid) == 0)
+            return Error::lookup(fmt::format(
+                "slurmd spool directory {}: owned by uid {}, not by root or SlurmdUser: its step sockets are not "
+                "believed",
+                spool.path, st.st_uid));
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+            return Error::lookup(fmt::format(
+                "slurmd spool directory {}: writable by {} (mode {:04o}): its step sockets are not believed",
+                spool.path, (st.st_mode & S_IWOTH) != 0 ? "others" : "its group", st.st_mode & 07777));
         if (auto listing = list_step_sockets(spool.path, dir.get(), where.node_names, candidates); !listing.ok())
             return listing.error();
     }
@@ -357,8 +375,11 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
     LocalJobState state;
     for (auto& candidate : candidates) {
         QueryOutcome outcome = query_step(candidate.path, deadline, protocol);
-        if (outcome.error)
-            return Error::lookup(fmt::format("slurmstepd socket {}: {}", candidate.path, *outcome.error));
+        if (outcome.error) {
+            state.unanswered.push_back(
+                {candidate.name.job_id, candidate.name.step_id, std::move(candidate.path), std::move(*outcome.error)});
+            continue;
+        }
         if (!outcome.answer) {
             state.dead.push_back({candidate.name.job_id, candidate.name.step_id, std::move(candidate.path)});
             continue;
@@ -375,6 +396,16 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
         step.stepd_pid = outcome.answer->stepd_pid;
         step.socket_path = std::move(candidate.path);
         state.live.push_back(std::move(step));
+    }
+    return state;
+}
+
+Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                       const StepdProtocol& protocol) {
+    auto state = ask_local_steps(where, deadline, protocol);
+    if (state.ok() && !state->unanswered.empty()) {
+        const UnansweredStep& first = state->unanswered.front();
+        return Error::lookup(fmt::format("slurmstepd socket {}: {}", first.socket_path, first.error));
     }
     return state;
 }

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,19 @@ struct DeadStep {
     std::string socket_path;
 };
 
+// A step socket that could not be asked (timed out, refused, short or garbled answer):
+// its step may be live. Anyone can fill a stepd's listen backlog, so this can be forced.
+struct UnansweredStep {
+    std::uint32_t job_id = 0;
+    std::uint32_t step_id = 0;
+    std::string socket_path;
+    std::string error;  // why, without the path
+};
+
 struct LocalJobState {
     std::vector<LocalStep> live;
     std::vector<DeadStep> dead;
+    std::vector<UnansweredStep> unanswered;  // only from ask_local_steps
 };
 
 // The parts of a step socket's file name "<node>_<job>.<step>[.<component>]".
@@ -86,13 +97,17 @@ struct StepSpoolDir {
 struct StepSockets {
     std::vector<StepSpoolDir> spool_dirs;
     std::vector<std::string> node_names;
+    // Who may own a spool dir: root and SlurmdUser. A socket in a directory anyone else
+    // could write to may be a planted one, so such a directory is a lookup error.
+    std::set<uid_t> spool_owners{0};
 };
 
 // Lists every spool dir (each directory once, however many paths name it) for the
 // step sockets of the known nodes and asks each slurmstepd for the step's uid, state
 // and own pid. Entries that are not sockets, or not named like step sockets, are ignored.
 //
-// Lookup error when a directory cannot be read; when a step socket's node is none of
+// Lookup error when a directory cannot be read, is owned by a uid not in
+// `spool_owners` or is writable by group or others; when a step socket's node is none of
 // `node_names` (a slurmd this host runs that we do not know of: its users' work
 // would look like strays); or when any step socket cannot be asked (timeout at the
 // deadline, short read, unexpected reply, any error other than "nobody listens"): an
@@ -100,6 +115,12 @@ struct StepSockets {
 // `protocol`: the client's release (the build's; tests play other rows of the table).
 Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
                                        const StepdProtocol& protocol = build_stepd_protocol());
+
+// As read_local_steps, but a step socket that cannot be asked is listed in `unanswered`
+// rather than failing the lookup: the caller must then learn whether its job is live
+// some other way (slurmctld) or fail itself.
+Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                      const StepdProtocol& protocol = build_stepd_protocol());
 
 // One node, one spool dir (which must exist).
 Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,

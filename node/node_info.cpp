@@ -18,6 +18,7 @@ std::string expand_slurmd_path(std::string pattern, const std::string& node_name
 
 StepSockets NodeInfo::step_sockets() const {
     StepSockets where;
+    if (slurmd_uid) where.spool_owners.insert(*slurmd_uid);
     where.spool_dirs.push_back({spool_dir, true});
     where.node_names.push_back(node_name);
     for (const HostNode& other : other_nodes) {

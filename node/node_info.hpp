@@ -26,6 +26,7 @@ struct NodeInfo {
     std::string spool_dir;        // SlurmdSpoolDir with %n/%h expanded
     std::string node_name;        // slurmd's own node name (slurmd -N)
     std::set<uid_t> slurm_uids;   // SlurmUser, SlurmdUser
+    std::optional<uid_t> slurmd_uid;  // SlurmdUser: may own the spool dirs, as root may
     bool prolog_contain = false;  // PrologFlags=contain: every allocation has an extern step here
     std::string slurm_conf;       // the slurm.conf path, for helpers that ask slurmctld
     std::string slurmd_pid_file;  // SlurmdPidFile with %n/%h expanded

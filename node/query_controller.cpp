@@ -24,6 +24,7 @@ Result<LiveWork> parse_query_output(const std::string& text) {
             return Error::lookup(fmt::format("leftover-query: unexpected output line '{}'", line));
         live.uids.insert(uid);
         live.job_ids.insert(job);
+        live.job_users[job] = uid;
     }
     return Error::lookup("leftover-query: incomplete answer (no end line)");
 }

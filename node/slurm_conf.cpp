@@ -34,6 +34,7 @@ NodeInfo node_info_from_slurm_conf(const std::string& node_name) {
     if (slurm_conf.slurmd_pidfile != nullptr && *slurm_conf.slurmd_pidfile != '\0')
         node.slurmd_pid_file = expand_slurmd_path(slurm_conf.slurmd_pidfile, node_name, short_host);
     node.slurm_uids = {static_cast<uid_t>(slurm_conf.slurm_user_id), static_cast<uid_t>(slurm_conf.slurmd_user_id)};
+    node.slurmd_uid = static_cast<uid_t>(slurm_conf.slurmd_user_id);
     node.prolog_contain = prolog_contain();
     // From 23.02 on slurmstepd's slurm_conf has no path (slurmd sends a "lite" conf), but
     // slurmd exports SLURM_CONF to it and to the job epilog.

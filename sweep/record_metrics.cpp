@@ -46,13 +46,15 @@ EvaluationSample sample_of(const SampleInput& in) {
     return sample;
 }
 
-void record_metrics(const std::optional<MetricsSettings>& settings, const EvaluationSample& sample, Logger& log) {
+void record_metrics(const std::optional<MetricsSettings>& settings, const EvaluationSample& sample, Logger& log,
+                    std::chrono::steady_clock::time_point deadline) {
     if (!settings) return;
     if (::geteuid() != 0) {
         log.debug(fmt::format("metrics file {} left alone: only root updates it", settings->file));
         return;
     }
-    const auto updated = update_metrics_file(settings->file, sample, MetricsFileOptions{.users = settings->users});
+    const auto updated =
+        update_metrics_file(settings->file, sample, MetricsFileOptions{.users = settings->users, .deadline = deadline});
     if (!updated.ok()) {
         log.warn(fmt::format("metrics not written: {}", updated.error().message));
         return;

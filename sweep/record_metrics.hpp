@@ -30,7 +30,9 @@ MetricsTrigger trigger_of(const Trigger& trigger);
 // Adds the sample to the metrics file, when one is set. Logs why it could not, or that
 // a file that was not ours was replaced; never fails anything else. Only root writes
 // it: a user's `leftover check` leaves it alone.
-void record_metrics(const std::optional<MetricsSettings>& settings, const EvaluationSample& sample, Logger& log);
+// The lock beside the file is not waited for past `deadline`, the evaluation's.
+void record_metrics(const std::optional<MetricsSettings>& settings, const EvaluationSample& sample, Logger& log,
+                    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 // Counts one drain request on its own, after the evaluation that led to it was counted.
 void record_drain(const std::optional<MetricsSettings>& settings, DrainResult result, Logger& log);

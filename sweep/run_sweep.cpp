@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 
 namespace leftover::sweep {
 namespace {
@@ -56,8 +57,18 @@ public:
             log_.debug(fmt::format("step sockets of nodes {}", request_.node.describe_nodes()));
             if (!request_.node.other_nodes_note.empty()) log_.debug(request_.node.other_nodes_note);
         }
-        auto state = node::read_local_steps(request_.node.step_sockets(), until);
+        // In the job epilog a socket that cannot be asked is resolved through slurmctld:
+        // the local questions leave it half the time.
+        const bool may_ask_controller = !asks_no_child() && controller_ != nullptr;
+        const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
+        auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
         if (!state.ok()) return failed(FailureKind::step_socket, state.error());
+        for (const node::UnansweredStep& step : state->unanswered)
+            if (unanswered_logged_.insert(step.socket_path).second)
+                log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
+                                      step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
+        if (!state->unanswered.empty() && !may_ask_controller)
+            return failed(FailureKind::step_socket, unanswered_error(state->unanswered));
         for (const node::LocalStep& step : state->live)
             if (logged_.insert(step.socket_path).second)
                 log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
@@ -74,6 +85,9 @@ public:
             node::live_work_from(state.value(), request_.trigger.ending_step,
                                  fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
         if (!live.ok()) return failed(FailureKind::step_socket, live.error());
+        if (!state->unanswered.empty())
+            if (auto resolved = resolve_through_controller(state->unanswered, live.value(), until); !resolved.ok())
+                return resolved.error();
         return live;
     }
 
@@ -124,6 +138,45 @@ public:
     }
 
 private:
+    // A step end keeps everyone: its stepd's children must not start a helper (see asks_no_child).
+    static Error unanswered_error(const std::vector<node::UnansweredStep>& unanswered) {
+        const node::UnansweredStep& first = unanswered.front();
+        return Error::lookup(
+            fmt::format("slurmstepd socket {} of job {}: {}{}", first.socket_path, first.job_id, first.error,
+                        unanswered.size() > 1 ? fmt::format(" (and {} more sockets unanswered)", unanswered.size() - 1)
+                                              : std::string()));
+    }
+
+    // One slurmctld query for every step that could not be asked: a job slurmctld says
+    // runs here makes its user live, as an answering stepd would; one it does not list
+    // has ended, like a step whose stepd says it is ending. No answer: a lookup error.
+    Status resolve_through_controller(const std::vector<node::UnansweredStep>& unanswered, LiveWork& live,
+                                      Clock::time_point until) {
+        auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+        if (!work.ok())
+            return failed(FailureKind::controller,
+                          Error::lookup(fmt::format("{}; asking slurmctld instead: {}",
+                                                    unanswered_error(unanswered).message, work.error().message)));
+        for (const node::UnansweredStep& step : unanswered) {
+            const auto user = work->job_users.find(step.job_id);
+            const bool runs = user != work->job_users.end();
+            // Said once per socket and sweep, and again only if slurmctld's answer changes.
+            if (const auto [said, first] = resolved_logged_.try_emplace(step.socket_path, runs);
+                first || said->second != runs) {
+                said->second = runs;
+                log_.info(runs ? fmt::format("job {} of the unanswered socket {} runs here, says slurmctld: uid {} "
+                                             "is live",
+                                             step.job_id, step.socket_path, user->second)
+                               : fmt::format("job {} of the unanswered socket {} does not run here, says slurmctld",
+                                             step.job_id, step.socket_path));
+            }
+            if (!runs) continue;
+            live.uids.insert(user->second);
+            live.job_ids.insert(step.job_id);
+        }
+        return Ok{};
+    }
+
     Error failed(FailureKind kind, Error error) {
         failure_ = kind;
         return error;
@@ -138,6 +191,8 @@ private:
     Clock::time_point deadline_;
     Logger& log_;
     std::set<std::string> logged_;  // sockets already described: once per sweep
+    std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
+    std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
     std::optional<FailureKind> failure_;
 };
@@ -218,15 +273,16 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
             summary.trigger_user = found->second.name;
     };
     // After the summary: a metrics file that cannot be written is one more log line.
-    const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run,
+    // Without a valid config there is no evaluation deadline: the default query bound.
+    const auto short_deadline = [] { return Clock::now() + seconds(Config{}.slurm_timeout); };
+    const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run, Clock::time_point until,
                                       std::optional<DrainResult> drain = std::nullopt) {
         const bool users = loaded.metrics && loaded.metrics->users;
         record_metrics(
             loaded.metrics,
-            sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started, drain}), log);
+            sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started, drain}), log,
+            until);
     };
-    // Without a valid config there is no evaluation deadline: the default query bound.
-    const auto short_deadline = [] { return Clock::now() + seconds(Config{}.slurm_timeout); };
 
     if (!loaded.config.ok()) {
         report.error = loaded.config.error();
@@ -234,7 +290,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         name_trigger_user(nullptr, short_deadline());
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
-        count_in_metrics(FailureKind::config, false);
+        count_in_metrics(FailureKind::config, false, short_deadline());
         return report;
     }
     const Config& config = loaded.config.value();
@@ -250,7 +306,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         name_trigger_user(nullptr, short_deadline());
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
-        count_in_metrics(FailureKind::users_file, config.dry_run);
+        count_in_metrics(FailureKind::users_file, config.dry_run, evaluation_deadline(config, request));
         return report;
     }
 
@@ -307,7 +363,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     name_trigger_user(&evaluation, deadline);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report, cleanup));
-    count_in_metrics(job_state.failure_of(report), config.dry_run, drain);
+    count_in_metrics(job_state.failure_of(report), config.dry_run, deadline, drain);
     return report;
 }
 
@@ -319,12 +375,14 @@ std::vector<std::string> listed_name_warnings(const Config& config, const Exempt
 Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
                              node::Controller* controller, const AccountDatabase& accounts, Logger& log) {
     KillReport seen;  // what a check adds to the metrics: its plan, or its error; nothing signalled
+    // The metrics lock is not waited for past the check's deadline (the default bound before the config is read).
+    Clock::time_point metrics_until = Clock::now() + seconds(Config{}.slurm_timeout);
     const auto recorded = [&](Result<NodeCheck> result, std::optional<FailureKind> failure) {
         if (result.ok()) seen.first_plan = result->plan;
         const bool users = loaded.metrics && loaded.metrics->users;
         record_metrics(loaded.metrics,
                        sample_of({MetricsTrigger::check, seen, true, users, failure, request.started, std::nullopt}),
-                       log);
+                       log, metrics_until);
         return result;
     };
     if (!loaded.config.ok()) return recorded(loaded.config.error(), FailureKind::config);
@@ -334,6 +392,7 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     if (!loaded.exemptions->ok()) return recorded(loaded.exemptions->error(), FailureKind::users_file);
 
     const auto deadline = evaluation_deadline(config, request);
+    metrics_until = deadline;
     JobStateSource job_state(config, request, controller, deadline, log);
     // A check shows every process as it is, those of users with live work too.
     Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state, true);

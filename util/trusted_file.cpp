@@ -32,21 +32,11 @@ std::optional<std::string> untrusted_directory(const struct stat& st, uid_t owne
     return std::nullopt;
 }
 
-// Opens the directory `path` names its file in and checks it and every directory
-// above it, walking up by "..", from the opened directory itself.
-Result<UniqueFd, FileError> open_trusted_parent(const std::string& path, uid_t required_owner) {
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    const std::string parent_name = parent.empty() ? "." : parent.string();
-    UniqueFd dir(::open(parent_name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!dir.valid()) {
-        const int err = errno;
-        if (err == ENOENT) return fault(FileFault::missing, path, "does not exist");
-        return fault(FileFault::unreadable, path, fmt::format("cannot open: {}", errno_text(err)));
-    }
-    // Names for the messages only: the walk goes by descriptors.
-    std::error_code ignored;
-    std::filesystem::path name = std::filesystem::weakly_canonical(std::filesystem::absolute(parent_name), ignored);
-    UniqueFd level(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0));
+// Checks the directory open as `dir_fd`, named `name`, and every directory above it,
+// walking up by "..", from the opened directory itself. `path`: what the message names.
+std::optional<FileError> untrusted_chain(int dir_fd, std::filesystem::path name, const std::string& path,
+                                         uid_t required_owner) {
+    UniqueFd level(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
     for (int depth = 0; level.valid() && depth < 4096; ++depth) {
         struct stat st {
         }, up_st{};
@@ -59,11 +49,31 @@ Result<UniqueFd, FileError> open_trusted_parent(const std::string& path, uid_t r
         if (!up.valid() || ::fstat(up.get(), &up_st) != 0)
             return fault(FileFault::unreadable, path,
                          fmt::format("cannot open the directory above {}: {}", name.string(), errno_text(errno)));
-        if (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino) return dir;  // reached /
+        if (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino) return std::nullopt;  // reached /
         level = std::move(up);
         name = name.parent_path();
     }
     return fault(FileFault::unreadable, path, "has more than 4096 directories above it");
+}
+
+// A path's name for the messages only: the walks go by descriptors.
+std::filesystem::path display_name(const std::string& path) {
+    std::error_code ignored;
+    return std::filesystem::weakly_canonical(std::filesystem::absolute(path), ignored);
+}
+
+// Opens the directory `path` names its file in and checks it and every directory above it.
+Result<UniqueFd, FileError> open_trusted_parent(const std::string& path, uid_t required_owner) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    const std::string parent_name = parent.empty() ? "." : parent.string();
+    UniqueFd dir(::open(parent_name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir.valid()) {
+        const int err = errno;
+        if (err == ENOENT) return fault(FileFault::missing, path, "does not exist");
+        return fault(FileFault::unreadable, path, fmt::format("cannot open: {}", errno_text(err)));
+    }
+    if (auto error = untrusted_chain(dir.get(), display_name(parent_name), path, required_owner)) return *error;
+    return dir;
 }
 
 // Opens `path` and checks the opened file itself: regular, owned by `required_owner`,
@@ -104,6 +114,17 @@ Result<std::pair<UniqueFd, struct stat>, FileError> open_trusted(const std::stri
 bool same_times(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
 
 }  // namespace
+
+Status check_trusted_directory_chain(int dir_fd, const std::string& name, uid_t owner) {
+    // The message names the first directory that fails; `name` itself is said by the caller.
+    if (auto error = untrusted_chain(dir_fd, display_name(name), name, owner)) {
+        const std::string prefix = name + ": ";
+        std::string why = error->message;
+        if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+        return Error::lookup(why);
+    }
+    return Ok{};
+}
 
 Status check_trusted_file(const std::string& path, uid_t required_owner) {
     const auto opened = open_trusted(path, required_owner);

@@ -35,4 +35,9 @@ Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t 
 // The same checks without reading: for a program we are about to run as root.
 Status check_trusted_file(const std::string& path, uid_t required_owner = 0);
 
+// The directory open as `dir_fd` and every directory above it, walked up by "..": each
+// owned by root or `owner`, not writable by group or others unless sticky, as the
+// directories of a trusted file. `name` is the directory's path, for the message.
+Status check_trusted_directory_chain(int dir_fd, const std::string& name, uid_t owner = 0);
+
 }  // namespace leftover

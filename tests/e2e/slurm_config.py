@@ -184,6 +184,9 @@ class ClusterLayout:
         # slurmd looks for surviving steps before it would create its spool.
         for node in self.nodes:
             self.spool_dir(node.name).mkdir(parents=True, exist_ok=True)
+            # As slurmd makes it, whatever the umask: leftover refuses a spool dir that
+            # group or others can write.
+            self.spool_dir(node.name).chmod(0o755)
         self.work_dir.mkdir(exist_ok=True)
         self.work_dir.chmod(0o1777)
         (self.dir / "munge").chmod(0o755)  # users connect to the socket

@@ -218,7 +218,11 @@ def test_a_stale_step_socket_does_not_block_sweeping(cluster, config):
         cluster.scancel(other)
 
 
-def test_a_slurmstepd_that_stops_answering_is_a_lookup_error_not_a_hang(cluster, config):
+def test_a_slurmstepd_that_stops_answering_keeps_everyone_at_a_step_end_and_slurmctld_resolves_it_at_the_epilog(
+        cluster, config):
+    # The step end cannot ask slurmctld: a lookup error, not a hang, and the stray stays.
+    # The job epilog asks slurmctld about the job of the socket nobody answers on (lo_bob's,
+    # running): lo_bob is live, and lo_alice's unrelated stray is reaped.
     config("slurm_timeout: 1\n")
     other, release = cluster.sbatch_until_released("lo_bob", in_step=True)
     wait_until(cluster.step_socket(other, 0).exists, 30, "the other job's step socket")
@@ -227,9 +231,17 @@ def test_a_slurmstepd_that_stops_answering_is_a_lookup_error_not_a_hang(cluster,
     try:
         log = LogWatch(cluster)
         stray, job = cluster.plant_stray_in_step("lo_alice")  # must end: no hang
-        log.wait_for(rf"leftover: lookup error: slurmstepd socket .*{other}\.0.*; nothing (more )?killed")
-        log.wait_for(summary_regex(job, "0"))
-        assert cluster.is_alive(stray)
+        log.wait_for(rf"leftover: warning: slurmstepd socket \S*_{other}\.0 of job {other} \(step {other}\.0\) "
+                     r"cannot be asked: ")
+        log.wait_for(rf"leftover: lookup error: slurmstepd socket \S*_{other}\.0 of job {other}: .*; "
+                     r"nothing (more )?killed")
+        log.wait_for(rf"leftover: step {job}\.0 \(user .*\): .*killed 0; .*ms")
+        log.wait_for(rf"leftover: job {other} of the unanswered socket \S*_{other}\.0 runs here, says slurmctld: "
+                     r"uid 41002 is live")
+        cluster.wait_gone(stray, 20)
+        log.wait_for(rf"leftover: job {job} epilog \(user lo_alice uid 41001\): {swept_with('lo_alice')}; "
+                     r"killed [1-9]")
+        log.assert_absent(r"user=lo_bob")
     finally:
         os.kill(stopped, signal.SIGCONT)
         release.touch()

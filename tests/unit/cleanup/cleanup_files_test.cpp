@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -203,6 +204,73 @@ TEST_CASE("cleanup files: depth, entry count and the deadline bound the walk, an
         CHECK(report.deadline_reached);
         CHECK(report.records.empty());
     }
+}
+
+namespace {
+
+// The real calls, counting what the kernel hands the walk, with a clock that passes the
+// deadline once `deadline_after` names have been read.
+class CountingCalls : public CleanupCalls {
+public:
+    std::size_t names_read = 0;
+    std::size_t deadline_after = SIZE_MAX;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::now() + 1h;
+    int read_dir(int dirfd, std::vector<std::string>& names) override {
+        const std::size_t before = names.size();
+        const int rc = CleanupCalls::read_dir(dirfd, names);
+        names_read += names.size() - before;
+        return rc;
+    }
+    std::chrono::steady_clock::time_point now() override {
+        return names_read >= deadline_after ? deadline : std::chrono::steady_clock::now();
+    }
+};
+
+// A directory anyone could have filled: `n` empty files of `owner`.
+void fill(const std::string& dir, int n, uid_t owner) {
+    for (int i = 0; i < n; ++i) {
+        const std::string path = dir + "/f" + std::to_string(i);
+        const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        REQUIRE(fd >= 0);
+        ::close(fd);
+        REQUIRE(::chown(path.c_str(), owner, owner) == 0);
+    }
+}
+
+constexpr int kHuge = 20000;  // about twenty getdents64 buffers
+
+}  // namespace
+
+TEST_CASE("cleanup files: the entry limit stops the walk inside a huge directory, before it is read whole") {
+    Scratch s;
+    fill(s.dir.path(), kHuge, 0);
+    CountingCalls calls;
+    CleanupOptions options;
+    options.max_entries = 100;
+    const CleanupReport report = clean(s.dir.path(), {kUser}, options, calls);
+    REQUIRE(report.errors.size() == 1);
+    CHECK(report.errors.front() == s.dir.path() + ": more than 100 entries looked at, the rest not searched");
+    // One buffer (about a thousand names) read, not the twenty thousand of the directory.
+    CHECK(calls.names_read > 100);
+    CHECK(calls.names_read < kHuge / 4);
+}
+
+TEST_CASE("cleanup files: a deadline that passes inside a huge directory stops the walk there and says so") {
+    Scratch s;
+    fill(s.dir.path(), kHuge, kUser);
+    CountingCalls calls;
+    calls.deadline_after = 1;  // passes as soon as the first batch is read
+    CleanupOptions options;
+    options.deadline = calls.deadline;
+    const auto started = std::chrono::steady_clock::now();
+    const CleanupReport report = clean(s.dir.path(), {kUser}, options, calls);
+    CHECK(std::chrono::steady_clock::now() - started < 30s);  // hang detector only
+    CHECK(report.deadline_reached);
+    REQUIRE(report.errors.size() == 1);
+    CHECK(report.errors.front() == s.dir.path() + ": the deadline passed, the rest not searched");
+    CHECK(report.records.empty());
+    CHECK(calls.names_read < kHuge / 4);
+    CHECK(std::distance(std::filesystem::directory_iterator(s.dir.path()), {}) == kHuge);
 }
 
 namespace {

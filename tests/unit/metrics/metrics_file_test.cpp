@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -149,6 +150,63 @@ TEST_CASE("metrics file: a lock held longer than the wait skips the update, the 
     CHECK(skipped.error().message == "metrics lock " + path + ".lock: still held after 50 ms by another update");
     CHECK(read_text(path) == before);
     CHECK(update_metrics_file(path, one_step()).ok());  // free again
+}
+
+TEST_CASE("metrics file: a held lock is not waited for past the evaluation's deadline") {
+    TempDir dir;
+    const std::string path = dir / "leftover.prom";
+    REQUIRE(update_metrics_file(path, one_step()).ok());
+    const std::string before = read_text(path);
+    const int held = ::open(metrics_lock_path(path).c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(held >= 0);
+    REQUIRE(::flock(held, LOCK_EX) == 0);
+    MetricsFileOptions options;  // the default wait, a second
+    SUBCASE("the deadline already passed: the lock is tried once") {
+        options.deadline = std::chrono::steady_clock::now();
+    }
+    SUBCASE("the deadline comes before the wait would end") {
+        options.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const auto skipped = update_metrics_file(path, one_step(), options);
+    ::close(held);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));  // hang detector only
+    REQUIRE_FALSE(skipped.ok());
+    CHECK(skipped.error().message ==
+          "metrics lock " + path + ".lock: still held by another update at the evaluation's deadline");
+    CHECK(read_text(path) == before);
+}
+
+TEST_CASE("metrics file: a directory above the metrics directory that others could change gets nothing") {
+    TempDir dir;
+    const auto refused_for = [&](const std::string& above, const std::string& why) {
+        const std::string metrics_dir = above + "/metrics";
+        REQUIRE(::mkdir(metrics_dir.c_str(), 0755) == 0);  // root's, 0755: fine in itself
+        const auto refused = update_metrics_file(metrics_dir + "/leftover.prom", one_step());
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.error().message == "metrics directory " + metrics_dir + ": directory " + above + " " + why);
+        CHECK(std::filesystem::is_empty(metrics_dir));
+    };
+    SUBCASE("writable by others, not sticky: the metrics directory could be renamed away and replaced") {
+        const std::string open = dir / "open";
+        REQUIRE(::mkdir(open.c_str(), 0755) == 0);
+        REQUIRE(::chmod(open.c_str(), 0777) == 0);
+        refused_for(open, "has mode 0777; it must not be writable by group or others");
+    }
+    SUBCASE("owned by a user") {
+        const std::string users = dir / "users";
+        REQUIRE(::mkdir(users.c_str(), 0755) == 0);
+        REQUIRE(::chown(users.c_str(), 41001, static_cast<gid_t>(-1)) == 0);
+        refused_for(users, "is owned by uid 41001; expected uid 0 (root)");
+    }
+    SUBCASE("sticky and writable by all, like /tmp: accepted") {
+        const std::string shared = dir / "shared";
+        REQUIRE(::mkdir(shared.c_str(), 0755) == 0);
+        REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+        const std::string metrics_dir = shared + "/metrics";
+        REQUIRE(::mkdir(metrics_dir.c_str(), 0755) == 0);
+        CHECK(update_metrics_file(metrics_dir + "/leftover.prom", one_step()).ok());
+    }
 }
 
 TEST_CASE("metrics file: two processes updating at once lose no update") {

@@ -318,6 +318,42 @@ TEST_CASE("a missing or unreadable spool directory is a lookup error, never 'no 
     CHECK(not_dir.error().kind == ErrorKind::lookup);
 }
 
+TEST_CASE("a spool dir writable by group or others, or owned by another user, is a lookup error naming it") {
+    TempDir spool;
+    // What a user would plant: a socket that says its job is theirs and running.
+    FakeStepd planted(spool.file("n1_60.0"), 41001, kStateRunning);
+    const auto refused = [&](const std::string& why) {
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().kind == ErrorKind::lookup);
+        CHECK(result.error().message.find("slurmd spool directory " + spool.path()) != std::string::npos);
+        CHECK_MESSAGE(result.error().message.find(why) != std::string::npos, result.error().message);
+    };
+    SUBCASE("writable by others, even with the sticky bit") {
+        REQUIRE(::chmod(spool.path().c_str(), 01777) == 0);
+        refused("writable by others (mode 1777)");
+    }
+    SUBCASE("writable by its group") {
+        REQUIRE(::chmod(spool.path().c_str(), 0775) == 0);
+        refused("writable by its group (mode 0775)");
+    }
+    SUBCASE("owned by a user, not root or SlurmdUser") {
+        REQUIRE(::chmod(spool.path().c_str(), 0755) == 0);
+        REQUIRE(::chown(spool.path().c_str(), 41002, 0) == 0);
+        refused("owned by uid 41002, not by root or SlurmdUser");
+    }
+    SUBCASE("owned by SlurmdUser, 0755: believed") {
+        REQUIRE(::chmod(spool.path().c_str(), 0755) == 0);
+        REQUIRE(::chown(spool.path().c_str(), 41003, 0) == 0);
+        StepSockets where{{{spool.path(), true}}, {"n1"}};
+        where.spool_owners.insert(41003);
+        auto result = read_local_steps(where, soon(), k2205Client);
+        REQUIRE(result.ok());
+        REQUIRE(result->live.size() == 1);
+        CHECK(result->live.front().job_id == 60);
+    }
+}
+
 TEST_CASE("a slurmstepd that accepts but never answers: lookup error at the deadline") {
     TempDir spool;
     FakeStepd step(spool.file("n1_20.0"), 1000, kStateRunning, Behaviour::silent);
@@ -338,6 +374,30 @@ TEST_CASE("a slurmstepd that accepts but never answers: lookup error at the dead
     CHECK(result.error().message.find(spool.file("n1_20.0")) != std::string::npos);
     CHECK(result.error().message.find("timed out") != std::string::npos);
     CHECK(elapsed >= 300ms);
+}
+
+TEST_CASE("a listen backlog a client holds full is given up on after a short retry, not at the deadline") {
+    TempDir spool;
+    FakeStepd good(spool.file("n1_40.0"), 10, kStateRunning);
+    leftover::test::BlockedListener blocked(spool.file("n1_41.0"));
+    // The deadline is far off: waiting for it would leave nothing of the evaluation's time.
+    auto pending = std::async(std::launch::async,
+                              [&] { return read_local_steps(spool.path(), "n1", Clock::now() + 120s, k2205Client); });
+    const bool returned = pending.wait_for(60s) == std::future_status::ready;  // generous hang bound only
+    REQUIRE_MESSAGE(returned, "a full backlog was waited on until the deadline");
+    auto result = pending.get();
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().message ==
+          "slurmstepd socket " + spool.file("n1_41.0") + ": timed out connecting (listen backlog full)");
+    auto asked =
+        leftover::node::ask_local_steps(StepSockets{{{spool.path(), true}}, {"n1"}}, Clock::now() + 120s, k2205Client);
+    REQUIRE(asked.ok());
+    REQUIRE(asked->live.size() == 1);
+    CHECK(asked->live.front().job_id == 40);
+    REQUIRE(asked->unanswered.size() == 1);
+    CHECK(asked->unanswered.front().job_id == 41);
+    CHECK(asked->unanswered.front().socket_path == spool.file("n1_41.0"));
+    CHECK(asked->unanswered.front().error == "timed out connecting (listen backlog full)");
 }
 
 TEST_CASE("a short reply is a lookup error naming the socket") {

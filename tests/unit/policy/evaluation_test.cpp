@@ -94,13 +94,13 @@ TEST_CASE("evaluation: job cgroups are read only when a live job could protect a
     CHECK(reason_of(*plan, 700) == Reason::stray);
 
     // A live job, but nothing would be killed.
-    node.live = {.uids = {kStray}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}};
+    node.live = {.uids = {kStray}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}, .job_users = {}};
     plan = evaluation();
     REQUIRE(plan.ok());
     CHECK(reason_of(*plan, 700) == Reason::has_live_job);
 
     // A live job and a would-be kill: the cgroup is read.
-    node.live = {.uids = {}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}};
+    node.live = {.uids = {}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}, .job_users = {}};
     plan = evaluation();
     REQUIRE_FALSE(plan.ok());
     CHECK(plan.error().kind == ErrorKind::lookup);
@@ -380,7 +380,7 @@ TEST_CASE("fault catalogue: a sweep reads no detail of a process whose user has 
     node.fake.add_process(user_process(701, kOther));
     node.fake.remove("701/status");
     REQUIRE(::mkdir(node.fake.path("701/status").c_str(), 0755) == 0);  // reading it fails the scan
-    node.live = {.uids = {kOther}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}};
+    node.live = {.uids = {kOther}, .job_ids = {42}, .job_sluids = {}, .stepd_pids = {}, .job_users = {}};
 
     Evaluation sweep = node.evaluation();
     auto plan = sweep();
@@ -436,7 +436,7 @@ TEST_CASE("evaluation: a plan that would kill reads the job state again, and a j
     // Nothing to kill on the first look: one read is all it takes.
     node.reads = 0;
     node.live_at = {};
-    node.live = {.uids = {kStray}, .job_ids = {}, .job_sluids = {}, .stepd_pids = {}};
+    node.live = {.uids = {kStray}, .job_ids = {}, .job_sluids = {}, .stepd_pids = {}, .job_users = {}};
     Evaluation quiet = node.evaluation();
     REQUIRE(quiet().ok());
     CHECK(node.reads == 1);

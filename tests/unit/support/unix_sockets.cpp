@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace leftover::test {
@@ -33,6 +34,21 @@ UniqueFd bind_unix(const std::string& path) {
 void make_stale_socket(const std::string& path) {
     const UniqueFd fd = bind_unix(path);
     REQUIRE(::listen(fd.get(), 4) == 0);
+}
+
+BlockedListener::BlockedListener(const std::string& path) : listener_(bind_unix(path)) {
+    REQUIRE(::listen(listener_.get(), 0) == 0);
+    const sockaddr_un addr = unix_address(path);
+    for (int i = 0; i < 64; ++i) {
+        UniqueFd client(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        REQUIRE(client.valid());
+        if (::connect(client.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+            REQUIRE(errno == EAGAIN);  // the backlog is full: what every later client meets
+            return;
+        }
+        held_.push_back(std::move(client));
+    }
+    FAIL("the listen backlog never filled");
 }
 
 }  // namespace leftover::test

@@ -5,6 +5,7 @@
 #include "util/unique_fd.hpp"
 
 #include <string>
+#include <vector>
 
 namespace leftover::test {
 
@@ -13,5 +14,16 @@ UniqueFd bind_unix(const std::string& path);
 
 // A socket file nobody listens on: what a crashed slurmstepd leaves behind.
 void make_stale_socket(const std::string& path);
+
+// A slurmstepd whose listen backlog a user's client has filled: it never accepts, and
+// the client holds every connection the kernel let it make. A new connect gets EAGAIN.
+class BlockedListener {
+public:
+    explicit BlockedListener(const std::string& path);
+
+private:
+    UniqueFd listener_;
+    std::vector<UniqueFd> held_;
+};
 
 }  // namespace leftover::test

@@ -9,6 +9,7 @@
 #include "support/fake_stepd.hpp"
 #include "support/hung_lookups.hpp"
 #include "support/pipeline.hpp"
+#include "support/plans.hpp"
 #include "support/processes.hpp"
 #include "support/unix_sockets.hpp"
 
@@ -84,6 +85,12 @@ void check_nothing_killed(Pipeline& pipeline, const KillReport& report, pid_t st
 
 TEST_CASE("fault catalogue: a step socket that closes at once, hangs, or answers garbage or short kills nothing") {
     Pipeline pipeline(41482);
+    // At a step end: slurmctld is not asked there, so a socket that cannot be asked keeps
+    // everyone (the job epilog asks slurmctld about it instead, see the tests below).
+    pipeline.request.trigger.label = "job 7 step 0";
+    pipeline.request.trigger.job_ending = false;
+    pipeline.request.trigger.ending_step = node::StepId{7, 0};
+    FakeStepd ending(pipeline.dir / "spool/n1_7.0", 41482, 2);
     const pid_t stray = spawn_as(41482, {"sleep", "600"});
     const std::string socket = pipeline.dir / "spool/n1_9.0";
     std::optional<std::string> reply;
@@ -97,8 +104,73 @@ TEST_CASE("fault catalogue: a step socket that closes at once, hangs, or answers
     const auto line = std::find_if(pipeline.sink.lines.begin(), pipeline.sink.lines.end(),
                                    [](const auto& l) { return l.second.starts_with("lookup error: "); });
     REQUIRE(line != pipeline.sink.lines.end());
-    CHECK(line->second.find("slurmstepd socket " + socket + ": ") != std::string::npos);
+    CHECK(line->second.find("slurmstepd socket " + socket + " of job 9: ") != std::string::npos);
     check_nothing_killed(pipeline, report, stray, line->second);
+    CHECK(pipeline.controller.calls == 0);
+}
+
+namespace {
+
+// A process of another test uid, ended when the test ends.
+struct OtherUser {
+    uid_t uid;
+    pid_t pid;
+    explicit OtherUser(uid_t u) : uid(u), pid(spawn_as(u, {"sleep", "600"})) {}
+    ~OtherUser() { kill_all_of(uid); }
+    OtherUser(const OtherUser&) = delete;
+    OtherUser& operator=(const OtherUser&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("fault catalogue: a step socket a user holds busy is resolved through slurmctld at the job epilog") {
+    // The job 7 epilog of user 41484; job 9 of user 41485 runs here, its stepd's socket
+    // held busy by a hostile client. 41484's stray is unrelated to job 9.
+    Pipeline pipeline(41484);
+    pipeline.accounts.names[41485] = "rs.other";
+    OtherUser other(41485);
+    const pid_t stray = spawn_as(41484, {"sleep", "600"});
+    REQUIRE(is_running(stray));
+    REQUIRE(is_running(other.pid));
+    const std::string socket = pipeline.dir / "spool/n1_9.0";
+    BlockedListener blocked(socket);
+    const std::string named = "slurmstepd socket " + socket + " of job 9 (step 9.0) cannot be asked: ";
+
+    SUBCASE("slurmctld says job 9 runs: its user is live, the unrelated stray is reaped") {
+        pipeline.controller.live.uids = {41485};
+        pipeline.controller.live.job_ids = {9};
+        pipeline.controller.live.job_users = {{9, 41485}};
+        const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 5\n");
+        INFO(pipeline.sink.text());
+        CHECK_FALSE(report.error);
+        CHECK(wait_gone(stray));
+        CHECK(is_running(other.pid));
+        CHECK(reason_of(report.first_plan, other.pid) == Reason::has_live_job);
+        CHECK(pipeline.sink.level_of(named + "timed out connecting (listen backlog full)") == LogLevel::warn);
+        CHECK(pipeline.sink.count("job 9 of the unanswered socket " + socket +
+                                  " runs here, says slurmctld: uid 41485 is live") == 1);
+        CHECK(pipeline.controller.calls >= 1);
+    }
+    SUBCASE("slurmctld does not list job 9: it has ended, like an ending step, and both strays go") {
+        const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 5\n");
+        INFO(pipeline.sink.text());
+        CHECK_FALSE(report.error);
+        CHECK(wait_gone(stray));
+        CHECK(wait_gone(other.pid));
+        CHECK(pipeline.sink.count(named) == 1);
+    }
+    SUBCASE("slurmctld cannot be asked: nothing is killed, and the error names the socket") {
+        pipeline.controller.error = Error::lookup("asking slurmctld: timed out");
+        const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 1\n");
+        const auto line = std::find_if(pipeline.sink.lines.begin(), pipeline.sink.lines.end(),
+                                       [](const auto& l) { return l.second.starts_with("lookup error: "); });
+        REQUIRE(line != pipeline.sink.lines.end());
+        CHECK(line->second.find("slurmstepd socket " + socket + " of job 9: timed out connecting") !=
+              std::string::npos);
+        CHECK(line->second.find("asking slurmctld instead: asking slurmctld: timed out") != std::string::npos);
+        check_nothing_killed(pipeline, report, stray, line->second);
+        CHECK(is_running(other.pid));
+    }
 }
 
 TEST_CASE("fault catalogue: a controller query that exits non-zero, hangs, prints nothing or garbage kills nothing") {
