@@ -459,7 +459,7 @@ def test_issue_13_case_4_a_step_socket_of_an_unknown_node_is_a_lookup_error(clus
 
 def test_without_its_running_slurmd_it_decides_nothing_and_exits_2(cluster, tmp_path, conf_dir):
     # slurmd's pid (SlurmdPidFile) names the slurmd whose pid namespace the command must share.
-    conf = str(write_config(conf_dir, ONLY_SWEEP_USER, "sweep.conf"))
+    conf = str(write_leftover_conf(conf_dir, ONLY_SWEEP_USER, "sweep.conf"))
     missing = tmp_path / "slurmd.pid"
     env = {"SLURM_CONF": str(slurm_conf_with(cluster, tmp_path, SlurmdPidFile=str(missing)))}
     result = cli(cluster, *on_node(cluster, "check", "--json", "--config", conf), env_extra=env)
