@@ -81,7 +81,7 @@ TEST_CASE("controller host: slurm.conf's SlurmctldHost naming this host makes on
     CHECK(**found == "slurm.conf names this host as SlurmctldHost (head1)");
 }
 
-TEST_CASE("controller host: what cannot be read is a lookup error, never \"no slurmctld here\"") {
+TEST_CASE("controller host: what cannot be read is a lookup error, never a host without slurmctld") {
     const NodeInfo node = node_with_slurm_user();
     SUBCASE("no /proc") {
         auto result = controller_host_reason(node, "/nonexistent-proc");
