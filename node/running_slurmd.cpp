@@ -100,8 +100,20 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
         }
         const auto pid = procfs::parse_pid(entry->d_name);
         if (!pid) continue;
+        // The owner first, without opening the directory: on a node of 40,000 user
+        // processes this pass runs at every sweep. Checked again on the open directory.
+        // What cannot be read but did not exit is an error: it might be the daemon.
+        struct stat listed {};
+        if (::fstatat(root.get(), entry->d_name, &listed, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (procfs::vanished(errno)) continue;
+            return Error::lookup(fmt::format("cannot stat {}/{}: {}", proc_root, *pid, errno_text(errno)));
+        }
+        if (owners.count(listed.st_uid) == 0) continue;
         UniqueFd pid_dir;
-        if (procfs::open_pid_dir(root.get(), *pid, pid_dir) != 0) continue;  // exited, or not a process
+        if (const int err = procfs::open_pid_dir(root.get(), *pid, pid_dir)) {
+            if (procfs::vanished(err)) continue;
+            return Error::lookup(fmt::format("cannot open {}/{}: {}", proc_root, *pid, errno_text(err)));
+        }
         struct stat st {};
         if (::fstat(pid_dir.get(), &st) != 0 || owners.count(st.st_uid) == 0) continue;
         const auto failed = [&](const char* file, int err) -> Error {
