@@ -11,6 +11,7 @@ Slurm clusters are stopped in `finally` blocks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import psutil
 
@@ -335,7 +337,9 @@ def measure_cluster(plugin: Path, jobs: int) -> dict:
     # scope job_user and the bench accounts' uids only: the plugin may only ever touch
     # the bench user's processes, never those of anyone else on this machine.
     base_conf = (f"scope: job_user\nuid_min: {min(BENCH_UID, PLAIN_UID)}\n"
-                 f"uid_max: {max(BENCH_UID, PLAIN_UID)}\n")
+                 f"uid_max: {max(BENCH_UID, PLAIN_UID)}\n"
+                 # The test cluster runs slurmctld on this host.
+                 "sweep_on_controller_host: true\n")
     write_config(conf_dir, base_conf + "job_source: local\n")
     plain = SlurmCluster(ClusterConfig(prolog_flags="contain"))
     withp = SlurmCluster(ClusterConfig(
@@ -619,28 +623,60 @@ DEEP_SHAPES = ((10000, 500), (20000, 500), (40000, 500))
 LIVE_SIZES = (1000, 10000)
 
 
-def measure_deep(binary: Path, reps: int) -> list[dict]:
-    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+@contextlib.contextmanager
+def kernel_limits_for(processes: int, raise_them: bool):
+    """With raise_them, kernel.pid_max and kernel.threads-max are raised to leave room
+    for `processes` more (plus what the machine runs), and restored afterwards, also on
+    an error or ^C. Without it they are left as they are."""
+    knobs = {name: Path("/proc/sys/kernel") / name for name in ("pid_max", "threads-max")}
+    saved = {name: int(path.read_text()) for name, path in knobs.items()}
+    if not raise_them:
+        yield saved["pid_max"]
+        return
+    running = len([p for p in os.listdir("/proc") if p.isdigit()])
+    wanted = {"pid_max": max(saved["pid_max"], 2 * (processes + running) + 4096),
+              "threads-max": max(saved["threads-max"], 2 * (processes + running) + 4096)}
+    try:
+        for name, value in wanted.items():
+            if value != saved[name]:
+                log(f"kernel.{name}: {saved[name]} -> {value} (restored afterwards)")
+                knobs[name].write_text(f"{value}\n")
+        yield wanted["pid_max"]
+    finally:
+        for name, value in saved.items():
+            if int(knobs[name].read_text()) != value:
+                knobs[name].write_text(f"{value}\n")
+                log(f"kernel.{name} restored to {value}")
+
+
+def measure_deep(binary: Path, reps: int, counts: Optional[list[int]] = None,
+                 raise_pid_max: bool = False, live: bool = True) -> list[dict]:
     rows = []
     for count, depth in DEEP_SHAPES:
-        if count + 100 > pid_max:
-            log(f"deep {count}: skipped, pid_max is {pid_max}")
-            rows.append({"processes": count, "depth": depth, "skipped": f"pid_max {pid_max}"})
+        if counts and count not in counts:
             continue
-        log(f"deep {count} (chain {depth} + fan {count - depth})")
-        out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", str(binary), "deep",
-                              str(BENCH_UID), str(count), str(depth), str(reps)],
-                             check=False, capture_output=True, text=True, timeout=1800)
-        if out.returncode != 0 and not out.stdout.strip():
-            sys.exit(f"bench: leftover_bench deep failed: {out.stderr}")
-        rows.append(json.loads(out.stdout))
-    for count in LIVE_SIZES:
+        with kernel_limits_for(count, raise_pid_max) as pid_max:
+            rows.append(measure_one_deep(binary, reps, count, depth, pid_max))
+    for count in LIVE_SIZES if live else ():
         log(f"live {count} + {STRAYS_ON_BUSY} strays")
         out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", str(binary), "live",
                               str(BENCH_UID), str(count), str(reps)],
                              check=True, capture_output=True, text=True, timeout=1800)
         rows.append(json.loads(out.stdout))
     return rows
+
+
+def measure_one_deep(binary: Path, reps: int, count: int, depth: int, pid_max: int) -> dict:
+    if count + 100 > pid_max:
+        log(f"deep {count}: skipped, pid_max is {pid_max} (--raise-pid-max raises it)")
+        return {"processes": count, "depth": depth, "skipped": f"pid_max {pid_max}"}
+    log(f"deep {count} (chain {depth} + fan {count - depth})")
+    out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", str(binary), "deep",
+                          str(BENCH_UID), str(count), str(depth), str(reps)],
+                         check=False, capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0 and not out.stdout.strip():
+        sys.exit(f"bench: leftover_bench deep failed: {out.stderr}")
+    return json.loads(out.stdout)
 
 
 def print_deep(rows: list[dict]) -> None:
@@ -657,13 +693,25 @@ def print_deep(rows: list[dict]) -> None:
             sweep = f"{r['sweep_ms']:.0f} ms, {r['rounds']} round(s), all gone: {r['all_gone']}"
             if r["sweep_error"]:
                 sweep += f" (error: {r['sweep_error']})"
+            # The promise: done inside the deadline, or stopped at it (saying what was left)
+            # no more than 100 ms past it.
+            past = r.get("past_deadline_ms", r["sweep_returned_ms"] - 3000)
+            sweep += f", returned at {r['sweep_returned_ms']:.0f} ms ({past:+.0f} ms against the deadline)"
             print(f"| {r['processes']:,}: chain {r['depth']} + fan | {ev:.1f} ms{err} | {fl:.1f} ms | "
-                  f"{med(r['floor_status']):.1f} ms | {sweep} | inside 3 s: "
-                  f"{verdict(ev < 3000 and r['sweep_returned_ms'] < 3000)} |")
+                  f"{med(r['floor_status']):.1f} ms | {sweep} | inside 3 s, or stopped at most 100 ms past it: "
+                  f"{verdict(past <= 100)} |")
         else:
             limit = 1.5 * fl + 1.0
             print(f"| {r['processes']:,} of a live user + {r['strays']} strays | {ev:.1f} ms | {fl:.1f} ms | | | "
                   f"<= {limit:.1f} ms: {verdict(ev <= limit)} |")
+    for r in rows:
+        if "log" in r:
+            print(f"\n{r['processes']:,} deep, the sweep's log (ms since it started; "
+                  f"{r['evaluations']} evaluations, open files limit {r['nofile']}):")
+            for word, kind in r["log"]["actions"].items():
+                print(f"  {word}: {kind['count']} lines, {kind['first_ms']:.0f} .. {kind['last_ms']:.0f}")
+            for at, text in r["log"]["lines"]:
+                print(f"  {at:8.1f}  {text}")
 
 
 def main() -> int:
@@ -679,6 +727,12 @@ def main() -> int:
     ap.add_argument("--render-only", action="store_true", help="rewrite --out from its .json, measure nothing")
     ap.add_argument("--deep-only", action="store_true",
                     help="measure only the deep-chain and live-job cases, print them, write nothing")
+    ap.add_argument("--deep-count", type=int, action="append",
+                    help="with --deep-only: only this many processes (10000, 20000, 40000; repeatable), "
+                         "and no live-job case")
+    ap.add_argument("--raise-pid-max", action="store_true",
+                    help="with --deep-only: raise kernel.pid_max and kernel.threads-max for a case that "
+                         "needs it (40,000 needs more than 32,768), restoring them afterwards")
     ap.add_argument("--cleanup-only", action="store_true",
                     help="measure only removing 10,000 files of one user, leftover's cleanup against "
                          "find -user U -delete, print it, write nothing")
@@ -711,7 +765,8 @@ def main() -> int:
         return 0
     if args.deep_only:
         load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
-        rows = measure_deep(args.binary, args.reps)
+        rows = measure_deep(args.binary, args.reps, args.deep_count, args.raise_pid_max,
+                            live=not args.deep_count)
         print(f"load average before: {load}, after: " + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
         print_deep(rows)
         print(json.dumps(rows))

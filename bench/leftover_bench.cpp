@@ -440,6 +440,63 @@ public:
     std::size_t bytes = 0;
 };
 
+// The sweep's log as the deep bench reads it: every action line counted by its first
+// word (SIGSTOP, SIGKILL, ...) with the time of the first and the last, and every other
+// line (grace wait, warnings, what was left at the deadline, the summary) kept with its
+// time, in ms since `start`.
+class TimedSink final : public leftover::sweep::LogSink {
+public:
+    explicit TimedSink(Clock::time_point start) : start_(start) {}
+    void write(leftover::LogLevel, const std::string& text) override {
+        const double at = std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
+        const std::string word = text.substr(0, text.find(' '));
+        if (word.starts_with("SIG") || word == "would" || word == "not") {
+            auto& kind = actions_[word];
+            if (kind.count++ == 0) kind.first = at;
+            kind.last = at;
+            return;
+        }
+        lines_.emplace_back(at, text);
+    }
+    std::string json() const {
+        std::string out = "{\"actions\": {";
+        bool first = true;
+        for (const auto& [word, kind] : actions_) {
+            out += fmt::format("{}\"{}\": {{\"count\": {}, \"first_ms\": {:.1f}, \"last_ms\": {:.1f}}}",
+                               first ? "" : ", ", word, kind.count, kind.first, kind.last);
+            first = false;
+        }
+        out += "}, \"lines\": [";
+        first = true;
+        for (const auto& [at, text] : lines_) {
+            out += fmt::format("{}[{:.1f}, \"{}\"]", first ? "" : ", ", at, json_escape(text));
+            first = false;
+        }
+        return out + "]}";
+    }
+
+private:
+    static std::string json_escape(const std::string& text) {
+        std::string out;
+        for (const char c : text) {
+            if (c == '"' || c == '\\')
+                out += {'\\', c};
+            else if (static_cast<unsigned char>(c) < 0x20)
+                out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+            else
+                out += c;
+        }
+        return out;
+    }
+    struct Kind {
+        std::size_t count = 0;
+        double first = 0, last = 0;
+    };
+    Clock::time_point start_;
+    std::map<std::string, Kind> actions_;
+    std::vector<std::pair<double, std::string>> lines_;
+};
+
 // Pins every live process whose real uid is uid.
 std::vector<leftover::UniqueFd> pin_user(uid_t uid) {
     std::vector<leftover::UniqueFd> pidfds;
@@ -488,7 +545,10 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     if (FILE* f = std::fopen(conf.c_str(), "w")) {
         // The strays' uid only: a sweep of this machine touches nobody else's processes.
         std::fputs(
-            fmt::format("scope: job_user\ngrace: 0\nslurm_timeout: 30\nuid_min: {}\nuid_max: {}\n", uid, uid).c_str(),
+            fmt::format("scope: job_user\ngrace: 0\nslurm_timeout: 30\nuid_min: {}\nuid_max: {}\n"
+                        "sweep_on_controller_host: true\n",  // this machine's test clusters run slurmctld
+                        uid, uid)
+                .c_str(),
             f);
         std::fclose(f);
     }
@@ -703,13 +763,19 @@ int deep(uid_t uid, long count, long depth, int reps) {
     }
     ::chmod(conf.c_str(), 0644);
     const auto prepared = leftover::sweep::load_config_and_exemptions(conf, true, {});
-    // The executor pins every target with a pidfd: room for all of them. The bench pins
-    // none (it would need as many again): it polls for survivors after the sweep returns.
+    // The executor pins every target with a pidfd: room for all of them, as slurmd's
+    // unit gives slurmstepd (LimitNOFILE=131072 in Slurm's slurmd.service); root may raise
+    // the hard limit, else the soft one goes up to it. The bench pins none (it would need
+    // as many again): it polls for survivors after the sweep returns.
     rlimit files{};
-    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-        files.rlim_cur = files.rlim_max;
-        ::setrlimit(RLIMIT_NOFILE, &files);
+    if (::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+        const rlimit slurmd_unit{131072, std::max<rlim_t>(files.rlim_max, 131072)};
+        if (files.rlim_cur < slurmd_unit.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &slurmd_unit) != 0) {
+            files.rlim_cur = files.rlim_max;
+            ::setrlimit(RLIMIT_NOFILE, &files);
+        }
     }
+    ::getrlimit(RLIMIT_NOFILE, &files);
     leftover::sweep::SweepRequest request;
     request.trigger.label = "bench deep sweep";
     request.node.spool_dir = dir / "spool";
@@ -717,10 +783,12 @@ int deep(uid_t uid, long count, long depth, int reps) {
     request.node.prolog_contain = true;
     request.self = ::getpid();
     request.started = Clock::now();
-    NullSink sink;
+    TimedSink sink(request.started);
     leftover::sweep::Logger log(sink);
     const auto report = leftover::sweep::run_sweep(prepared, request, nullptr, BenchAccounts{}, log);
     const double returned_ms = ms_since(request.started);
+    // The sweep's one deadline: grace 0 + slurm_timeout 2 + 1 s (run_sweep.cpp).
+    constexpr double deadline_ms = 3000;
     bool all_gone = false;
     while (!(all_gone = pin_user(uid).empty()) && ms_since(request.started) < 60000) ::usleep(10000);
     const double sweep_ms = ms_since(request.started);
@@ -729,11 +797,13 @@ int deep(uid_t uid, long count, long depth, int reps) {
         "{\"processes\": %ld, \"depth\": %ld, \"spawn_ms\": %.1f, \"evaluation\": %s, \"kills\": %zu, "
         "\"evaluation_error\": \"%s\", \"floor_stat\": %s, \"floor_status\": %s, \"sweep_ms\": %.4f, "
         "\"sweep_returned_ms\": %.4f, \"sweep_error\": \"%s\", \"deadline_reached\": %s, \"rounds\": %d, "
-        "\"all_gone\": %s}\n",
+        "\"all_gone\": %s, \"deadline_ms\": %.0f, \"past_deadline_ms\": %.1f, \"evaluations\": %zu, "
+        "\"survivors\": %zu, \"nofile\": %llu, \"log\": %s}\n",
         count, depth, spawn_ms, json_list(evaluations.ms).c_str(), evaluations.kills, evaluations.error.c_str(),
         json_list(floor_stat_ms).c_str(), json_list(floor_status_ms).c_str(), sweep_ms, returned_ms,
         report.error ? report.error->message.c_str() : "", report.deadline_reached ? "true" : "false", report.rounds,
-        all_gone ? "true" : "false");
+        all_gone ? "true" : "false", deadline_ms, returned_ms - deadline_ms, report.evaluations,
+        report.survivors.size(), static_cast<unsigned long long>(files.rlim_cur), sink.json().c_str());
     return all_gone ? 0 : 1;
 }
 

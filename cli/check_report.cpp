@@ -107,6 +107,7 @@ Json cleanup_json(const std::optional<CleanupReport>& cleanup) {
 
 int check_exit_status(const CheckResult& result) {
     if (result.error || !result.check) return kExitError;
+    if (result.check->controller_host) return kExitClean;  // a sweep here kills nothing
     return result.check->plan.kills().empty() ? kExitClean : kExitStrays;
 }
 
@@ -157,7 +158,11 @@ std::string format_check_table(const CheckResult& result) {
     std::set<std::string> stray_users;
     for (const Decision& d : kills) stray_users.insert(user_or_uid(d.user, d.uid));
     const std::size_t hidden = check.plan.decisions.size() - rows.size();
-    if (kills.empty())
+    if (check.controller_host)
+        out += fmt::format("{}: a sweep here kills and removes nothing (sweep_on_controller_host: false); with it "
+                           "true a sweep now would kill {} process{}",
+                           *check.controller_host, kills.size(), kills.size() == 1 ? "" : "es");
+    else if (kills.empty())
         out += "no strays: a sweep now would kill nothing";
     else
         out += fmt::format("{} stray process{} of {} user{} ({}): a sweep now would kill {}", kills.size(),
@@ -195,7 +200,8 @@ std::string format_check_json(const CheckResult& result) {
                 {"processes", Json::array()},
                 {"users", Json::array()},
                 {"totals", nullptr},
-                {"cleanup", nullptr}};
+                {"cleanup", nullptr},
+                {"controller_host", nullptr}};
     if (result.check) {
         const sweep::NodeCheck& check = *result.check;
         const auto rows = listed_rows(result);
@@ -209,6 +215,7 @@ std::string format_check_json(const CheckResult& result) {
                          {"keep", processes - kills},
                          {"not_listed", processes - rows.size()}};
         doc["cleanup"] = cleanup_json(check.cleanup);
+        if (check.controller_host) doc["controller_host"] = *check.controller_host;
     }
     // Names and paths are bytes, not always UTF-8: an invalid sequence becomes U+FFFD,
     // so the document stays valid JSON.
@@ -222,6 +229,8 @@ std::string format_check_health(const CheckResult& result) {
         std::replace(why.begin(), why.end(), '\n', ' ');  // one line, whatever the message
         return fmt::format("leftover: ERROR: {}\n", why);
     }
+    if (result.check->controller_host)
+        return fmt::format("leftover: OK: {}: a sweep here kills nothing\n", *result.check->controller_host);
     const auto kills = result.check->plan.kills();
     if (kills.empty()) return "leftover: OK: no stray processes\n";
     std::set<uid_t> users;

@@ -16,7 +16,7 @@ namespace leftover::cli {
 inline constexpr int kCheckJsonFormat = 1;
 // The version of man/leftover-check.schema.json the document follows: bumped with any
 // change to the schema (a new key too), so a consumer can tell which keys to expect.
-inline constexpr int kCheckJsonSchemaVersion = 2;
+inline constexpr int kCheckJsonSchemaVersion = 3;
 
 struct CheckResult {
     std::string node;  // empty when the node is not known
@@ -27,7 +27,8 @@ struct CheckResult {
     std::optional<Error> error;
 };
 
-// 0 no strays, 1 strays found, 2 config or lookup error.
+// 0 no strays (or a host where slurmctld runs: a sweep kills nothing), 1 strays found,
+// 2 config or lookup error.
 int check_exit_status(const CheckResult& result);
 
 // Without --all a row is left out when its owner is protected by uid alone (root,

@@ -29,6 +29,7 @@ struct Config {
     std::optional<double> slew_max;  // unset: equal to slew
     Scope scope = Scope::node;
     bool dry_run = false;
+    bool sweep_on_controller_host = false;  // sweep where slurmctld runs too
     JobSource job_source = JobSource::local;
     double slurm_timeout = 2;
     double grace = 5;

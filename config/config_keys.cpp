@@ -74,6 +74,12 @@ constexpr ConfigKey kConfigKeys[] = {
      .type = "bool",
      .default_text = "false",
      .doc = "decide and log `would kill`, signal nothing"},
+    {.name = "sweep_on_controller_host",
+     .field = &Config::sweep_on_controller_host,
+     .type = "bool",
+     .default_text = "false",
+     .doc = "sweep a host where slurmctld runs too (a slurmctld process, or slurm.conf's `SlurmctldHost`); "
+            "without it a sweep there kills and removes nothing and logs why, as does a sweep that cannot tell"},
     {.name = "job_source",
      .field = &Config::job_source,
      .default_text = "local",

@@ -41,7 +41,9 @@ def main() -> int:
     ensure_test_users()
     conf_dir = Path(tempfile.mkdtemp(prefix="leftover-demo-conf-"))
     # Only the test accounts' uids: the demo never touches anyone else on this machine.
-    conf = write_leftover_conf(conf_dir, f"# demo config\nprotected_users: [{PROTECTED}]\ngrace: 2\n")
+    conf = write_leftover_conf(conf_dir, f"# demo config\nprotected_users: [{PROTECTED}]\ngrace: 2\n"
+                               "# slurmctld runs on this same host: sweep it all the same\n"
+                               "sweep_on_controller_host: true\n")
     cluster = SlurmCluster(plugin_config(conf_dir)).start()
     try:
         banner(f"leftover config {conf}")

@@ -39,6 +39,10 @@ struct NodeInfo {
     // Set when what the front end could learn about other nodes is incomplete (no node
     // table in this process): said once in the log, never a reason to fail.
     std::string other_nodes_note;
+    // The SlurmctldHost entry of slurm.conf that names this host, when the process's
+    // slurm.conf has them (slurmstepd's has none from 23.02 on: then only a running
+    // slurmctld tells, controller_host.hpp).
+    std::optional<std::string> slurmctld_host;
 
     // Every node's spool dir (node_name's first, which must exist) and every name.
     StepSockets step_sockets() const;

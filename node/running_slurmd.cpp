@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -72,7 +73,15 @@ SlurmdOptions parse_slurmd_options(const std::vector<std::string>& argv) {
     return options;
 }
 
-Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root) {
+namespace {
+
+// Calls `found(pid, command line)` for every live process under proc_root whose
+// /proc directory one of `owners` owns, whose executable is `program` (slurm_program_name)
+// and that shares the caller's pid namespace. A process that exits meanwhile is
+// skipped; anything else that cannot be read is a lookup error.
+template <class Found>
+Status scan_daemons(const std::string& proc_root, std::string_view program, const std::set<uid_t>& owners,
+                    Found found) {
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root.valid()) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
     std::string my_namespace;
@@ -81,7 +90,6 @@ Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root)
 
     std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(::dup(root.get())), &::closedir);
     if (!dir) return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(errno)));
-    std::vector<RunningSlurmd> found;
     std::string text;
     for (;;) {
         errno = 0;
@@ -92,20 +100,32 @@ Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root)
         }
         const auto pid = procfs::parse_pid(entry->d_name);
         if (!pid) continue;
+        // The owner first, without opening the directory: on a node of 40,000 user
+        // processes this pass runs at every sweep. Checked again on the open directory.
+        // What cannot be read but did not exit is an error: it might be the daemon.
+        struct stat listed {};
+        if (::fstatat(root.get(), entry->d_name, &listed, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (procfs::vanished(errno)) continue;
+            return Error::lookup(fmt::format("cannot stat {}/{}: {}", proc_root, *pid, errno_text(errno)));
+        }
+        if (owners.count(listed.st_uid) == 0) continue;
         UniqueFd pid_dir;
-        if (procfs::open_pid_dir(root.get(), *pid, pid_dir) != 0) continue;  // exited, or not a process
+        if (const int err = procfs::open_pid_dir(root.get(), *pid, pid_dir)) {
+            if (procfs::vanished(err)) continue;
+            return Error::lookup(fmt::format("cannot open {}/{}: {}", proc_root, *pid, errno_text(err)));
+        }
         struct stat st {};
-        if (::fstat(pid_dir.get(), &st) != 0 || st.st_uid != 0) continue;
+        if (::fstat(pid_dir.get(), &st) != 0 || owners.count(st.st_uid) == 0) continue;
         const auto failed = [&](const char* file, int err) -> Error {
-            return Error::lookup(
-                fmt::format("cannot read {}/{}/{} of a root process: {}", proc_root, *pid, file, errno_text(err)));
+            return Error::lookup(fmt::format("cannot read {}/{}/{} of a process of uid {}: {}", proc_root, *pid, file,
+                                             st.st_uid, errno_text(err)));
         };
         std::string exe;
         if (const int err = procfs::read_link(pid_dir.get(), "exe", exe)) {
             if (procfs::vanished(err)) continue;  // exited, or a kernel thread (no exe)
             // Some root processes' exe stays closed even to root (pid 1 in some
             // containers): the name the kernel took from the executable must do there;
-            // only root can name a root process.
+            // only the owner (root or Slurm's account) can name such a process.
             procfs::StatFields stat;
             if (const int stat_err = procfs::read_stat(pid_dir.get(), *pid, stat, text)) {
                 if (procfs::vanished(stat_err)) continue;
@@ -113,7 +133,7 @@ Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root)
             }
             exe = stat.comm;
         }
-        if (procfs::slurm_program_name(procfs::exe_program(exe)) != "slurmd") continue;
+        if (procfs::slurm_program_name(procfs::exe_program(exe)) != program) continue;
         std::string its_namespace;
         if (const int err = procfs::read_link(pid_dir.get(), "ns/pid", its_namespace)) {
             if (procfs::vanished(err)) continue;
@@ -124,15 +144,38 @@ Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root)
             if (procfs::vanished(err)) continue;
             return failed("cmdline", err);
         }
-        if (text.empty()) continue;  // a zombie: no longer runs steps
-        // slurmd forks and its child execs slurmstepd: read between the exe and the
-        // cmdline, that child's new cmdline would pass for a slurmd without -N. Its
-        // exe after the cmdline tells (an exec replaces both at once).
+        if (text.empty()) continue;  // a zombie: the daemon is gone
+        // A daemon forks and its child may exec another program (slurmd's child execs
+        // slurmstepd): read between the exe and the cmdline, that child's new cmdline
+        // would pass for the daemon's. Its exe after the cmdline tells (an exec
+        // replaces both at once).
         std::string exe_after;
         if (const int err = procfs::read_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe) continue;
-        found.push_back({*pid, parse_slurmd_options(split_cmdline(text))});
+        found(*pid, text);
     }
+    return Ok{};
+}
+
+}  // namespace
+
+Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root) {
+    std::vector<RunningSlurmd> found;
+    const Status scanned = scan_daemons(proc_root, "slurmd", {0}, [&](pid_t pid, const std::string& cmdline) {
+        found.push_back({pid, parse_slurmd_options(split_cmdline(cmdline))});
+    });
+    if (!scanned.ok()) return scanned.error();
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+    return found;
+}
+
+Result<std::vector<pid_t>> running_slurmctlds(const std::string& proc_root, const std::set<uid_t>& owners) {
+    std::set<uid_t> trusted = owners;
+    trusted.insert(0);
+    std::vector<pid_t> found;
+    const Status scanned =
+        scan_daemons(proc_root, "slurmctld", trusted, [&](pid_t pid, const std::string&) { found.push_back(pid); });
+    if (!scanned.ok()) return scanned.error();
+    std::sort(found.begin(), found.end());
     return found;
 }
 

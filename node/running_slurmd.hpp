@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,11 @@ struct RunningSlurmd {
 // Lookup error when /proc or such a process cannot be read (a process that exits
 // meanwhile is skipped).
 Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root);
+
+// Every slurmctld under proc_root in the caller's pid namespace, found as running_slurmds
+// finds slurmd, owned by root or by one of `owners` (SlurmUser: slurmctld drops to it),
+// in pid order. A user's own program named slurmctld is not one. Lookup error when
+// /proc or such a process cannot be read: the caller must then assume one runs.
+Result<std::vector<pid_t>> running_slurmctlds(const std::string& proc_root, const std::set<uid_t>& owners);
 
 }  // namespace leftover::node

@@ -18,8 +18,10 @@ struct leftover_conf_node_prefix {
 int slurm_conf_nodename_array(leftover_conf_node_prefix*** ptr_array);
 }
 
+#include "node/controller_host.hpp"
 #include "node/host_nodes.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 
@@ -42,6 +44,10 @@ NodeInfo node_info_from_slurm_conf(const std::string& node_name) {
         node.slurm_conf = slurm_conf.slurm_conf;
     else if (const char* env = std::getenv("SLURM_CONF"); env != nullptr)
         node.slurm_conf = env;
+    std::vector<std::string> control_machines;
+    for (std::uint32_t i = 0; slurm_conf.control_machine != nullptr && i < slurm_conf.control_cnt; ++i)
+        if (slurm_conf.control_machine[i] != nullptr) control_machines.emplace_back(slurm_conf.control_machine[i]);
+    node.slurmctld_host = slurmctld_host_naming(control_machines, this_host().names);
     return node;
 }
 

@@ -76,7 +76,8 @@ private:
     Result<bool> walk(Process& p);
     Result<bool> refresh(pid_t pid, std::uint64_t start_time, pid_t& ppid);
     Error failure(pid_t pid, const char* file, int err) const;
-    Status check_deadline() const;
+    // `progress` says how far the scan got, for the log: what it left unread.
+    Status check_deadline(std::string_view progress = "while listing it") const;
 
     int root_;
     const ScanOptions& options_;
@@ -92,11 +93,11 @@ Error Scanner::failure(pid_t pid, const char* file, int err) const {
     return Error::lookup(fmt::format("cannot read {}: {}", path, what));
 }
 
-Status Scanner::check_deadline() const {
+Status Scanner::check_deadline(std::string_view progress) const {
     if (std::chrono::steady_clock::now() < options_.deadline) return Ok{};
-    return Error::lookup(
-        fmt::format("the scan of {} stopped: the evaluation's deadline was reached", options_.proc_root),
-        ErrorCause::deadline);
+    return Error::lookup(fmt::format("the scan of {} stopped {}: the evaluation's deadline was reached",
+                                     options_.proc_root, progress),
+                         ErrorCause::deadline);
 }
 
 Status Scanner::list() {
@@ -171,9 +172,14 @@ Result<bool> Scanner::load_detail(Process& p) {
 
 Status Scanner::load_details() {
     std::unordered_set<pid_t> gone;
+    std::size_t read = 0;
     for (Process& p : table_.processes) {
         if (!options_.wants_detail(p.owner)) continue;
-        if (auto in_time = check_deadline(); !in_time) return in_time;
+        if (auto in_time = check_deadline(
+                fmt::format("after reading {} of {} processes listed", read, table_.processes.size()));
+            !in_time)
+            return in_time;
+        ++read;
         const auto loaded = load_detail(p);
         if (!loaded) return loaded.error();
         if (!*loaded) gone.insert(p.pid);
@@ -292,7 +298,7 @@ Result<const Node*> Scanner::resolved(pid_t pid) {
     std::vector<pid_t> stack{pid};
     std::unordered_set<pid_t> on_stack{pid};
     while (!stack.empty()) {
-        if (auto in_time = check_deadline(); !in_time) return in_time.error();
+        if (auto in_time = check_deadline("in a parent chain"); !in_time) return in_time.error();
         if (auto step = resolve_one(stack, on_stack); !step) return step.error();
     }
     const std::optional<Node>& node = ancestors_[pid];
@@ -327,9 +333,14 @@ Result<bool> Scanner::walk(Process& p) {
 
 Status Scanner::resolve_ancestry() {
     std::unordered_set<pid_t> gone;
+    std::size_t walked = 0;
     for (Process& p : table_.processes) {
         if (!p.detailed) continue;
-        if (auto in_time = check_deadline(); !in_time) return in_time;
+        if (auto in_time = check_deadline(fmt::format("after the parent chains of {} of {} processes listed", walked,
+                                                      table_.processes.size()));
+            !in_time)
+            return in_time;
+        ++walked;
         const auto kept = walk(p);
         if (!kept) return kept.error();
         if (!*kept) gone.insert(p.pid);

@@ -6,6 +6,7 @@
 #include "sweep/run_cleanup.hpp"
 #include "sweep/report.hpp"
 #include "sweep/drain_node.hpp"
+#include "node/controller_host.hpp"
 
 #include <fmt/format.h>
 
@@ -238,6 +239,20 @@ void name_for_display(Plan& plan, const Exemptions& exemptions, const AccountDat
     }
 }
 
+// Why a sweep here must kill nothing: this host runs slurmctld (people log in
+// without a job), unless sweep_on_controller_host says to sweep it all the same. A
+// doubt (cannot tell) is an error, and kills nothing either.
+Result<std::optional<std::string>> controller_host_stop(const Config& config, const SweepRequest& request) {
+    if (config.sweep_on_controller_host) return std::optional<std::string>();
+    return node::controller_host_reason(request.node, request.proc_root);
+}
+
+std::string controller_host_text(const std::string& why) {
+    return fmt::format("{}: a sweep on a host where slurmctld runs kills and removes nothing "
+                       "(sweep_on_controller_host: true sweeps it)",
+                       why);
+}
+
 }  // namespace
 
 ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given,
@@ -307,6 +322,20 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
         count_in_metrics(FailureKind::users_file, config.dry_run, evaluation_deadline(config, request));
+        return report;
+    }
+
+    if (auto stop = controller_host_stop(config, request); !stop.ok() || *stop) {
+        if (!stop.ok()) {
+            report.error = stop.error();
+            log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
+        } else {
+            log.info(controller_host_text(**stop));
+        }
+        name_trigger_user(nullptr, short_deadline());
+        summary.milliseconds = elapsed_ms();
+        log.info(format_summary(summary, report));
+        if (!stop.ok()) count_in_metrics(FailureKind::proc, config.dry_run, short_deadline());
         return report;
     }
 
@@ -391,6 +420,14 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     if (!loaded.exemptions) return recorded(Error::lookup("exemptions not loaded"), FailureKind::users_file);
     if (!loaded.exemptions->ok()) return recorded(loaded.exemptions->error(), FailureKind::users_file);
 
+    // A check says what a sweep would: nothing killed on a controller host, but the
+    // processes are still listed as a sweep with sweep_on_controller_host would judge them.
+    auto controller_host = controller_host_stop(config, request);
+    if (!controller_host.ok()) {
+        seen.error = controller_host.error();
+        return recorded(controller_host.error(), FailureKind::proc);
+    }
+
     const auto deadline = evaluation_deadline(config, request);
     metrics_until = deadline;
     JobStateSource job_state(config, request, controller, deadline, log);
@@ -404,11 +441,17 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
         return recorded(plan.error(), job_state.failure_of(seen));
     }
     name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
-    auto cleanup = preview_cleanup(config, loaded.exemptions->value(), request, accounts, plan.value(),
-                                   evaluation.last_live_work(),
-                                   evaluation.checks_allocations() ? &evaluation.cleared_allocations() : nullptr,
-                                   deadline);
-    return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup)}, std::nullopt);
+    std::optional<CleanupReport> cleanup;
+    if (!*controller_host)
+        cleanup = preview_cleanup(config, loaded.exemptions->value(), request, accounts, plan.value(),
+                                  evaluation.last_live_work(),
+                                  evaluation.checks_allocations() ? &evaluation.cleared_allocations() : nullptr,
+                                  deadline);
+    else
+        log.info(controller_host_text(**controller_host));
+    return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup),
+                              *controller_host},
+                    std::nullopt);
 }
 
 }  // namespace leftover::sweep

@@ -71,6 +71,9 @@ struct NodeCheck {
     Plan plan;
     LiveWork live;                         // the users and jobs whose work the plan respected
     std::optional<CleanupReport> cleanup;  // what a sweep would remove now (with cleanup on)
+    // Set on a host where slurmctld runs (without sweep_on_controller_host): why a sweep
+    // here kills nothing; the plan is then what a sweep with that key would do.
+    std::optional<std::string> controller_host;
 };
 
 // The evaluation run_sweep starts from (same job-state source, same context), for

@@ -61,20 +61,33 @@ def leftover_conf(text: str) -> str:
     JSON object, last in YAML, so the text's own keys keep their line numbers (and a
     malformed text stays malformed).  A text that sets them itself must set both,
     within that range.
+
+    The test clusters run slurmctld on the nodes' host (SlurmctldHost=localhost), where
+    leftover sweeps only with sweep_on_controller_host: true; it is set the same way
+    unless the text sets it itself.
     """
+    extra: dict[str, object] = {}
     own = dict(re.findall(r'\buid_(min|max)"?\s*:\s*(\d+)', text))
     if own:
         assert set(own) == {"min", "max"} and all(
             TEST_UID_MIN <= int(uid) <= TEST_UID_MAX for uid in own.values()), \
             f"a test config's uid range must lie in {TEST_UID_MIN}..{TEST_UID_MAX}: {text!r}"
+    else:
+        extra.update({"uid_min": TEST_UID_MIN, "uid_max": TEST_UID_MAX})
+    if not re.search(r'\bsweep_on_controller_host"?\s*:', text):
+        extra["sweep_on_controller_host"] = True
+    if not extra:
         return text
-    uid_range = {"uid_min": TEST_UID_MIN, "uid_max": TEST_UID_MAX}
+
+    def value(v: object) -> str:
+        return "true" if v is True else str(v)
+
     if text.lstrip().startswith("{"):
         head, rest = text.split("{", 1)
-        keys = ", ".join(f'"{key}": {uid}' for key, uid in uid_range.items())
+        keys = ", ".join(f'"{key}": {value(v)}' for key, v in extra.items())
         sep = "" if rest.lstrip().startswith("}") else "," if rest[:1].isspace() else ", "
         return f"{head}{{{keys}{sep}{rest}"
-    lines = "".join(f"{key}: {uid}\n" for key, uid in uid_range.items())
+    lines = "".join(f"{key}: {value(v)}\n" for key, v in extra.items())
     return text + ("\n" if text and not text.endswith("\n") else "") + lines
 
 

@@ -165,9 +165,11 @@ def test_check_json_for_the_same_node(cluster, conf_dir):
         assert result.returncode == 1, result.stderr
         doc = json.loads(result.stdout)
         assert set(doc) == {"format", "schema_version", "command", "node", "spool_dir", "config", "status",
-                            "exit_status", "error", "live_work", "processes", "users", "totals", "cleanup"}
-        assert doc["format"] == 1 and doc["schema_version"] == 2 and doc["command"] == "check"
+                            "exit_status", "error", "live_work", "processes", "users", "totals", "cleanup",
+                            "controller_host"}
+        assert doc["format"] == 1 and doc["schema_version"] == 3 and doc["command"] == "check"
         assert doc["cleanup"] is None  # cleanup is off in this config
+        assert doc["controller_host"] is None  # sweep_on_controller_host: true (the harness's default)
         jsonschema.validate(doc, CHECK_SCHEMA)
         assert doc["node"] == cluster.node
         assert doc["spool_dir"] == str(cluster.spool_dir())
@@ -457,9 +459,35 @@ def test_fault_catalogue_a_step_socket_of_an_unknown_node_is_a_lookup_error(clus
         ghost.unlink()
 
 
+def test_check_on_a_host_where_slurmctld_runs_says_a_sweep_kills_nothing_there(cluster, conf_dir):
+    # The test cluster's slurmctld runs on this host: without sweep_on_controller_host the
+    # command's sweep kills nothing, and check says so (exit 0) while it lists the stray.
+    ensure_test_users([SWEEP_USER])
+    conf = write_leftover_conf(conf_dir, ONLY_SWEEP_USER + "sweep_on_controller_host: false\n", "ctld.conf")
+    stray = cluster.spawn_outside_slurm(SWEEP_USER.name, ["sleep", "600"])
+    try:
+        why = (r"(slurm\.conf names this host as SlurmctldHost \(\S+\)|slurmctld runs on this host \(pid [\d, ]+\))")
+        result = cli(cluster, *on_node(cluster, "check", "--json", "--config", str(conf)))
+        assert result.returncode == 0, result.stderr
+        doc = json.loads(result.stdout)
+        jsonschema.validate(doc, CHECK_SCHEMA)
+        assert doc["status"] == "clean" and re.fullmatch(why, doc["controller_host"]), doc["controller_host"]
+        assert any(p["pid"] == stray and p["decision"] == "kill" for p in doc["processes"])
+        health = cli(cluster, *on_node(cluster, "check", "--health", "--config", str(conf)))
+        assert health.returncode == 0
+        assert re.fullmatch(rf"leftover: OK: {why}: a sweep here kills nothing\n", health.stdout), health.stdout
+        swept = cli(cluster, *on_node(cluster, "sweep", "--no-slew", "--config", str(conf)))
+        assert swept.returncode == 0, swept.stderr
+        assert re.search(rf"^leftover: {why}: a sweep on a host where slurmctld runs kills and removes nothing "
+                         r"\(sweep_on_controller_host: true sweeps it\)$", swept.stderr, re.MULTILINE), swept.stderr
+        assert cluster.is_alive(stray)
+    finally:
+        kill_quietly(stray)
+
+
 def test_without_its_running_slurmd_it_decides_nothing_and_exits_2(cluster, tmp_path, conf_dir):
     # slurmd's pid (SlurmdPidFile) names the slurmd whose pid namespace the command must share.
-    conf = str(write_config(conf_dir, ONLY_SWEEP_USER, "sweep.conf"))
+    conf = str(write_leftover_conf(conf_dir, ONLY_SWEEP_USER, "sweep.conf"))
     missing = tmp_path / "slurmd.pid"
     env = {"SLURM_CONF": str(slurm_conf_with(cluster, tmp_path, SlurmdPidFile=str(missing)))}
     result = cli(cluster, *on_node(cluster, "check", "--json", "--config", conf), env_extra=env)

@@ -138,6 +138,30 @@ def test_uids_outside_the_range_are_spared_and_scope_decides_about_jobless_users
     assert cluster.is_alive(low) and cluster.is_alive(high)
 
 
+def test_on_a_host_where_slurmctld_runs_a_jobless_users_stray_lives_and_the_log_says_why(cluster, config):
+    # This cluster's slurmctld runs on the node's host (SlurmctldHost=localhost), where
+    # people log in without a job: without sweep_on_controller_host nothing is killed.
+    config("sweep_on_controller_host: false\n")
+    log = LogWatch(cluster)
+    jobless = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+    _, job = cluster.srun("lo_alice", ["/bin/true"])
+    job_epilog_done(cluster, log, job)
+    log.wait_for(r"leftover: (slurm\.conf names this host as SlurmctldHost \(\S+\)|slurmctld runs on this host "
+                 r"\(pid \d+\)): a sweep on a host where slurmctld runs kills and removes nothing "
+                 r"\(sweep_on_controller_host: true sweeps it\)")
+    log.wait_for(rf"leftover: job {job} epilog \(user lo_alice uid 41001\): swept \[\]; killed 0")
+    assert still_alive_after(cluster, jobless, 1.0)
+    log.assert_absent(rf"SIGTERM pid={jobless}")
+
+    # The same stray is one: with the key (the harness's default) the next job's sweep reaps it.
+    config("{}\n")
+    log = LogWatch(cluster)
+    _, job = cluster.srun("lo_alice", ["/bin/true"])
+    job_epilog_done(cluster, log, job)
+    cluster.wait_gone(jobless, 20)
+    log.wait_for(rf"leftover: SIGTERM pid={jobless} user=lo_bob")
+
+
 @pytest.mark.parametrize("text, error", [
     ("{ this is not json", r"config error: .*leftover.conf:\d+: syntax error"),
     ('{"protected_user": ["lo_alice"]}\n', r"config error: .*leftover.conf:1: unknown key 'protected_user'"),

@@ -128,7 +128,7 @@ TEST_CASE("check JSON: keys in the documented order, two-space indentation, a fi
     CHECK(format_check_json(failed) ==
           "{\n"
           "  \"format\": 1,\n"
-          "  \"schema_version\": 2,\n"
+          "  \"schema_version\": 3,\n"
           "  \"command\": \"check\",\n"
           "  \"node\": null,\n"
           "  \"spool_dir\": null,\n"
@@ -143,7 +143,8 @@ TEST_CASE("check JSON: keys in the documented order, two-space indentation, a fi
           "  \"processes\": [],\n"
           "  \"users\": [],\n"
           "  \"totals\": null,\n"
-          "  \"cleanup\": null\n"
+          "  \"cleanup\": null,\n"
+          "  \"controller_host\": null\n"
           "}\n");
 }
 
@@ -239,4 +240,24 @@ TEST_CASE("check JSON: cleanup is null when off, else the totals, one object per
     CHECK(c["objects"][2]["outcome"] == "changed");
     CHECK(c["objects"][2]["detail"] == "no longer empty");
     CHECK(c["errors"] == nlohmann::json::array({"/tmp/m: another mount, not crossed"}));
+}
+
+TEST_CASE("check on a host where slurmctld runs: a sweep kills nothing there, so clean, and the reason is said") {
+    CheckResult result = sample();  // two strays of lo_alice
+    REQUIRE(check_exit_status(result) == kExitStrays);
+    CHECK(nlohmann::json::parse(format_check_json(result))["controller_host"].is_null());
+    result.check->controller_host = "slurmctld runs on this host (pid 812)";
+    CHECK(check_exit_status(result) == kExitClean);
+    const auto doc = nlohmann::json::parse(format_check_json(result));
+    CHECK(doc["status"] == "clean");
+    CHECK(doc["exit_status"] == 0);
+    CHECK(doc["controller_host"] == "slurmctld runs on this host (pid 812)");
+    CHECK(doc["totals"]["kill"] == 2);  // what a sweep with sweep_on_controller_host: true would do
+    CHECK(format_check_health(result) ==
+          "leftover: OK: slurmctld runs on this host (pid 812): a sweep here kills nothing\n");
+    const std::string table = format_check_table(result);
+    CHECK(table.find("slurmctld runs on this host (pid 812): a sweep here kills and removes nothing "
+                     "(sweep_on_controller_host: false); with it true a sweep now would kill 2 processes") !=
+          std::string::npos);
+    CHECK(table.find("a sweep now would kill them") == std::string::npos);
 }

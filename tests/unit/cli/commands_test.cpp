@@ -369,7 +369,7 @@ TEST_CASE("sweep: a real stray is killed and the sweep exits 0") {
 TEST_CASE("config command: valid, invalid and untrusted files") {
     Node node;
     CHECK(node.run({"config"}) == kExitClean);
-    CHECK(has(node.out.str(), "protected_users        [alice]"));
+    CHECK(has(node.out.str(), "protected_users           [alice]"));
     CHECK(has(node.out.str(), "config valid"));
 
     node.config("{\"grace\": \"five\"}\n");

@@ -92,6 +92,7 @@ TEST_CASE("config keys: a value other than the default lands in that key's field
                                                             {"slew_max", "7"},
                                                             {"scope", "job_user"},
                                                             {"dry_run", "true"},
+                                                            {"sweep_on_controller_host", "true"},
                                                             {"job_source", "controller"},
                                                             {"slurm_timeout", "0.5"},
                                                             {"grace", "30"},

@@ -212,6 +212,9 @@ TEST_CASE("fault catalogue: a scan past its deadline is a lookup error that says
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().kind == ErrorKind::lookup);
     CHECK(result.error().message.find("deadline") != std::string::npos);
+    // How far it got: what it left unread.
+    CHECK(result.error().message ==
+          "the scan of " + node.fake.root() + " stopped while listing it: the evaluation's deadline was reached");
 
     // The evaluation passes its deadline to the scan: nothing is decided, so nothing killed.
     node.deadline = options.deadline;
