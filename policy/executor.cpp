@@ -42,6 +42,7 @@ private:
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
     bool plan_still_holds(const std::set<uid_t>& swept);
     bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
+    bool ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups);
     void continue_released();
     void continue_all(const char* why);
     std::vector<Pinned> signal_round(int signal);
@@ -178,10 +179,36 @@ bool Sweep::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
     return !owner || swept.count(*owner) != 0;
 }
 
+// A process no evaluation has judged is stopped only as the child of a process this
+// sweep stopped or targets, still that process (same start time): what a target forked
+// before it stopped. Or, orphaned (its parent init or the caller, where an orphan goes),
+// as a member of the process group of such a process (as scanned): a pid hopper's new
+// pid, whose parent exited as it forked. Any other new process of a swept user may be
+// the first of a job of that user that is just starting (a batch script's children, the
+// shepherd srun forks), and a process group holds processes of one session only, never
+// one a slurmstepd of a new job made: the evaluation that follows judges it, with the
+// job state of then.
+bool Sweep::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups) {
+    const auto held_parent = stopped_.find(unseen.ppid);
+    const Decision* target = decision_for(*plan_, unseen.ppid);
+    std::optional<std::uint64_t> parent_start;
+    if (held_parent != stopped_.end())
+        parent_start = held_parent->second.decision.start_time;
+    else if (target && target->verdict == Verdict::kill)
+        parent_start = target->start_time;
+    if (parent_start) {
+        const auto parent = calls_.read_identity(options_.proc_root, unseen.ppid);
+        return parent && parent->start_time == *parent_start;
+    }
+    const bool orphan = unseen.ppid == 1 || unseen.ppid == options_.self;
+    return orphan && unseen.pgid > 0 && groups.count(unseen.pgid) != 0;
+}
+
 // A target that exited before it stopped may have forked first (a pid hopper does so
 // every few ms, faster than a whole evaluation): list its users' processes at once and
-// stop those no plan has seen, before they move on too. The evaluation that follows
-// decides on them (and continues any it keeps); a process a plan keeps is never stopped.
+// stop those no plan has seen that are this sweep's to stop (ours_to_stop), before they
+// move on too. The evaluation that follows decides on them (and continues any it keeps);
+// a process a plan keeps is never stopped.
 void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
     constexpr int max_passes = 8;
     std::map<uid_t, std::string> users;
@@ -189,14 +216,20 @@ void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
         if (d.verdict == Verdict::kill) users.emplace(d.uid, d.user);
     std::set<uid_t> uids;
     for (const auto& [uid, name] : users) uids.insert(uid);
+    // The process groups of this sweep's targets and stopped processes.
+    std::set<pid_t> groups;
+    for (const Decision& d : plan_->decisions)
+        if (d.verdict == Verdict::kill) groups.insert(d.pgid);
+    for (const auto& [pid, held] : stopped_) groups.insert(held.decision.pgid);
     for (int pass = 0; pass < max_passes && !past(options_.deadline); ++pass) {
         bool found = false, escaped = false;
         for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, uids)) {
             if (decision_for(*plan_, pid) != nullptr || stopped_.count(pid) != 0) continue;
             found = true;
-            const auto may_stop = [&](pid_t ppid) { return parent_lets_stop(ppid, uids); };
+            const auto may_stop = [&](const Identity& unseen) { return ours_to_stop(unseen, groups); };
             if (auto target = signaller_.stop_unseen(pid, owner, users[owner], may_stop, escaped)) {
                 tried.insert({target->decision.pid, target->decision.start_time});
+                groups.insert(target->decision.pgid);
                 stopped_.insert_or_assign(pid, std::move(*target));
             }
         }

@@ -110,7 +110,8 @@ void Signaller::signal_pinned(const UniqueFd& pin, const Decision& target, int s
 }
 
 std::optional<Stopped> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
-                                               const std::function<bool(pid_t ppid)>& may_stop, bool& escaped) {
+                                               const std::function<bool(const Identity&)>& may_stop,
+                                               bool& escaped) {
     // Gone already: nothing to stop, but it may have forked before it went.
     const int opened = calls_.pidfd_open(pid);
     if (opened < 0) {
@@ -120,7 +121,7 @@ std::optional<Stopped> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::s
     Pinned pinned{pid, UniqueFd(opened)};
     const auto identity = calls_.read_identity(options_.proc_root, pid);
     if (!identity) escaped = true;
-    if (!identity || !identity->uids.all_equal() || identity->uids.real != uid || !may_stop(identity->ppid))
+    if (!identity || !identity->uids.all_equal() || identity->uids.real != uid || !may_stop(*identity))
         return std::nullopt;
     Decision target;
     target.pid = pid;
@@ -128,6 +129,7 @@ std::optional<Stopped> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::s
     target.user = user;
     target.start_time = identity->start_time;
     target.ppid = identity->ppid;
+    target.pgid = identity->pgid;
     target.verdict = Verdict::kill;
     target.detail = "a new process of a user being swept, stopped before it was evaluated";
     KillRecord record = record_for(target, SIGSTOP, Outcome::signalled);

@@ -57,9 +57,10 @@ public:
     // Stops a process that no plan has decided on yet (a child a target forked, a pid
     // hopper's new pid) if, through its pin, all its uids are still `uid`; returns it as a
     // target then (start time from the pin) with the pin, or nullopt. Not stopped unless
-    // `may_stop` accepts its parent. `escaped`: it exited at once.
+    // `may_stop` accepts it as read through the pin (its parent, its group). `escaped`: it
+    // exited at once.
     std::optional<Stopped> stop_unseen(pid_t pid, uid_t uid, const std::string& user,
-                                       const std::function<bool(pid_t ppid)>& may_stop, bool& escaped);
+                                       const std::function<bool(const Identity&)>& may_stop, bool& escaped);
 
     // Whether the pinned process has exited (its pidfd polls readable), without waiting.
     bool has_exited(const Pinned& pinned);
