@@ -42,6 +42,7 @@ private:
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
     bool plan_still_holds(const std::set<uid_t>& swept);
     bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
+    bool ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups);
     void continue_released();
     void continue_all(const char* why);
     std::vector<Pinned> signal_round(int signal);
@@ -56,21 +57,29 @@ private:
     // each fresh evaluation replaces `fresh_`, and the previous plan is freed before it.
     std::optional<Plan> fresh_;
     const Plan* plan_ = nullptr;
-    // Processes this sweep stopped and has not killed or continued yet, as decided then.
-    std::map<pid_t, Decision> stopped_;
+    // Processes this sweep stopped and has not killed or continued yet, as decided then,
+    // each with the pin its SIGSTOP went through (and its SIGCONT will).
+    std::map<pid_t, Stopped> stopped_;
 };
 
 // Every path out of run() continues what it stopped; an exception thrown through it (a
 // log sink that throws, no memory) must not leave a user's process stopped either. No
 // record, no observer here: they may be what threw.
 Sweep::~Sweep() {
-    for (const auto& [pid, decision] : stopped_) {
+    for (const auto& [pid, held] : stopped_) {
         try {
+            if (held.pin.valid()) {
+                calls_.pidfd_send_signal(held.pin.get(), SIGCONT);
+                continue;
+            }
+            // Its pin was lent to a signal round that threw: a new one, if it is still the
+            // process that was stopped.
             const int opened = calls_.pidfd_open(pid);
             if (opened < 0) continue;
             const UniqueFd pin(opened);
             const auto identity = calls_.read_identity(options_.proc_root, pid);
-            if (identity && identity->start_time == decision.start_time) calls_.pidfd_send_signal(pin.get(), SIGCONT);
+            if (identity && identity->start_time == held.decision.start_time)
+                calls_.pidfd_send_signal(pin.get(), SIGCONT);
         } catch (...) {  // NOLINT(bugprone-empty-catch): the next process still gets its SIGCONT
         }
     }
@@ -128,15 +137,18 @@ bool Sweep::freeze() {
         // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
         std::vector<Pinned> pinned = signaller_.signal_all(stoppable, SIGSTOP, true);
         bool escaped = pinned.size() < stoppable.size();
-        std::set<pid_t> now_stopped;
-        for (const Pinned& p : pinned)
+        // Each stopped process keeps its pin: its SIGCONT goes through it, whatever it
+        // has become by then.
+        std::map<pid_t, UniqueFd> now_stopped;
+        for (Pinned& p : pinned)
             if (signaller_.has_exited(p))
                 escaped = true;
             else
-                now_stopped.insert(p.pid);
-        pinned.clear();  // a stopped process stays put: no pin needed until it is signalled again
+                now_stopped.emplace(p.pid, std::move(p.pidfd));
+        pinned.clear();
         for (Decision& d : stoppable)
-            if (now_stopped.count(d.pid) != 0) stopped_.insert_or_assign(d.pid, std::move(d));
+            if (auto it = now_stopped.find(d.pid); it != now_stopped.end())
+                stopped_.insert_or_assign(d.pid, Stopped{std::move(d), std::move(it->second)});
         if (escaped && !report_.deadline_reached) stop_unseen(tried);
         if (report_.deadline_reached) return false;
         if (!escaped && plan_still_holds(swept)) return true;
@@ -167,10 +179,36 @@ bool Sweep::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
     return !owner || swept.count(*owner) != 0;
 }
 
+// A process no evaluation has judged is stopped only as the child of a process this
+// sweep stopped or targets, still that process (same start time): what a target forked
+// before it stopped. Or, orphaned (its parent init or the caller, where an orphan goes),
+// as a member of the process group of such a process (as scanned): a pid hopper's new
+// pid, whose parent exited as it forked. Any other new process of a swept user may be
+// the first of a job of that user that is just starting (a batch script's children, the
+// shepherd srun forks), and a process group holds processes of one session only, never
+// one a slurmstepd of a new job made: the evaluation that follows judges it, with the
+// job state of then.
+bool Sweep::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups) {
+    const auto held_parent = stopped_.find(unseen.ppid);
+    const Decision* target = decision_for(*plan_, unseen.ppid);
+    std::optional<std::uint64_t> parent_start;
+    if (held_parent != stopped_.end())
+        parent_start = held_parent->second.decision.start_time;
+    else if (target && target->verdict == Verdict::kill)
+        parent_start = target->start_time;
+    if (parent_start) {
+        const auto parent = calls_.read_identity(options_.proc_root, unseen.ppid);
+        return parent && parent->start_time == *parent_start;
+    }
+    const bool orphan = unseen.ppid == 1 || unseen.ppid == options_.self;
+    return orphan && unseen.pgid > 0 && groups.count(unseen.pgid) != 0;
+}
+
 // A target that exited before it stopped may have forked first (a pid hopper does so
 // every few ms, faster than a whole evaluation): list its users' processes at once and
-// stop those no plan has seen, before they move on too. The evaluation that follows
-// decides on them (and continues any it keeps); a process a plan keeps is never stopped.
+// stop those no plan has seen that are this sweep's to stop (ours_to_stop), before they
+// move on too. The evaluation that follows decides on them (and continues any it keeps);
+// a process a plan keeps is never stopped.
 void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
     constexpr int max_passes = 8;
     std::map<uid_t, std::string> users;
@@ -178,14 +216,20 @@ void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
         if (d.verdict == Verdict::kill) users.emplace(d.uid, d.user);
     std::set<uid_t> uids;
     for (const auto& [uid, name] : users) uids.insert(uid);
+    // The process groups of this sweep's targets and stopped processes.
+    std::set<pid_t> groups;
+    for (const Decision& d : plan_->decisions)
+        if (d.verdict == Verdict::kill) groups.insert(d.pgid);
+    for (const auto& [pid, held] : stopped_) groups.insert(held.decision.pgid);
     for (int pass = 0; pass < max_passes && !past(options_.deadline); ++pass) {
         bool found = false, escaped = false;
         for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, uids)) {
             if (decision_for(*plan_, pid) != nullptr || stopped_.count(pid) != 0) continue;
             found = true;
-            const auto may_stop = [&](pid_t ppid) { return parent_lets_stop(ppid, uids); };
+            const auto may_stop = [&](const Identity& unseen) { return ours_to_stop(unseen, groups); };
             if (auto target = signaller_.stop_unseen(pid, owner, users[owner], may_stop, escaped)) {
-                tried.insert({target->pid, target->start_time});
+                tried.insert({target->decision.pid, target->decision.start_time});
+                groups.insert(target->decision.pgid);
                 stopped_.insert_or_assign(pid, std::move(*target));
             }
         }
@@ -193,56 +237,62 @@ void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
     }
 }
 
-// A stopped process that the fresh plan no longer kills (its user got live work, say)
-// runs again at once. One that is gone or a zombie needs nothing.
+// A stopped process that the fresh plan no longer kills (its user got live work, or it
+// exec'd a setuid program and has mixed uids now, say) runs again at once. One that is
+// gone or a zombie needs nothing.
 void Sweep::continue_released() {
-    std::vector<Decision> released;
     for (auto it = stopped_.begin(); it != stopped_.end();) {
         const Decision* now = decision_for(*plan_, it->first);
-        if (now && same_process(*now, it->second) && now->verdict == Verdict::kill) {
+        const Decision& was = it->second.decision;
+        if (now && same_process(*now, was) && now->verdict == Verdict::kill) {
             ++it;
             continue;
         }
         // Kept, or not in the fresh table as the process that was stopped: continued all the
-        // same, with the start time it was stopped with (the pin's identity check skips a
-        // process that is gone or a reused pid). The record says why, when the plan does: it
-        // may keep the pid unexamined (no start time), its user having live work now.
-        Decision released_one = it->second;
-        if (now && (same_process(*now, it->second) || now->start_time == 0)) {
-            released_one.verdict = now->verdict;
-            released_one.reason = now->reason;
-            released_one.detail = now->detail;
+        // same, through the pin that stopped it (a process that is gone says so). The record
+        // says why, when the plan does: it may keep the pid unexamined (no start time), its
+        // user having live work now.
+        Decision released = was;
+        if (now && (same_process(*now, was) || now->start_time == 0)) {
+            released.verdict = now->verdict;
+            released.reason = now->reason;
+            released.detail = now->detail;
         }
-        if (released_one.reason != Reason::zombie) released.push_back(std::move(released_one));
+        // Past the deadline too.
+        if (released.reason != Reason::zombie) signaller_.signal_pinned(it->second.pin, released, SIGCONT, false);
         it = stopped_.erase(it);
     }
-    // Through a fresh pin with the identity check, like every signal; past the deadline too.
-    signaller_.signal_all(released, SIGCONT, false, Clock::time_point::max());
 }
 
 // The sweep ends with processes still stopped (an error, the deadline, a failed kill):
-// none of them may stay stopped. Sent past the deadline too.
+// none of them may stay stopped. Through the pins that stopped them, past the deadline too.
 void Sweep::continue_all(const char* why) {
-    if (stopped_.empty()) return;
-    std::vector<Decision> all;
-    for (auto& [pid, d] : stopped_) {
-        d.detail = why;
-        all.push_back(std::move(d));
+    for (auto it = stopped_.begin(); it != stopped_.end(); it = stopped_.erase(it)) {
+        it->second.decision.detail = why;
+        signaller_.signal_pinned(it->second.pin, it->second.decision, SIGCONT, false);
     }
-    stopped_.clear();
-    signaller_.signal_all(all, SIGCONT, false, Clock::time_point::max());
 }
 
 // One list of targets per round, freed as soon as every one is signalled.
 std::vector<Pinned> Sweep::signal_round(int signal) {
     auto targets = plan_->kills();
-    auto pinned = signaller_.signal_all(targets, signal);
+    // A stopped target is checked and signalled through the pin that stopped it: one
+    // descriptor per target, not two. A pin whose signal did not go comes back.
+    std::vector<UniqueFd> held(targets.size());
+    for (std::size_t i = 0; i < targets.size(); ++i)
+        if (auto it = stopped_.find(targets[i].pid); it != stopped_.end() && same_process(it->second.decision, targets[i]))
+            held[i] = std::move(it->second.pin);
+    auto pinned = signaller_.signal_all(targets, signal, false, std::nullopt, &held);
+    for (std::size_t i = 0; i < targets.size(); ++i)
+        if (held[i].valid()) stopped_.at(targets[i].pid).pin = std::move(held[i]);
     std::size_t t = 0;
     for (const Pinned& p : pinned) {
         while (targets[t].pid != p.pid) ++t;
         // A stopped process runs its SIGTERM handler only once continued; one that got
         // SIGKILL dies stopped or not.
-        if (stopped_.erase(p.pid) != 0 && signal == SIGTERM) signaller_.signal_pinned(p, targets[t], SIGCONT, true);
+        if (stopped_.count(p.pid) == 0) continue;
+        if (signal == SIGTERM) signaller_.signal_pinned(p.pidfd, targets[t], SIGCONT, true);
+        stopped_.erase(p.pid);
     }
     return pinned;
 }

@@ -49,15 +49,19 @@ void Signaller::note(const KillRecord& record) {
     }
 }
 
-KillRecord Signaller::signal_one(const Decision& target, int signal, UniqueFd& pin) {
+KillRecord Signaller::signal_one(const Decision& target, int signal, UniqueFd& pin, UniqueFd* held) {
     KillRecord record = record_for(target, signal, Outcome::signalled);
-    const int opened = calls_.pidfd_open(target.pid);
-    if (opened < 0) {
-        set_outcome(record, -opened);
-        return record;
+    UniqueFd opened_here;
+    if (held == nullptr || !held->valid()) {
+        const int opened = calls_.pidfd_open(target.pid);
+        if (opened < 0) {
+            set_outcome(record, -opened);
+            return record;
+        }
+        opened_here = UniqueFd(opened);
     }
-    UniqueFd pidfd(opened);
-    // pidfd_open pinned whatever process holds the pid now; only if it is still the one
+    UniqueFd& pidfd = opened_here.valid() ? opened_here : *held;
+    // pidfd_open pinned whatever process held the pid then; only if it is still the one
     // that was decided on (same start time, same uids) may it be signalled.
     const auto identity = calls_.read_identity(options_.proc_root, target.pid);
     if (!identity) {
@@ -73,12 +77,13 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, UniqueFd& p
 }
 
 std::vector<Pinned> Signaller::signal_all(const std::vector<Decision>& targets, int signal, bool intermediate,
-                                          std::optional<Clock::time_point> stop_at) {
+                                          std::optional<Clock::time_point> stop_at, std::vector<UniqueFd>* held) {
     const Clock::time_point until = stop_at.value_or(options_.deadline);
     std::vector<Pinned> signalled;
     report_.actions.reserve(report_.actions.size() + targets.size());
     bool late = false;
-    for (const Decision& target : targets) {
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        const Decision& target = targets[i];
         // A long list must not carry the signals past the deadline.
         late = late || Clock::now() >= until;
         if (late) {
@@ -88,7 +93,7 @@ std::vector<Pinned> Signaller::signal_all(const std::vector<Decision>& targets, 
             continue;
         }
         UniqueFd pin;
-        KillRecord record = signal_one(target, signal, pin);
+        KillRecord record = signal_one(target, signal, pin, held != nullptr ? &(*held)[i] : nullptr);
         record.intermediate = intermediate;
         note(record);
         if (pin.valid()) signalled.push_back({target.pid, std::move(pin)});
@@ -97,15 +102,16 @@ std::vector<Pinned> Signaller::signal_all(const std::vector<Decision>& targets, 
     return signalled;
 }
 
-void Signaller::signal_pinned(const Pinned& pinned, const Decision& target, int signal, bool intermediate) {
+void Signaller::signal_pinned(const UniqueFd& pin, const Decision& target, int signal, bool intermediate) {
     KillRecord record = record_for(target, signal, Outcome::signalled);
     record.intermediate = intermediate;
-    set_outcome(record, -calls_.pidfd_send_signal(pinned.pidfd.get(), signal));
+    set_outcome(record, -calls_.pidfd_send_signal(pin.get(), signal));
     note(record);
 }
 
-std::optional<Decision> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
-                                               const std::function<bool(pid_t ppid)>& may_stop, bool& escaped) {
+std::optional<Stopped> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
+                                               const std::function<bool(const Identity&)>& may_stop,
+                                               bool& escaped) {
     // Gone already: nothing to stop, but it may have forked before it went.
     const int opened = calls_.pidfd_open(pid);
     if (opened < 0) {
@@ -115,7 +121,7 @@ std::optional<Decision> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::
     Pinned pinned{pid, UniqueFd(opened)};
     const auto identity = calls_.read_identity(options_.proc_root, pid);
     if (!identity) escaped = true;
-    if (!identity || !identity->uids.all_equal() || identity->uids.real != uid || !may_stop(identity->ppid))
+    if (!identity || !identity->uids.all_equal() || identity->uids.real != uid || !may_stop(*identity))
         return std::nullopt;
     Decision target;
     target.pid = pid;
@@ -123,6 +129,7 @@ std::optional<Decision> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::
     target.user = user;
     target.start_time = identity->start_time;
     target.ppid = identity->ppid;
+    target.pgid = identity->pgid;
     target.verdict = Verdict::kill;
     target.detail = "a new process of a user being swept, stopped before it was evaluated";
     KillRecord record = record_for(target, SIGSTOP, Outcome::signalled);
@@ -131,7 +138,7 @@ std::optional<Decision> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::
     note(record);
     if (record.outcome != Outcome::signalled) return std::nullopt;
     escaped = escaped || has_exited(pinned);
-    return target;
+    return Stopped{std::move(target), std::move(pinned.pidfd)};
 }
 
 bool Signaller::has_exited(const Pinned& pinned) {

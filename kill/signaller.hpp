@@ -23,6 +23,14 @@ struct Pinned {
     UniqueFd pidfd;
 };
 
+// A process stopped through `pin`, as decided then. Its SIGCONT goes through the same
+// pin, with no identity check: the pin names the very process that was stopped, and
+// un-stopping it is right whatever it has become since (a setuid exec, say).
+struct Stopped {
+    Decision decision;
+    UniqueFd pin;
+};
+
 class Signaller {
 public:
     using Clock = std::chrono::steady_clock;
@@ -35,19 +43,24 @@ public:
     // Pins every target, checks its identity through the pin and signals it, in order,
     // until `stop_at` (the deadline unless given): each target left then is recorded as
     // not sent (Outcome::deadline). Returns the pinned processes that were signalled.
+    // `held`, if given, runs beside `targets`: a valid pin there (its SIGSTOP's) is used
+    // for the check and the signal instead of a new one, and moves into the result if the
+    // signal went; one that did not stays in `held`.
     std::vector<Pinned> signal_all(const std::vector<Decision>& targets, int signal, bool intermediate = false,
-                                   std::optional<Clock::time_point> stop_at = std::nullopt);
+                                   std::optional<Clock::time_point> stop_at = std::nullopt,
+                                   std::vector<UniqueFd>* held = nullptr);
 
-    // Sends `signal` through a pin that an earlier signal_all returned (no new identity
-    // check: the pin still holds the process that was checked then).
-    void signal_pinned(const Pinned& pinned, const Decision& target, int signal, bool intermediate);
+    // Sends `signal` through a pin that an earlier signal_all or stop_unseen returned (no
+    // new identity check: the pin still holds the process that was checked then).
+    void signal_pinned(const UniqueFd& pin, const Decision& target, int signal, bool intermediate);
 
     // Stops a process that no plan has decided on yet (a child a target forked, a pid
     // hopper's new pid) if, through its pin, all its uids are still `uid`; returns it as a
-    // target then (start time from the pin), or nullopt. Not stopped unless `may_stop`
-    // accepts its parent. `escaped`: it exited at once.
-    std::optional<Decision> stop_unseen(pid_t pid, uid_t uid, const std::string& user,
-                                        const std::function<bool(pid_t ppid)>& may_stop, bool& escaped);
+    // target then (start time from the pin) with the pin, or nullopt. Not stopped unless
+    // `may_stop` accepts it as read through the pin (its parent, its group). `escaped`: it
+    // exited at once.
+    std::optional<Stopped> stop_unseen(pid_t pid, uid_t uid, const std::string& user,
+                                       const std::function<bool(const Identity&)>& may_stop, bool& escaped);
 
     // Whether the pinned process has exited (its pidfd polls readable), without waiting.
     bool has_exited(const Pinned& pinned);
@@ -62,7 +75,7 @@ public:
     void forget_exits() { exited_.clear(); }
 
 private:
-    KillRecord signal_one(const Decision& target, int signal, UniqueFd& pin);
+    KillRecord signal_one(const Decision& target, int signal, UniqueFd& pin, UniqueFd* held);
 
     const KillOptions& options_;
     SystemCalls& calls_;

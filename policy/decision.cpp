@@ -53,6 +53,7 @@ Decision decide_one(const DecisionInput& in, const Process& p) {
     d.comm = p.comm;
     d.start_time = p.start_time;
     d.ppid = p.ppid;
+    d.pgid = p.pgid;
     if (const Exemption* e = exemption_of(in, d.uid)) d.user = e->account;
 
     if (p.pid == 1) return keep(d, Reason::init);

@@ -67,6 +67,7 @@ struct Decision {
     std::string comm;              // raw; escape before logging
     std::uint64_t start_time = 0;  // for the executor's pid-reuse check
     pid_t ppid = 0;                // as scanned (detailed processes only; else 0)
+    pid_t pgid = 0;                // as scanned, as ppid: an orphan in a target's group may be stopped
     Verdict verdict = Verdict::keep;
     Reason reason = Reason::stray;
     std::string detail;  // e.g. the exemption, the stepd pid, the job id

@@ -69,6 +69,10 @@ std::optional<StatFields> parse_stat(std::string_view text) {
             const auto ppid = value == "0" ? std::optional<pid_t>{0} : parse_pid(value);
             ok = ppid.has_value();
             f.ppid = ppid.value_or(0);
+        } else if (field == 5) {
+            const auto pgid = value == "0" ? std::optional<pid_t>{0} : parse_pid(value);
+            ok = pgid.has_value();
+            f.pgid = pgid.value_or(0);
         } else if (field == 9) {
             const auto flags = parse_number<std::uint64_t>(value);
             ok = flags.has_value();

@@ -47,6 +47,7 @@ struct StatFields {
     std::string comm;  // raw bytes between the first '(' and the last ')'
     char state = '?';
     pid_t ppid = 0;
+    pid_t pgid = 0;                // field 5: the process group
     std::uint64_t flags = 0;       // field 9
     std::uint64_t start_time = 0;  // field 22
     // By the flag alone: in a pid namespace of its own, pid 2 and its children are

@@ -34,6 +34,7 @@ using namespace procfs;
 
 void apply_stat(Process& p, StatFields&& stat) {
     p.ppid = stat.ppid;
+    p.pgid = stat.pgid;
     p.state = stat.state;
     p.start_time = stat.start_time;
     p.kernel_thread = stat.kernel_thread();

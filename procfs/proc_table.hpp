@@ -48,6 +48,7 @@ struct Identity {
     std::uint64_t start_time = 0;
     Uids uids;
     pid_t ppid = 0;
+    pid_t pgid = 0;
 };
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
 

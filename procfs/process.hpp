@@ -28,6 +28,7 @@ struct AncestorLink {
 struct Process {
     pid_t pid = 0;
     pid_t ppid = 0;
+    pid_t pgid = 0;                // process group (stat field 5; detailed only)
     uid_t owner = 0;               // owner of /proc/<pid> (the effective uid at exec)
     bool detailed = false;         // stat/status/cgroup were read (owner not protected)
     Uids uids;                     // from status (detailed only)

@@ -139,8 +139,22 @@ bool wait_gone(pid_t pid, std::chrono::milliseconds timeout) {
     return poll_until([pid] { return !is_running(pid); }, timeout);
 }
 
+namespace {
+
+// Whether a SIGSTOP waits in the process's pending sets (SigPnd: its own, ShdPnd: its
+// thread group's): sent and not acted on yet, as on a busy machine that has not run it.
+bool stop_pending(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.starts_with("SigPnd:") || line.starts_with("ShdPnd:"))
+            if (std::stoull(line.substr(7), nullptr, 16) & (1ULL << (SIGSTOP - 1))) return true;
+    return false;
+}
+
+}  // namespace
+
 bool wait_not_stopped(pid_t pid, std::chrono::milliseconds timeout) {
-    return poll_until([pid] { return state_of(pid) != 'T'; }, timeout) && is_running(pid);
+    return poll_until([pid] { return state_of(pid) != 'T' && !stop_pending(pid); }, timeout) && is_running(pid);
 }
 
 bool wait_owner(pid_t pid, uid_t uid, std::chrono::milliseconds timeout) {

@@ -32,8 +32,9 @@ bool wait_state(pid_t pid, char state, std::chrono::milliseconds timeout = std::
 // Running: /proc/<pid> exists and is not a zombie. Reaps zombie children of ours.
 bool is_running(pid_t pid);
 
-// Polls until the process runs (is not stopped, state T); false at the deadline or once
-// it is gone. SIGCONT wakes a stopped process, which may show T for a moment after.
+// Polls until the process runs (is not stopped, state T, and has no SIGSTOP pending that
+// would stop it once it runs); false at the deadline or once it is gone. SIGCONT wakes a
+// stopped process, which may show T for a moment after.
 bool wait_not_stopped(pid_t pid, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 // Polls until the process is no longer running; false at the deadline.

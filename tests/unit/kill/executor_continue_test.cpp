@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// No process the kill executor stopped is left stopped, on any way out of a sweep: also
+// not one that changed what it is while it was being stopped (a setuid exec), which no
+// later identity check lets a signal through to. On real processes of a test uid each;
+// the setuid exec is forced into the moment of the SIGSTOP through the SystemCalls seam.
+#include "kill/executor.hpp"
+#include "support/processes.hpp"
+#include "support/sweeper.hpp"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+using namespace leftover;
+using namespace leftover::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A process whose SIGSTOP lands as it execs a setuid-root program: from then on its
+// uids read U/0/0/0, its start time unchanged (an exec keeps it). The process itself
+// stays as it is; only what the executor reads of it changes.
+class SetuidAtStop : public SystemCalls {
+public:
+    std::set<pid_t> setuid;  // the processes that exec'd
+    int opened = 0;          // pidfd_open calls
+
+    int pidfd_open(pid_t pid) override {
+        ++opened;
+        const int fd = SystemCalls::pidfd_open(pid);
+        if (fd >= 0) pid_of_[fd] = pid;
+        return fd;
+    }
+    int pidfd_send_signal(int pidfd, int signal) override {
+        const int rc = SystemCalls::pidfd_send_signal(pidfd, signal);
+        if (rc == 0 && signal == SIGSTOP) setuid.insert(pid_of_.at(pidfd));
+        return rc;
+    }
+    std::optional<Identity> read_identity(const std::string& root, pid_t pid) override {
+        auto identity = SystemCalls::read_identity(root, pid);
+        if (identity && setuid.count(pid) != 0) {
+            identity->uids.effective = 0;
+            identity->uids.saved = 0;
+            identity->uids.filesystem = 0;
+        }
+        return identity;
+    }
+
+private:
+    std::map<int, pid_t> pid_of_;
+};
+
+}  // namespace
+
+TEST_CASE("sweep: a target that execs a setuid program as it is stopped runs again on every way out") {
+    constexpr uid_t user = 41130;
+    Sweeper sweeper(user);
+    const pid_t target = sweeper.spawn({"sleep", "1000"});
+    REQUIRE(wait_owner(target, user));
+    SetuidAtStop calls;
+    int reads = 0;
+    // The first evaluation reads the job state twice (before its scan and, since it would
+    // kill, after it); the reads after the SIGSTOP take each way out.
+    const auto after_stop = [&reads](const std::function<void(LiveWork&)>& then) {
+        return [&reads, then] {
+            LiveWork live;
+            if (++reads > 2) then(live);
+            return Result<LiveWork>(live);
+        };
+    };
+    KillReport report;
+    std::string why;
+    SUBCASE("refusal: every kill is refused (mixed uids), the rounds run out") {
+        report = sweeper.run(0ms, false, calls, 10s);
+        CHECK(action_for(report, target, SIGKILL)->outcome == Outcome::pid_reused);
+        why = "not killed: the sweep ended before its kill";
+    }
+    SUBCASE("refusal of SIGTERM, then the rounds run out") {
+        report = sweeper.run(100ms, false, calls, 10s);
+        CHECK(action_for(report, target, SIGTERM)->outcome == Outcome::pid_reused);
+        why = "not killed: the sweep ended before its kill";
+    }
+    SUBCASE("error: the evaluation after the stop fails") {
+        sweeper.job_state = [&reads] {
+            if (++reads > 2) return Result<LiveWork>(Error::lookup("stepd gone"));
+            return Result<LiveWork>(LiveWork{});
+        };
+        report = sweeper.run(0ms, false, calls, 10s);
+        CHECK(report.error);
+        why = "not killed: the sweep stopped at an error";
+    }
+    SUBCASE("deadline: the evaluation after the stop returns past it") {
+        sweeper.job_state = after_stop([&sweeper](LiveWork&) { std::this_thread::sleep_until(sweeper.deadline + 20ms); });
+        report = sweeper.run(0ms, false, calls, 1s);
+        CHECK(report.deadline_reached);
+        why = "not killed: the sweep ended before its kill";
+    }
+    SUBCASE("released: its user gets live work meanwhile") {
+        sweeper.job_state = after_stop([&](LiveWork& live) { live.uids.insert(user); });
+        report = sweeper.run(0ms, false, calls, 10s);
+        CHECK(action_for(report, target, SIGKILL) == nullptr);
+        why = "";
+    }
+    SUBCASE("an exception: the evaluation after the stop throws, the executor's destructor continues it") {
+        sweeper.job_state = after_stop([](LiveWork&) { throw std::runtime_error("no memory"); });
+        CHECK_THROWS_AS(sweeper.run(0ms, false, calls, 10s), std::runtime_error);
+        CHECK(calls.setuid.count(target) == 1);
+        CHECK(is_running(target));
+        CHECK(wait_not_stopped(target));
+        return;
+    }
+    INFO(format_actions(report));
+    REQUIRE(calls.setuid.count(target) == 1);  // it was stopped, and changed then
+    CHECK(is_running(target));
+    CHECK(wait_not_stopped(target));
+    const KillRecord& last = report.actions.back();
+    CHECK(last.pid == target);
+    CHECK(last.signal == SIGCONT);
+    CHECK(last.outcome == Outcome::signalled);
+    if (!why.empty()) CHECK(last.detail == why);
+    REQUIRE(report.survivors.size() == (why.empty() || report.error ? 0U : 1U));
+}
+
+TEST_CASE("sweep: a stopped target is killed through the pin that stopped it, not a second one") {
+    constexpr uid_t user = 41131;
+    Sweeper sweeper(user);
+    const pid_t target = sweeper.spawn({"sleep", "1000"});
+    REQUIRE(wait_owner(target, user));
+    // Counts pins; no process changes.
+    class CountingOpens : public SetuidAtStop {
+    public:
+        std::optional<Identity> read_identity(const std::string& root, pid_t pid) override {
+            return SystemCalls::read_identity(root, pid);
+        }
+    } calls;
+    const KillReport report = sweeper.run(0ms, false, calls);
+    INFO(format_actions(report));
+    REQUIRE(action_for(report, target, SIGSTOP) != nullptr);
+    CHECK(action_for(report, target, SIGKILL)->outcome == Outcome::signalled);
+    CHECK(wait_gone(target));
+    CHECK(calls.opened == 1);
+}
