@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle import INVARIANTS, Oracle, Verdict, stamp  # noqa: E402
 from records import allocations, node_log, stamped  # noqa: E402
 from sampler import Sampler  # noqa: E402
-from soak_cluster import (CONFIGS, DEADLINE, NODES, USERS_IN_SOAK, SoakCluster, protected_uids,  # noqa: E402
+from soak_cluster import (CONFIGS, CONTROLS, DEADLINE, NODES, USERS_IN_SOAK, SoakCluster, protected_uids,  # noqa: E402
                           uid_of)
 from workload import EventLog, JobWatcher, Workload, make_schedule  # noqa: E402
 from slurm_jobs import parse_fields  # noqa: E402
@@ -41,6 +41,9 @@ def parse_args(argv):
     parser.add_argument("--parallel", type=int, default=6, help="actions running at once")
     parser.add_argument("--slack", type=float, default=1.0,
                         help="seconds beyond leftover's deadline a stray may take to be seen gone")
+    parser.add_argument("--control", choices=sorted(CONTROLS),
+                        help="a positive control: leftover configured against the oracle's belief; "
+                             "passes only if the oracle reports the violations it must")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory (logs)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
@@ -106,10 +109,11 @@ def main(argv) -> int:
         return 2
     config = CONFIGS[args.config]
     schedule = make_schedule(args.seed, args.minutes * 60, not args.no_faults)
-    print(f"soak: seed {args.seed}, config {config.name}, {args.minutes:g} min, {len(schedule)} actions "
-          f"(replay: tests/soak/soak.py --seed {args.seed} --minutes {args.minutes:g} --config {config.name})",
+    control = f" --control {args.control}" if args.control else ""
+    print(f"soak: seed {args.seed}, config {config.name}{control}, {args.minutes:g} min, {len(schedule)} actions "
+          f"(replay: tests/soak/soak.py --seed {args.seed} --minutes {args.minutes:g} --config {config.name}{control})",
           flush=True)
-    soak = SoakCluster(config)
+    soak = SoakCluster(config, args.control)
     atexit.register(soak.cluster.stop)
     try:
         soak.start()
@@ -152,12 +156,21 @@ def main(argv) -> int:
               + f"; total {total}")
         if args.verbose:
             for finding in verdict.findings:
-                if finding.invariant == 0:
-                    print(f"   race: {stamp(finding.when)} {finding.node} {finding.text}")
+                if finding.invariant <= 0:
+                    print(f"   {'race' if finding.invariant == 0 else 'excused'}: {stamp(finding.when)} "
+                          f"{finding.node} {finding.text}")
         for text in workload.unexpected_ends[:10]:
             print(f"   ended unexpectedly: {text}")
         for text in workload.harness_errors[:10]:
             print(f"   harness error: {text}")
+        if args.control:
+            expected = CONTROLS[args.control]
+            caught = violations[expected] > 0
+            print(f"soak control {args.control}: the oracle {'reported' if caught else 'MISSED'} "
+                  f"violations of ({expected}) {INVARIANTS[expected]}")
+            if args.verbose:
+                print_context(verdict, timeline, 1)
+            return 0 if caught else 1
         if total:
             print(f"\nsoak FAILED: seed {args.seed}, config {config.name} (cluster dir {soak.cluster.dir})")
             print_context(verdict, timeline)

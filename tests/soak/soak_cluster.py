@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 E2E = Path(__file__).resolve().parents[1] / "e2e"
 sys.path.insert(0, str(E2E))
@@ -90,9 +91,18 @@ def ensure_users() -> None:
                         "-d", "/tmp", "-s", "/bin/sh", ALIAS], check=True, capture_output=True)
 
 
-def leftover_conf(scratch: Path) -> str:
+# Positive controls: leftover configured against what the oracle believes, so that the
+# named invariant must report violations (the oracle can fail).
+CONTROLS = {
+    "wrong-kill": 1,   # protected_users left out: alice's and bobby's strays get killed
+    "stray-left": 2,   # dry_run: nothing is killed
+}
+
+
+def leftover_conf(scratch: Path, control: Optional[str] = None) -> str:
+    listed = "" if control == "wrong-kill" else f"alice, {ALIAS}"
     return (f"debuglevel: debug\ngrace: {GRACE:g}\nslurm_timeout: {SLURM_TIMEOUT:g}\n"
-            f"protected_users: [alice, {ALIAS}]\n"
+            f"protected_users: [{listed}]\n" + ("dry_run: true\n" if control == "stray-left" else "") +
             f"cleanup: [posix_shm, files]\ncleanup_dirs: [{scratch}]\n"
             f"uid_min: {UID_MIN}\nuid_max: {UID_MAX}\n")
 
@@ -107,12 +117,12 @@ def write_root_file(path: Path, text: str, mode: int = 0o644) -> None:
 class SoakCluster:
     """A started cluster plus where the soak keeps its files."""
 
-    def __init__(self, config: SoakConfig):
+    def __init__(self, config: SoakConfig, control: Optional[str] = None):
         if not PLUGIN.exists():
             raise HarnessError(f"{PLUGIN} not built (set LEFTOVER_PLUGIN)")
         if config.cgroup and not Path("/sys/fs/cgroup/freezer").is_dir():
             raise HarnessError("proctrack/cgroup needs the cgroup v1 freezer hierarchy")
-        self.config = config
+        self.config, self.control = config, control
         self.conf_dir = Path(tempfile.mkdtemp(prefix="leftover-soak-conf-"))
         self.conf_dir.chmod(0o755)
         self.conf_path = self.conf_dir / "leftover.conf"
@@ -130,7 +140,7 @@ class SoakCluster:
     def start(self) -> "SoakCluster":
         reap_stale_clusters()
         ensure_users()
-        write_root_file(self.conf_path, leftover_conf(self.scratch))
+        write_root_file(self.conf_path, leftover_conf(self.scratch, self.control))
         self.bin.mkdir()
         for name in PROGRAMS:
             (self.bin / name).symlink_to("/bin/sleep")

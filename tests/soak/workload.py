@@ -60,6 +60,7 @@ class Action:
     kinds: tuple[str, ...]
     steps: int = 0
     pause: float = 0.0
+    inner: bool = False    # salloc: another job of the holder's ends on a held node meanwhile
 
     @property
     def tag(self) -> str:
@@ -85,7 +86,7 @@ def make_schedule(seed: int, seconds: float, faults: bool) -> list[Action]:
             strays = ("termign", "dfork")
         actions.append(Action(len(actions), round(t, 2), kind, user, nnodes, nodelist,
                               round(rng.uniform(0.5, 6.0), 1), strays, rng.randint(1, 3),
-                              round(rng.uniform(0.0, 2.0), 2)))
+                              round(rng.uniform(0.0, 2.0), 2), rng.random() < 0.5))
         t += rng.expovariate(1 / 1.3)
     if faults:
         actions.append(Action(len(actions), round(rng.uniform(0.3, 0.6) * seconds, 2), "fault_ctld", "root",
@@ -221,12 +222,13 @@ class Workload:
             self.unexpected_ends.append(f"{action.tag} {action.kind} job {job} of {action.user} on "
                                         f"{info.get('NodeList')}: {state} exit {info.get('ExitCode')}")
 
-    def _srun(self, action: Action, tag: str, secs: float, kinds, extra=()) -> tuple[int, Optional[int]]:
+    def _srun(self, action: Action, tag: str, secs: float, kinds, extra=(), step: bool = False
+              ) -> tuple[int, Optional[int]]:
         argv = ["/usr/bin/srun", f"--job-name={tag}", *self._node_args(action), *extra,
                 *self._job_argv(tag, secs, kinds)]
         self.events.add(f"{tag}: srun as {action.user} {' '.join(argv[2:])}")
         res = self.cluster.run_as(action.user, argv, timeout=secs + 90)
-        job = self.watcher.by_name(tag, 10) if not extra else None
+        job = None if step else self.watcher.by_name(tag, 10)
         self.events.add(f"{tag}: srun as {action.user} returned {res.returncode} (job {job})")
         if res.returncode != 0:
             self.unexpected_ends.append(f"{tag} srun as {action.user} (job {job}) returned {res.returncode}: "
@@ -278,7 +280,11 @@ class Workload:
             for step in range(action.steps):
                 time.sleep(action.pause)
                 self._srun(action, f"{action.tag}.{step}", min(action.secs, 3.0), action.kinds,
-                           extra=[f"--jobid={job}"])
+                           extra=[f"--jobid={job}", "--overlap"], step=True)
+            held = self.watcher.jobs.get(job, {}).get("NodeList")
+            if action.inner and held:
+                # Leaves files only: the holder has no process here when it ends.
+                self._srun(action, f"{action.tag}i", 0.5, ("shm", "file"), extra=[f"--nodelist={held}"])
             time.sleep(action.pause)
         finally:
             self.cancelled.add(job)
