@@ -17,6 +17,7 @@ import argparse
 import atexit
 import os
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -102,6 +103,17 @@ def make_timeline(events: EventLog, ctld_text: str, node_texts: dict[str, str], 
     return sorted(timeline)
 
 
+def keep_evidence(soak: SoakCluster, timeline, verdict: Verdict, args, name: str) -> Path:
+    """Copies the daemons' logs and writes the timeline and every finding where the next
+    run's reaping of stale clusters does not reach (/tmp/leftover-soak-<config>-<seed>)."""
+    dest = Path(f"/tmp/leftover-soak-{name}-{args.seed}")
+    shutil.copytree(soak.cluster.log_dir, dest / "log", dirs_exist_ok=True)
+    (dest / "timeline.txt").write_text("".join(f"{stamp(w)} {where:9} {text}\n" for w, where, text in timeline))
+    (dest / "findings.txt").write_text("".join(f"({f.invariant}) {stamp(f.when)} {f.node} {f.text}\n"
+                                               for f in verdict.findings))
+    return dest
+
+
 def main(argv) -> int:
     args = parse_args(argv)
     if os.geteuid() != 0:
@@ -172,9 +184,9 @@ def main(argv) -> int:
                 print_context(verdict, timeline, 1)
             return 0 if caught else 1
         if total:
-            print(f"\nsoak FAILED: seed {args.seed}, config {config.name} (cluster dir {soak.cluster.dir})")
+            kept = keep_evidence(soak, timeline, verdict, args, config.name)
+            print(f"\nsoak FAILED: seed {args.seed}, config {config.name} (logs and the whole timeline: {kept})")
             print_context(verdict, timeline)
-            args.keep = True
             return 1
         if len(workload.harness_errors) > max(3, len(schedule) // 10):
             print("soak: too many harness errors to trust the run")

@@ -12,14 +12,17 @@ process was in leftover's log lines.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import random
+import signal
 import re
 import threading
 import time
 import traceback
 from typing import Callable, Optional
 
-from soak_cluster import NODES, ORDINARY, PROTECTED, SoakCluster
+from soak_cluster import NODES, ORDINARY, PROTECTED, SoakCluster, write_root_file
 from slurm_jobs import FINAL_STATES, parse_fields
 
 STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "shm", "file")
@@ -91,8 +94,43 @@ def make_schedule(seed: int, seconds: float, faults: bool) -> list[Action]:
     if faults:
         actions.append(Action(len(actions), round(rng.uniform(0.3, 0.6) * seconds, 2), "fault_ctld", "root",
                               0, (), round(rng.uniform(2.0, 5.0), 1), ()))
+        for _ in range(max(1, round(seconds / 60))):
+            actions.append(Action(len(actions), round(rng.uniform(0.1, 0.9) * seconds, 2), "fault_stepd", "root",
+                                  1, (rng.choice(NODES),), round(rng.uniform(1.0, 4.0), 1), (),
+                                  rng.randint(0, 9)))
+            actions.append(Action(len(actions), round(rng.uniform(0.1, 0.9) * seconds, 2), "fault_conf", "root",
+                                  0, (), round(rng.uniform(1.0, 5.0), 1), ()))
         actions.sort(key=lambda a: a.at)
     return actions
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().rstrip(b"\0")
+    except OSError:
+        return b""
+
+
+def yaml_to_dict(text: str) -> dict:
+    """The soak's own leftover.conf (flat `key: value` and `key: [a, b]` lines) as a dict."""
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(": ")
+        value = value.strip()
+        if value.startswith("["):
+            out[key] = [v.strip() for v in value.strip("[]").split(",") if v.strip()]
+        elif value in ("true", "false"):
+            out[key] = value == "true"
+        else:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                try:
+                    out[key] = float(value)
+                except ValueError:
+                    out[key] = value
+    return out
 
 
 class EventLog:
@@ -180,7 +218,7 @@ class Workload:
             delay = start + action.at - time.time()
             if delay > 0:
                 time.sleep(delay)
-            if action.kind != "fault_ctld":
+            if not action.kind.startswith("fault"):
                 slots.acquire()
             thread = threading.Thread(target=self._run_one, args=(action, slots), name=action.tag, daemon=True)
             thread.start()
@@ -198,7 +236,7 @@ class Workload:
             if "--verbose" in __import__("sys").argv:
                 traceback.print_exc()
         finally:
-            if action.kind != "fault_ctld":
+            if not action.kind.startswith("fault"):
                 slots.release()
 
     # ---- pieces ------------------------------------------------------------------------
@@ -299,9 +337,45 @@ class Workload:
         mark = f"login/{action.tag}/{node}"
         trap = "trap '' TERM; " if ignore else ""
         argv = ["/bin/sh", "-c", f"{trap}SOAK_STRAY={mark} exec {program} 300"]
-        proc = self.cluster.spawn_on_node(node, action.user, argv)
-        self.events.add(f"{action.tag}: login process of {action.user} on {node}: pid {proc.ns_pid} "
-                        f"(host {proc.host_pid}){' ignoring TERM' if ignore else ''}")
+        # Like an ssh login: outside Slurm, in its own session. The sampler finds it by its
+        # mark; ending the node's namespace at the end ends it if nothing else did.
+        res = self.cluster.run_on_node(node, ["/usr/bin/setsid", "/bin/sh", "-c",
+                                              '"$@" </dev/null >/dev/null 2>&1 & echo $!', "sh", *argv],
+                                       user=action.user)
+        if res.returncode != 0:
+            raise RuntimeError(f"login process on {node}: {res.stderr.strip()[-200:]}")
+        self.events.add(f"{action.tag}: login process of {action.user} on {node}: pid {res.stdout.strip()}"
+                        f"{' ignoring TERM' if ignore else ''}")
+
+    def _do_fault_stepd(self, action: Action) -> None:
+        """A slurmstepd that does not answer: stopped for a while (its step socket hangs)."""
+        node = action.nodelist[0]
+        namespace = self.cluster.node_namespace(node)
+        stepds = sorted(pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+                        if _cmdline(pid).startswith(b"slurmstepd: [") and namespace.contains(pid))
+        if not stepds:
+            self.events.add(f"fault: no slurmstepd on {node} to stop")
+            return
+        pid = stepds[action.steps % len(stepds)]
+        begin = time.time()
+        self.events.add(f"fault: SIGSTOP {_cmdline(pid).decode(errors='replace')} on {node} (host pid {pid})")
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(action.secs)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            self.fault_windows.append((begin, time.time()))
+            self.events.add(f"fault: SIGCONT slurmstepd host pid {pid} on {node}")
+
+    def _do_fault_conf(self, action: Action) -> None:
+        """The config rewritten (atomically, as JSON, then back): no sweep may notice."""
+        text = self.soak.conf_path.read_text()
+        as_json = json.dumps(yaml_to_dict(text))
+        self.events.add("config rewritten as JSON")
+        write_root_file(self.soak.conf_path, as_json + "\n")
+        time.sleep(action.secs)
+        write_root_file(self.soak.conf_path, text)
+        self.events.add("config rewritten as YAML again")
 
     def _do_race(self, action: Action) -> None:
         """A job leaves TERM-ignoring strays; the same user's next job on the node starts
