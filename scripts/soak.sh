@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The randomized soak (tests/soak/soak.py) in each configuration, one after the other,
 # each holding /tmp/leftover-e2e.lock only while its cluster runs:
-#   scripts/soak.sh [--minutes M] [--seed N] [--configs "linuxproc cgroup-contain ..."] [--controls]
+#   scripts/soak.sh [--minutes M] [--seed N] [--configs "linuxproc cgroup-contain ..."] [--controls] [--load K]
 # M defaults to 1 per configuration, N to a new random seed (printed, the same for every
-# configuration); --controls first runs the positive controls, which must report violations.
+# configuration); --controls first runs the positive controls, which must report violations;
+# --load K runs K busy loops beside each cluster.
 # LEFTOVER_PLUGIN names the plugin (default build/release/spank/leftover.so).
 # LEFTOVER_SOAK_NO_LOCK=1: the caller holds the lock already.
 set -euo pipefail
@@ -13,12 +14,14 @@ minutes=1
 seed=$(( (RANDOM << 15 | RANDOM) % 1000000 + 1 ))
 configs="linuxproc linuxproc-contain cgroup cgroup-contain"
 controls=0
+load=0
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
     --controls) controls=1; shift ;;
+    --load) load=$2; shift 2 ;;
     *) echo "soak.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -39,7 +42,7 @@ if [ "$controls" = 1 ]; then
 fi
 for config in $configs; do
   rc=0
-  locked /usr/bin/python3 "$top/tests/soak/soak.py" --seed "$seed" --minutes "$minutes" --config "$config" \
+  locked /usr/bin/python3 "$top/tests/soak/soak.py" --seed "$seed" --minutes "$minutes" --config "$config" --load "$load" \
     2>&1 | tee "/tmp/leftover-soak-$config.log" || rc=$?
   [ "$rc" -eq 0 ] || failed=1
   results+=("$(grep -m1 '^soak violations' "/tmp/leftover-soak-$config.log" | sed "s/^soak/soak $config/" \

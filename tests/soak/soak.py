@@ -18,6 +18,7 @@ import atexit
 import os
 import random
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ from sampler import Sampler  # noqa: E402
 from soak_cluster import (CONFIGS, CONTROLS, DEADLINE, NODES, USERS_IN_SOAK, SoakCluster, protected_uids,  # noqa: E402
                           uid_of)
 from workload import EventLog, JobWatcher, Workload, make_schedule  # noqa: E402
-from slurm_jobs import parse_fields  # noqa: E402
+from slurm_jobs import FINAL_STATES  # noqa: E402
 
 
 def parse_args(argv):
@@ -45,6 +46,8 @@ def parse_args(argv):
     parser.add_argument("--control", choices=sorted(CONTROLS),
                         help="a positive control: leftover configured against the oracle's belief; "
                              "passes only if the oracle reports the violations it must")
+    parser.add_argument("--load", type=int, default=0,
+                        help="busy-looping processes beside the cluster (races show more under load)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory (logs)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
@@ -60,12 +63,19 @@ def node_namespaces(soak: SoakCluster) -> dict[str, str]:
 def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
     """Waits for every job to end, then ends one job on every node by an ordinary user,
     so that every node sweeps once more after the workload, and waits out a deadline."""
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        watcher.refresh()
-        if watcher.all_done():
-            break
-        time.sleep(1)
+    for patience in (60, 60):
+        deadline = time.time() + patience
+        while time.time() < deadline:
+            watcher.refresh()
+            if watcher.all_done():
+                break
+            time.sleep(1)
+        # An action that failed half-way (a client command during a fault) may leave a
+        # job behind: it is cancelled, and said so.
+        for job, fields in watcher.jobs.items():
+            if fields.get("JobState") not in FINAL_STATES:
+                events.add(f"drain: cancelling job {job} ({fields.get('JobName')}), still {fields.get('JobState')}")
+                soak.cluster.scancel(job)
     events.add("drain: every job ended; a last job on every node")
     soak.cluster.run_as("lo_bob", ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",
                                    "--ntasks-per-node=1", "/bin/true"], timeout=120)
@@ -116,14 +126,16 @@ def keep_evidence(soak: SoakCluster, timeline, verdict: Verdict, args, name: str
 
 def main(argv) -> int:
     args = parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)
     if os.geteuid() != 0:
         print("soak.py: run as root (it starts Slurm daemons)", file=sys.stderr)
         return 2
     config = CONFIGS[args.config]
     schedule = make_schedule(args.seed, args.minutes * 60, not args.no_faults)
     control = f" --control {args.control}" if args.control else ""
-    print(f"soak: seed {args.seed}, config {config.name}{control}, {args.minutes:g} min, {len(schedule)} actions "
-          f"(replay: tests/soak/soak.py --seed {args.seed} --minutes {args.minutes:g} --config {config.name}{control})",
+    load = f" --load {args.load}" if args.load else ""
+    print(f"soak: seed {args.seed}, config {config.name}{control}{load}, {args.minutes:g} min, {len(schedule)} actions "
+          f"(replay: tests/soak/soak.py --seed {args.seed} --minutes {args.minutes:g} --config {config.name}{control}{load})",
           flush=True)
     soak = SoakCluster(config, args.control)
     atexit.register(soak.cluster.stop)
@@ -134,10 +146,16 @@ def main(argv) -> int:
         sampler = Sampler(node_namespaces(soak), uids)
         watcher = JobWatcher(soak)
         workload = Workload(soak, events, watcher)
+        # Marked as the cluster's: stopping the cluster ends them too.
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], env=soak.cluster.root_env())
+                for _ in range(args.load)]
         start = time.time()
         sampler.start()
         watcher.start()
         workload.run(schedule, args.parallel)
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
         drain(soak, watcher, events)
         run_end = time.time()
         sampler.stop()

@@ -310,7 +310,10 @@ class Workload:
                                   timeout=90)
         granted = re.search(r"Granted job allocation (\d+)", res.stderr)
         if not granted:
-            raise RuntimeError(f"salloc failed: {res.stderr.strip()[-200:]}")
+            job = self.watcher.by_name(action.tag, 5)
+            if job is not None:  # granted after all, but salloc did not say so
+                self.cluster.scancel(job)
+            raise RuntimeError(f"salloc failed ({res.returncode}): {res.stderr.strip()[-200:]}")
         job = int(granted.group(1))
         self.job_actions[job] = action
         self.events.add(f"{action.tag}: salloc --no-shell as {action.user} job {job}")
