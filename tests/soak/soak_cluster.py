@@ -152,6 +152,7 @@ class SoakCluster:
         self.cluster.stop()
         if not keep_files:
             self.cluster.remove_files()
+        if self.conf_dir.exists():
             for path in self.conf_dir.iterdir():
                 path.unlink()
             self.conf_dir.rmdir()
