@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle import INVARIANTS, Oracle, Verdict, stamp  # noqa: E402
 from records import allocations, node_log, stamped  # noqa: E402
 from sampler import Sampler  # noqa: E402
-from soak_cluster import (CONFIGS, CONTROLS, DEADLINE, NODES, USERS_IN_SOAK, SoakCluster, protected_uids,  # noqa: E402
+from soak_cluster import (ALIAS_OF, CONFIGS, CONTROLS, DEADLINE, NODES, USERS_IN_SOAK, SoakCluster, protected_uids,  # noqa: E402
                           uid_of)
-from workload import EventLog, JobWatcher, Workload, make_schedule  # noqa: E402
+from workload import Action, EventLog, JobWatcher, Workload, make_schedule  # noqa: E402
 from slurm_jobs import FINAL_STATES  # noqa: E402
 
 
@@ -132,6 +132,10 @@ def main(argv) -> int:
         return 2
     config = CONFIGS[args.config]
     schedule = make_schedule(args.seed, args.minutes * 60, not args.no_faults)
+    if args.control == "wrong-kill":
+        # Sure targets: the users protected by name only, logged in on every node.
+        schedule[:0] = [Action(1000 + i, 0.1, "login", user, 1, (node,), 0, ())
+                        for i, (user, node) in enumerate((u, n) for u in ("alice", ALIAS_OF) for n in NODES)]
     control = f" --control {args.control}" if args.control else ""
     load = f" --load {args.load}" if args.load else ""
     print(f"soak: seed {args.seed}, config {config.name}{control}{load}, {args.minutes:g} min, {len(schedule)} actions "
