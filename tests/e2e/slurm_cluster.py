@@ -257,6 +257,7 @@ class SlurmCluster(ClusterLayout, ClusterJobs):
             node.namespace = NodeNamespace(node.name, d, [
                 (d / "hosts", Path("/etc/hosts")),
                 (d / "munge", self.dir / "munge"),
+                *self.node_private_binds(node.name),
             ])
             node.namespace.spawn(self.root_env(), self.log_dir / f"init-{node.name}.out")
         for node in self.nodes:

@@ -72,6 +72,10 @@ class ClusterConfig:
     # NodeHostname of every node, e.g. the machine's own short name: several slurmd on
     # one host as a multiple-slurmd site configures them. None: each node's own name.
     node_hostname: Optional[str] = None
+    # Paths each namespaced node gets an empty directory of its own at (root's, mode
+    # 1777, like /tmp), bind-mounted in the node's mount namespace: e.g. "/dev/shm",
+    # or a path relative to the cluster's directory (created there for the mount).
+    node_private_dirs: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
@@ -233,6 +237,15 @@ class ClusterLayout:
             # The node's own name first: it resolves to the node's address.
             (d / "hosts").write_text(f"{node.addr}\t{node.name}\n" + machine_hosts + hosts)
             (d / "hosts").chmod(0o644)
+            for source, target in self.node_private_binds(node.name):
+                for path in (source, target):
+                    path.mkdir(parents=True, exist_ok=True)
+                source.chmod(0o1777)
+
+    def node_private_binds(self, node: str) -> list[tuple[Path, Path]]:
+        """(the node's own directory, where the node sees it) for node_private_dirs."""
+        return [(self.node_dir(node) / "private" / str(i), self.dir / path)
+                for i, path in enumerate(self.config.node_private_dirs)]
 
     def slurm_conf_text(self) -> str:
         d, cfg = self.dir, self.config

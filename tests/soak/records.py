@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What the daemons' logs say, as timed records: slurmctld's allocations (the truth of
+who holds which node when), and leftover's lines in each node's slurmd log (every
+signal, every removal, every evaluation's summary)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import re
+from typing import Iterable, Optional
+
+STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)\] (.*)$")
+
+
+def parse_stamp(text: str) -> float:
+    fmt = "%Y-%m-%dT%H:%M:%S.%f" if "." in text else "%Y-%m-%dT%H:%M:%S"
+    return datetime.datetime.strptime(text, fmt).timestamp()
+
+
+def stamped(text: str) -> Iterable[tuple[float, str]]:
+    for line in text.splitlines():
+        found = STAMP.match(line)
+        if found:
+            yield parse_stamp(found.group(1)), found.group(2)
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """lo-n[1-2,3],lo-x5 -> [lo-n1, lo-n2, lo-n3, lo-x5]."""
+    names = []
+    for prefix, ranges, plain in re.findall(r"([^,\[]+)\[([^\]]+)\]|([^,\[\]]+)", text):
+        if plain:
+            names.append(plain)
+            continue
+        for part in ranges.split(","):
+            low, _, high = part.partition("-")
+            for i in range(int(low), int(high or low) + 1):
+                names.append(f"{prefix}{str(i).zfill(len(low))}")
+    return names
+
+
+# ---- slurmctld ------------------------------------------------------------------------
+
+JOB_ID = r"(\d+)(?:_\d+\((\d+)\))?(?:\+\d+)?"
+ALLOC = re.compile(rf"sched: (?:Allocate|_slurm_rpc_allocate_resources) JobId={JOB_ID} NodeList=(\S+)")
+END = re.compile(rf"(?:_job_complete: JobId=|REQUEST_KILL_JOB JobId=|_slurm_rpc_complete_job_allocation: JobId="
+                 rf"|Time limit exhausted for JobId=){JOB_ID}[ \n]")
+
+
+@dataclasses.dataclass
+class Allocation:
+    job: int
+    nodes: tuple[str, ...]
+    start: float
+    end: Optional[float] = None   # None: still held when the logs were read
+    uid: Optional[int] = None
+
+
+def allocations(ctld_log: str) -> dict[int, Allocation]:
+    found: dict[int, Allocation] = {}
+    for when, text in stamped(ctld_log):
+        alloc = ALLOC.search(text)
+        if alloc and alloc.group(3) != "(null)":
+            job = int(alloc.group(2) or alloc.group(1))
+            if job not in found:
+                found[job] = Allocation(job, tuple(expand_hostlist(alloc.group(3))), when)
+            continue
+        end = END.search(text + "\n")
+        if end:
+            job = int(end.group(2) or end.group(1))
+            if job in found and found[job].end is None:
+                found[job].end = when
+    return found
+
+
+# ---- slurmd (leftover's lines) ----------------------------------------------------------
+
+SIGNAL = re.compile(r"leftover: (?:debug: )?(SIGTERM|SIGKILL|SIGSTOP|SIGCONT) pid=(\d+) user=(\S+) uid=(\d+) "
+                    r"comm='([^']*)' reason=(.*)$")
+REMOVED = re.compile(r"leftover: (?:\w+: )?cleanup: removed (\S+) (?:path='([^']*)'|id=(\S+)) uid=(\d+)")
+SUMMARY = re.compile(r"leftover: (step (\d+)\.\S+|job (\d+) epilog) \(user .*?\): (.*); lookup errors (\d+); "
+                     r"([\d.]+) ms")
+KNOWS = re.compile(r"^\[(\d+)\.(?:\d+|batch|extern)\]|(?:JobId|StepId)=(\d+)|jobid \[(\d+)\]")
+
+
+@dataclasses.dataclass
+class Signal:
+    node: str
+    when: float
+    signal: str
+    pid: int
+    user: str
+    uid: int
+    comm: str
+    reason: str
+
+
+@dataclasses.dataclass
+class Removal:
+    node: str
+    when: float
+    kind: str
+    name: str
+    uid: int
+
+
+@dataclasses.dataclass
+class Summary:
+    node: str
+    when: float
+    trigger: str
+    job: int
+    lookup_errors: int
+    ms: float
+    text: str
+
+
+@dataclasses.dataclass
+class NodeLog:
+    signals: list[Signal] = dataclasses.field(default_factory=list)
+    removals: list[Removal] = dataclasses.field(default_factory=list)
+    summaries: list[Summary] = dataclasses.field(default_factory=list)
+    errors: list[tuple[float, str]] = dataclasses.field(default_factory=list)
+    knows_job: dict[int, float] = dataclasses.field(default_factory=dict)
+
+
+def node_log(node: str, text: str) -> NodeLog:
+    out = NodeLog()
+    for when, line in stamped(text):
+        knows = KNOWS.search(line)
+        if knows:
+            job = int(next(g for g in knows.groups() if g))
+            out.knows_job.setdefault(job, when)
+        if "leftover: " not in line:
+            continue
+        if found := SIGNAL.search(line):
+            out.signals.append(Signal(node, when, found.group(1), int(found.group(2)), found.group(3),
+                                      int(found.group(4)), found.group(5), found.group(6)))
+        elif found := REMOVED.search(line):
+            out.removals.append(Removal(node, when, found.group(1), found.group(2) or found.group(3),
+                                        int(found.group(4))))
+        elif found := SUMMARY.search(line):
+            out.summaries.append(Summary(node, when, found.group(1), int(found.group(2) or found.group(3)),
+                                         int(found.group(5)), float(found.group(6)), line))
+        if re.search(r"lookup error|error: leftover|leftover: .*survived the sweep", line):
+            out.errors.append((when, line))
+    return out

@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Watches the nodes' processes through the host's /proc, a few times a second.
+
+Every process of a soak user in a node's pid namespace gets a record, keyed by host pid
+and start time (pids are reused): its node and namespace pid, uid, comm, the SOAK_STRAY
+mark the workload put into its environment, when it was first and last seen, and how
+long it was seen stopped (state T) in one stretch.  The oracle reads the records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from typing import Optional
+
+
+@dataclasses.dataclass
+class ProcRecord:
+    node: str
+    host_pid: int
+    ns_pid: int
+    uid: int
+    comm: str
+    stray: Optional[str]      # SOAK_STRAY of its environment: a planted stray
+    first_seen: float
+    last_seen: float
+    gone_at: Optional[float] = None   # first scan that did not find it
+    stopped_since: Optional[float] = None
+    longest_stop: float = 0.0
+    stopped_at_end: bool = False
+
+
+def _stat(pid: int) -> Optional[tuple[str, str, int]]:
+    """(comm, state, start time in ticks)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    close = text.rindex(")")
+    fields = text[close + 2:].split()
+    return text[text.index("(") + 1:close], fields[0], int(fields[19])
+
+
+def _ns_pid(pid: int) -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except OSError:
+        pass
+    return None
+
+
+def _stray_mark(pid: int) -> Optional[str]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for entry in f.read().split(b"\0"):
+                if entry.startswith(b"SOAK_STRAY="):
+                    return entry[len(b"SOAK_STRAY="):].decode(errors="replace")
+    except OSError:
+        pass
+    return None
+
+
+class Sampler:
+    def __init__(self, node_namespaces: dict[str, str], uids: set[int], interval: float = 0.2):
+        """node_namespaces: node name -> its pid namespace (readlink of /proc/<pid>/ns/pid)."""
+        self.by_ns = {ns: node for node, ns in node_namespaces.items()}
+        self.uids = uids
+        self.interval = interval
+        self.records: dict[tuple[int, int], ProcRecord] = {}
+        self.scans = 0
+        self.longest_gap = 0.0
+        self._live: set[tuple[int, int]] = set()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.scan(final=True)
+
+    def _run(self) -> None:
+        last = time.time()
+        while not self._stop.is_set():
+            self.scan()
+            now = time.time()
+            self.longest_gap = max(self.longest_gap, now - last)
+            last = now
+            self._stop.wait(self.interval)
+
+    def scan(self, final: bool = False) -> None:
+        now = time.time()
+        seen = set()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            pid = int(entry)
+            try:
+                uid = os.stat(f"/proc/{pid}").st_uid
+            except OSError:
+                continue
+            if uid not in self.uids:
+                continue
+            stat = _stat(pid)
+            if stat is None:
+                continue
+            comm, state, start = stat
+            key = (pid, start)
+            with self._lock:
+                record = self.records.get(key)
+                if record is None:
+                    try:
+                        node = self.by_ns.get(os.readlink(f"/proc/{pid}/ns/pid"))
+                    except OSError:
+                        continue
+                    ns_pid = _ns_pid(pid)
+                    if node is None or ns_pid is None:
+                        continue
+                    record = ProcRecord(node, pid, ns_pid, uid, comm, _stray_mark(pid), now, now)
+                    self.records[key] = record
+                if state == "Z":
+                    continue  # gone as far as anyone is concerned
+                seen.add(key)
+                record.last_seen = now
+                record.comm = comm
+                if state in ("T", "t"):
+                    if record.stopped_since is None:
+                        record.stopped_since = now
+                    record.longest_stop = max(record.longest_stop, now - record.stopped_since)
+                    record.stopped_at_end = final
+                else:
+                    record.stopped_since = None
+        with self._lock:
+            for key in self._live - seen:
+                record = self.records[key]
+                if record.gone_at is None:
+                    record.gone_at = now
+            self._live = seen
+            self.scans += 1
+
+    def snapshot(self) -> list[ProcRecord]:
+        with self._lock:
+            return [dataclasses.replace(r) for r in self.records.values()]

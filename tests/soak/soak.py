@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A randomized soak of leftover.so on the e2e harness's three-node cluster, judged by an
+oracle (see tests/README.md).
+
+    soak.py [--seed N] [--minutes M] [--config NAME] [--no-faults] [--keep]
+
+Runs as root, with LEFTOVER_PLUGIN naming the plugin; the caller holds
+/tmp/leftover-e2e.lock (scripts/soak.sh does).  Prints one summary; exits 1 on any
+violation (printing the seed, the configuration and the events around each one), 2 when
+the harness itself failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from oracle import INVARIANTS, Oracle, Verdict, stamp  # noqa: E402
+from records import allocations, node_log, stamped  # noqa: E402
+from sampler import Sampler  # noqa: E402
+from soak_cluster import (ALIAS_OF, CONFIGS, CONTROLS, DEADLINE, NODES, USERS_IN_SOAK, SoakCluster, protected_uids,  # noqa: E402
+                          uid_of)
+from workload import Action, EventLog, JobWatcher, Workload, make_schedule  # noqa: E402
+from slurm_jobs import FINAL_STATES  # noqa: E402
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=None, help="the schedule's seed (default: a random one)")
+    parser.add_argument("--minutes", type=float, default=1.0, help="how long the workload runs")
+    parser.add_argument("--config", choices=sorted(CONFIGS), default="linuxproc-contain")
+    parser.add_argument("--no-faults", action="store_true", help="do not stop and start slurmctld")
+    parser.add_argument("--parallel", type=int, default=6, help="actions running at once")
+    parser.add_argument("--slack", type=float, default=1.0,
+                        help="seconds beyond leftover's deadline a stray may take to be seen gone")
+    parser.add_argument("--control", choices=sorted(CONTROLS),
+                        help="a positive control: leftover configured against the oracle's belief; "
+                             "passes only if the oracle reports the violations it must")
+    parser.add_argument("--load", type=int, default=0,
+                        help="busy-looping processes beside the cluster (races show more under load)")
+    parser.add_argument("--keep", action="store_true", help="keep the cluster's directory (logs)")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 1_000_000)
+    return args
+
+
+def node_namespaces(soak: SoakCluster) -> dict[str, str]:
+    return {node.name: os.readlink(f"/proc/{node.namespace.init_pid}/ns/pid") for node in soak.cluster.nodes}
+
+
+def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
+    """Waits for every job to end, then ends one job on every node by an ordinary user,
+    so that every node sweeps once more after the workload, and waits out a deadline."""
+    for patience in (60, 60):
+        deadline = time.time() + patience
+        while time.time() < deadline:
+            watcher.refresh()
+            if watcher.all_done():
+                break
+            time.sleep(1)
+        # An action that failed half-way (a client command during a fault) may leave a
+        # job behind: it is cancelled, and said so.
+        for job, fields in watcher.jobs.items():
+            if fields.get("JobState") not in FINAL_STATES:
+                events.add(f"drain: cancelling job {job} ({fields.get('JobName')}), still {fields.get('JobState')}")
+                soak.cluster.scancel(job)
+    events.add("drain: every job ended; a last job on every node")
+    soak.cluster.run_as("lo_bob", ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",
+                                   "--ntasks-per-node=1", "/bin/true"], timeout=120)
+    time.sleep(2)
+    watcher.refresh()
+    for job, fields in watcher.jobs.items():
+        if fields.get("JobName") == "soak-last":
+            watcher.wait(job, frozenset({"COMPLETED", "FAILED", "CANCELLED"}), 60)
+    time.sleep(DEADLINE + 2)
+
+
+def print_context(verdict: Verdict, timeline: list[tuple[float, str, str]], per_invariant: int = 3) -> None:
+    for invariant, title in INVARIANTS.items():
+        for finding in verdict.violations(invariant)[:per_invariant]:
+            print(f"\n-- violation of ({invariant}) {title} on {finding.node} at {stamp(finding.when)}:")
+            print(f"   {finding.text}")
+            print("   events around it:")
+            for when, where, text in timeline:
+                if finding.when - 10 <= when <= finding.when + 2 and where in (finding.node, "harness", "slurmctld"):
+                    if where == "slurmctld" or where == "harness" or finding.uid is None or \
+                            f"uid={finding.uid}" in text or "epilog" in text or "step " in text:
+                        print(f"   {stamp(when)} {where:9} {text[:220]}")
+
+
+def make_timeline(events: EventLog, ctld_text: str, node_texts: dict[str, str], start: float):
+    timeline = [(w, "harness", t) for w, t in events.events]
+    for when, text in stamped(ctld_text):
+        if when >= start and ("Allocate" in text or "allocate_resources" in text or "_job_complete" in text
+                              or "KILL_JOB" in text or "complete_job_allocation" in text):
+            timeline.append((when, "slurmctld", text))
+    for node, text in node_texts.items():
+        for when, line in stamped(text):
+            if when >= start and "leftover: " in line and "debug: step " not in line:
+                timeline.append((when, node, line))
+    return sorted(timeline)
+
+
+def keep_evidence(soak: SoakCluster, timeline, verdict: Verdict, args, name: str) -> Path:
+    """Copies the daemons' logs and writes the timeline and every finding where the next
+    run's reaping of stale clusters does not reach (/tmp/leftover-soak-<config>-<seed>)."""
+    dest = Path(f"/tmp/leftover-soak-{name}-{args.seed}")
+    shutil.copytree(soak.cluster.log_dir, dest / "log", dirs_exist_ok=True)
+    (dest / "timeline.txt").write_text("".join(f"{stamp(w)} {where:9} {text}\n" for w, where, text in timeline))
+    (dest / "findings.txt").write_text("".join(f"({f.invariant}) {stamp(f.when)} {f.node} {f.text}\n"
+                                               for f in verdict.findings))
+    return dest
+
+
+def main(argv) -> int:
+    args = parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)
+    if os.geteuid() != 0:
+        print("soak.py: run as root (it starts Slurm daemons)", file=sys.stderr)
+        return 2
+    config = CONFIGS[args.config]
+    schedule = make_schedule(args.seed, args.minutes * 60, not args.no_faults)
+    if args.control == "wrong-kill":
+        # Sure targets: the users protected by name only, logged in on every node.
+        schedule[:0] = [Action(1000 + i, 0.1, "login", user, 1, (node,), 0, ())
+                        for i, (user, node) in enumerate((u, n) for u in ("alice", ALIAS_OF) for n in NODES)]
+    control = f" --control {args.control}" if args.control else ""
+    load = f" --load {args.load}" if args.load else ""
+    print(f"soak: seed {args.seed}, config {config.name}{control}{load}, {args.minutes:g} min, {len(schedule)} actions "
+          f"(replay: tests/soak/soak.py --seed {args.seed} --minutes {args.minutes:g} --config {config.name}{control}{load})",
+          flush=True)
+    soak = SoakCluster(config, args.control)
+    atexit.register(soak.cluster.stop)
+    try:
+        soak.start()
+        events = EventLog()
+        uids = {uid_of(user) for user in USERS_IN_SOAK}
+        sampler = Sampler(node_namespaces(soak), uids)
+        watcher = JobWatcher(soak)
+        workload = Workload(soak, events, watcher)
+        # Marked as the cluster's: stopping the cluster ends them too.
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], env=soak.cluster.root_env())
+                for _ in range(args.load)]
+        start = time.time()
+        sampler.start()
+        watcher.start()
+        workload.run(schedule, args.parallel)
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+        drain(soak, watcher, events)
+        run_end = time.time()
+        sampler.stop()
+        watcher.stop()
+        watcher.refresh()
+
+        ctld_text = soak.cluster.slurmctld_log_text()
+        node_texts = {node: soak.cluster.slurmd_log_text(node) for node in NODES}
+        allocs = allocations(ctld_text)
+        for job, alloc in allocs.items():
+            user_field = watcher.jobs.get(job, {}).get("UserId", "")
+            if "(" in user_field:
+                alloc.uid = int(user_field.split("(")[1].rstrip(")"))
+        logs = {node: node_log(node, text) for node, text in node_texts.items()}
+        oracle = Oracle(allocs, logs, sampler.snapshot(), protected_uids(), workload.fault_windows, args.slack)
+        verdict = oracle.judge(run_end)
+        timeline = make_timeline(events, ctld_text, node_texts, start)
+
+        counts = verdict.counts
+        violations = {i: len(verdict.violations(i)) for i in INVARIANTS}
+        total = sum(violations.values())
+        print(f"soak summary: seed {args.seed}, config {config.name}: "
+              + ", ".join(f"{k} {v}" for k, v in counts.items())
+              + f"; faults {len(workload.fault_windows)}; jobs that ended unexpectedly {len(workload.unexpected_ends)}"
+              + f"; harness errors {len(workload.harness_errors)}; sampler scans {sampler.scans}"
+              + f" (longest gap {sampler.longest_gap:.2f}s)")
+        print("soak violations: " + ", ".join(f"({i}) {INVARIANTS[i]} {n}" for i, n in violations.items())
+              + f"; total {total}")
+        if args.verbose:
+            for finding in verdict.findings:
+                if finding.invariant <= 0:
+                    print(f"   {'race' if finding.invariant == 0 else 'excused'}: {stamp(finding.when)} "
+                          f"{finding.node} {finding.text}")
+        for text in workload.unexpected_ends[:10]:
+            print(f"   ended unexpectedly: {text}")
+        for text in workload.harness_errors[:10]:
+            print(f"   harness error: {text}")
+        if args.control:
+            expected = CONTROLS[args.control]
+            caught = violations[expected] > 0
+            print(f"soak control {args.control}: the oracle {'reported' if caught else 'MISSED'} "
+                  f"violations of ({expected}) {INVARIANTS[expected]}")
+            if args.verbose:
+                print_context(verdict, timeline, 1)
+            return 0 if caught else 1
+        if total:
+            kept = keep_evidence(soak, timeline, verdict, args, config.name)
+            print(f"\nsoak FAILED: seed {args.seed}, config {config.name} (logs and the whole timeline: {kept})")
+            print_context(verdict, timeline)
+            return 1
+        if len(workload.harness_errors) > max(3, len(schedule) // 10):
+            print("soak: too many harness errors to trust the run")
+            return 2
+        return 0
+    finally:
+        soak.stop(keep_files=args.keep)
+        if args.keep:
+            print(f"soak: kept {soak.cluster.dir}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,400 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The seeded workload: a schedule of actions made up front from the seed alone (the
+same seed gives the same schedule), then run against the cluster, several at a time.
+
+Jobs run `soak-job` (a script in the cluster's soakbin), which leaves the strays and
+files its arguments name on its node and then becomes `soak-body` for the job's time.
+Every stray carries SOAK_STRAY=<what>/<tag>/<node> in its environment, which is how the
+sampler knows it for a planted one; comm names (soak-body, soak-stray, ...) say what a
+process was in leftover's log lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import signal
+import re
+import threading
+import time
+import traceback
+from typing import Callable, Optional
+
+from soak_cluster import NODES, ORDINARY, PROTECTED, SoakCluster, write_root_file
+from slurm_jobs import FINAL_STATES, parse_fields
+
+STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "shm", "file")
+
+SOAK_JOB = r'''#!/bin/sh
+# soak-job TAG SECONDS SCRATCH KIND...: what one task of a soak job does on its node:
+# leaves the strays and files KIND names, then sleeps SECONDS as soak-body.
+tag=$1; secs=$2; scratch=$3; shift 3
+bin=$(dirname "$0")
+node=${SLURMD_NODENAME:-none}
+for kind in "$@"; do
+  export SOAK_STRAY="$kind/$tag/$node"
+  case $kind in
+    dfork) ( setsid "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & ) ;;
+    setsid) setsid "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & ;;
+    nohup) nohup "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & ;;
+    termign) ( trap '' TERM; setsid "$bin/soak-stray-ti" 300 </dev/null >/dev/null 2>&1 & ) ;;
+    chain) ( setsid /bin/sh -c "\"$bin/soak-stray\" 300 & exec \"$bin/soak-stray\" 300" \
+             </dev/null >/dev/null 2>&1 & ) ;;
+    shm) echo "$tag" > "/dev/shm/soak-$tag-$node-$(id -u)" ;;
+    file) mkdir -p "$scratch/soak-$tag-$node" && echo "$tag" > "$scratch/soak-$tag-$node/f" ;;
+  esac
+done
+unset SOAK_STRAY
+exec "$bin/soak-body" "$secs"
+'''
+
+
+@dataclasses.dataclass
+class Action:
+    index: int
+    at: float            # seconds after the start
+    kind: str
+    user: str
+    nnodes: int
+    nodelist: tuple[str, ...]   # empty: slurmctld picks
+    secs: float
+    kinds: tuple[str, ...]
+    steps: int = 0
+    pause: float = 0.0
+    inner: bool = False    # salloc: another job of the holder's ends on a held node meanwhile
+
+    @property
+    def tag(self) -> str:
+        return f"a{self.index}"
+
+
+def make_schedule(seed: int, seconds: float, faults: bool) -> list[Action]:
+    rng = random.Random(seed)
+    actions: list[Action] = []
+    kinds = ["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
+    t = 0.5
+    while t < seconds:
+        kind = rng.choice(kinds)
+        user = rng.choice(ORDINARY) if rng.random() < 0.75 else rng.choice(tuple(PROTECTED))
+        nnodes = rng.choices((1, 2, 3), (60, 25, 15))[0]
+        if kind in ("login", "race"):
+            nnodes = 1
+        nodelist = tuple(sorted(rng.sample(NODES, nnodes))) if rng.random() < 0.7 or kind in ("login", "race") else ()
+        strays = tuple(rng.sample(STRAY_KINDS, rng.choice((0, 1, 1, 2, 3))))
+        if rng.random() < 0.3:
+            strays = tuple(rng.sample(("shm", "file"), rng.choice((1, 2))))  # files, no process
+        if kind == "race":
+            strays = ("termign", "dfork")
+        actions.append(Action(len(actions), round(t, 2), kind, user, nnodes, nodelist,
+                              round(rng.uniform(0.5, 6.0), 1), strays, rng.randint(1, 3),
+                              round(rng.uniform(0.0, 2.0), 2), rng.random() < 0.5))
+        t += rng.expovariate(1 / 1.3)
+    if faults:
+        actions.append(Action(len(actions), round(rng.uniform(0.3, 0.6) * seconds, 2), "fault_ctld", "root",
+                              0, (), round(rng.uniform(2.0, 5.0), 1), ()))
+        for _ in range(max(1, round(seconds / 60))):
+            actions.append(Action(len(actions), round(rng.uniform(0.1, 0.9) * seconds, 2), "fault_stepd", "root",
+                                  1, (rng.choice(NODES),), round(rng.uniform(1.0, 4.0), 1), (),
+                                  rng.randint(0, 9)))
+            actions.append(Action(len(actions), round(rng.uniform(0.1, 0.9) * seconds, 2), "fault_conf", "root",
+                                  0, (), round(rng.uniform(1.0, 5.0), 1), ()))
+        actions.sort(key=lambda a: a.at)
+    return actions
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().rstrip(b"\0")
+    except OSError:
+        return b""
+
+
+def yaml_to_dict(text: str) -> dict:
+    """The soak's own leftover.conf (flat `key: value` and `key: [a, b]` lines) as a dict."""
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(": ")
+        value = value.strip()
+        if value.startswith("["):
+            out[key] = [v.strip() for v in value.strip("[]").split(",") if v.strip()]
+        elif value in ("true", "false"):
+            out[key] = value == "true"
+        else:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                try:
+                    out[key] = float(value)
+                except ValueError:
+                    out[key] = value
+    return out
+
+
+class EventLog:
+    """The harness's own timeline: what it did, when (wall clock, like the daemons' logs)."""
+
+    def __init__(self):
+        self.events: list[tuple[float, str]] = []
+        self._lock = threading.Lock()
+
+    def add(self, text: str, when: Optional[float] = None) -> None:
+        with self._lock:
+            self.events.append((time.time() if when is None else when, text))
+
+
+class JobWatcher:
+    """One `scontrol show job` a second for every action to wait on."""
+
+    def __init__(self, soak: SoakCluster):
+        self.cluster = soak.cluster
+        self.jobs: dict[int, dict] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="jobs", daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+    def refresh(self) -> None:
+        res = self.cluster.scontrol("-o", "show", "job", check=False)
+        if res.returncode == 0:
+            jobs = {}
+            for line in res.stdout.splitlines():
+                fields = parse_fields(line)
+                if "JobId" in fields:
+                    jobs[int(fields["JobId"])] = fields
+            self.jobs = jobs
+
+    def _run(self):
+        while not self._stop.wait(1.0):
+            self.refresh()
+
+    def by_name(self, name: str, timeout: float = 30) -> Optional[int]:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for job, fields in list(self.jobs.items()):
+                if fields.get("JobName") == name:
+                    return job
+            time.sleep(0.3)
+        return None
+
+    def wait(self, job: int, states: frozenset, timeout: float) -> Optional[str]:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            state = self.jobs.get(job, {}).get("JobState")
+            if state in states:
+                return state
+            time.sleep(0.3)
+        return None
+
+    def all_done(self) -> bool:
+        return all(f.get("JobState") in FINAL_STATES for f in self.jobs.values())
+
+
+class Workload:
+    def __init__(self, soak: SoakCluster, events: EventLog, watcher: JobWatcher):
+        self.soak, self.cluster, self.events, self.watcher = soak, soak.cluster, events, watcher
+        self.fault_windows: list[tuple[float, float]] = []
+        self.harness_errors: list[str] = []
+        self.unexpected_ends: list[str] = []
+        self.cancelled: set[int] = set()
+        self.job_actions: dict[int, Action] = {}
+        (soak.bin / "soak-job").write_text(SOAK_JOB)
+        (soak.bin / "soak-job").chmod(0o755)
+
+    # ---- running the schedule ----------------------------------------------------------
+
+    def run(self, schedule: list[Action], parallel: int = 6) -> None:
+        start = time.time()
+        slots = threading.BoundedSemaphore(parallel)
+        threads = []
+        for action in schedule:
+            delay = start + action.at - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            if not action.kind.startswith("fault"):
+                slots.acquire()
+            thread = threading.Thread(target=self._run_one, args=(action, slots), name=action.tag, daemon=True)
+            thread.start()
+            threads.append(thread)
+        for thread in threads:
+            thread.join(300)
+
+    def _run_one(self, action: Action, slots: threading.BoundedSemaphore) -> None:
+        try:
+            getattr(self, f"_do_{action.kind}")(action)
+        except Exception as failure:  # the soak goes on; the summary lists it
+            text = f"{action.tag} {action.kind} as {action.user}: {failure}"
+            self.harness_errors.append(text.splitlines()[0][:300])
+            self.events.add(f"harness error: {text.splitlines()[0][:300]}")
+            if "--verbose" in __import__("sys").argv:
+                traceback.print_exc()
+        finally:
+            if not action.kind.startswith("fault"):
+                slots.release()
+
+    # ---- pieces ------------------------------------------------------------------------
+
+    def _job_argv(self, tag: str, secs: float, kinds) -> list[str]:
+        return [str(self.soak.bin / "soak-job"), tag, f"{secs:g}", str(self.soak.scratch), *kinds]
+
+    def _node_args(self, action: Action) -> list[str]:
+        args = [f"--nodes={action.nnodes}", "--ntasks-per-node=1"]
+        if action.nodelist:
+            args.append(f"--nodelist={','.join(action.nodelist)}")
+        return args
+
+    def _expect_done(self, action: Action, job: int, timeout: float, cancelled: bool = False) -> None:
+        state = self.watcher.wait(job, FINAL_STATES, timeout)
+        info = self.watcher.jobs.get(job, {})
+        self.events.add(f"{action.tag}: job {job} of {action.user} ended {state} exit {info.get('ExitCode')}")
+        if state is None:
+            self.harness_errors.append(f"{action.tag}: job {job} not done after {timeout:.0f}s")
+        elif not cancelled and (state != "COMPLETED" or info.get("ExitCode") != "0:0"):
+            self.unexpected_ends.append(f"{action.tag} {action.kind} job {job} of {action.user} on "
+                                        f"{info.get('NodeList')}: {state} exit {info.get('ExitCode')}")
+
+    def _srun(self, action: Action, tag: str, secs: float, kinds, extra=(), step: bool = False
+              ) -> tuple[int, Optional[int]]:
+        argv = ["/usr/bin/srun", f"--job-name={tag}", *self._node_args(action), *extra,
+                *self._job_argv(tag, secs, kinds)]
+        self.events.add(f"{tag}: srun as {action.user} {' '.join(argv[2:])}")
+        res = self.cluster.run_as(action.user, argv, timeout=secs + 90)
+        job = None if step else self.watcher.by_name(tag, 10)
+        self.events.add(f"{tag}: srun as {action.user} returned {res.returncode} (job {job})")
+        if res.returncode != 0:
+            self.unexpected_ends.append(f"{tag} srun as {action.user} (job {job}) returned {res.returncode}: "
+                                        f"{res.stderr.strip()[-200:]}")
+        return res.returncode, job
+
+    # ---- actions ------------------------------------------------------------------------
+
+    def _do_batch(self, action: Action) -> None:
+        script = "#!/bin/sh\n" + " ".join(self._job_argv(action.tag, action.secs, action.kinds)) + "\n"
+        if action.nnodes > 1:
+            script += ("srun --ntasks-per-node=1 " +
+                       " ".join(self._job_argv(action.tag + "s", action.secs / 2, action.kinds)) + "\n")
+        job = self.cluster.sbatch(action.user, script, [f"--nodes={action.nnodes}", f"--job-name={action.tag}",
+                                                        *self._node_args(action)[2:]])
+        self.job_actions[job] = action
+        self.events.add(f"{action.tag}: sbatch as {action.user} job {job} nodes {action.nodelist or action.nnodes} "
+                        f"{action.kinds} {action.secs}s")
+        self._expect_done(action, job, 2 * action.secs + 90)
+
+    def _do_srun(self, action: Action) -> None:
+        self._srun(action, action.tag, action.secs, action.kinds)
+
+    def _do_cancel(self, action: Action) -> None:
+        script = ("#!/bin/sh\nsrun --ntasks-per-node=1 " +
+                  " ".join(self._job_argv(action.tag, 120, action.kinds)) + "\n")
+        job = self.cluster.sbatch(action.user, script, [f"--nodes={action.nnodes}", f"--job-name={action.tag}",
+                                                        *self._node_args(action)[2:]])
+        self.job_actions[job] = action
+        self.events.add(f"{action.tag}: sbatch as {action.user} job {job} to cancel after {action.secs}s")
+        if self.watcher.wait(job, frozenset({"RUNNING"}), 60):
+            time.sleep(action.secs)
+        self.cancelled.add(job)
+        self.cluster.scancel(job)
+        self.events.add(f"{action.tag}: scancel {job}")
+        self._expect_done(action, job, 90, cancelled=True)
+
+    def _do_salloc(self, action: Action) -> None:
+        res = self.cluster.run_as(action.user, ["/usr/bin/salloc", "--no-shell", f"--job-name={action.tag}",
+                                                *self._node_args(action)[:1], *self._node_args(action)[2:]],
+                                  timeout=90)
+        granted = re.search(r"Granted job allocation (\d+)", res.stderr)
+        if not granted:
+            job = self.watcher.by_name(action.tag, 5)
+            if job is not None:  # granted after all, but salloc did not say so
+                self.cluster.scancel(job)
+            raise RuntimeError(f"salloc failed ({res.returncode}): {res.stderr.strip()[-200:]}")
+        job = int(granted.group(1))
+        self.job_actions[job] = action
+        self.events.add(f"{action.tag}: salloc --no-shell as {action.user} job {job}")
+        try:
+            for step in range(action.steps):
+                time.sleep(action.pause)
+                self._srun(action, f"{action.tag}.{step}", min(action.secs, 3.0), action.kinds,
+                           extra=[f"--jobid={job}", "--overlap"], step=True)
+            held = self.watcher.jobs.get(job, {}).get("NodeList")
+            if action.inner and held:
+                # Leaves files only: the holder has no process here when it ends.
+                self._srun(action, f"{action.tag}i", 0.5, ("shm", "file"), extra=[f"--nodelist={held}"])
+            time.sleep(action.pause)
+        finally:
+            self.cancelled.add(job)
+            self.cluster.scancel(job)
+            self.events.add(f"{action.tag}: scancel {job} (the salloc allocation)")
+        self._expect_done(action, job, 90, cancelled=True)
+
+    def _do_login(self, action: Action) -> None:
+        node = action.nodelist[0]
+        ignore = "termign" in action.kinds
+        program = self.soak.bin / ("soak-login-ti" if ignore else "soak-login")
+        mark = f"login/{action.tag}/{node}"
+        trap = "trap '' TERM; " if ignore else ""
+        argv = ["/bin/sh", "-c", f"{trap}SOAK_STRAY={mark} exec {program} 300"]
+        # Like an ssh login: outside Slurm, in its own session. The sampler finds it by its
+        # mark; ending the node's namespace at the end ends it if nothing else did.
+        res = self.cluster.run_on_node(node, ["/usr/bin/setsid", "/bin/sh", "-c",
+                                              '"$@" </dev/null >/dev/null 2>&1 & echo $!', "sh", *argv],
+                                       user=action.user)
+        if res.returncode != 0:
+            raise RuntimeError(f"login process on {node}: {res.stderr.strip()[-200:]}")
+        self.events.add(f"{action.tag}: login process of {action.user} on {node}: pid {res.stdout.strip()}"
+                        f"{' ignoring TERM' if ignore else ''}")
+
+    def _do_fault_stepd(self, action: Action) -> None:
+        """A slurmstepd that does not answer: stopped for a while (its step socket hangs)."""
+        node = action.nodelist[0]
+        namespace = self.cluster.node_namespace(node)
+        stepds = sorted(pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+                        if _cmdline(pid).startswith(b"slurmstepd: [") and namespace.contains(pid))
+        if not stepds:
+            self.events.add(f"fault: no slurmstepd on {node} to stop")
+            return
+        pid = stepds[action.steps % len(stepds)]
+        begin = time.time()
+        self.events.add(f"fault: SIGSTOP {_cmdline(pid).decode(errors='replace')} on {node} (host pid {pid})")
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(action.secs)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            self.fault_windows.append((begin, time.time()))
+            self.events.add(f"fault: SIGCONT slurmstepd host pid {pid} on {node}")
+
+    def _do_fault_conf(self, action: Action) -> None:
+        """The config rewritten (atomically, as JSON, then back): no sweep may notice."""
+        text = self.soak.conf_path.read_text()
+        as_json = json.dumps(yaml_to_dict(text))
+        self.events.add("config rewritten as JSON")
+        write_root_file(self.soak.conf_path, as_json + "\n")
+        time.sleep(action.secs)
+        write_root_file(self.soak.conf_path, text)
+        self.events.add("config rewritten as YAML again")
+
+    def _do_race(self, action: Action) -> None:
+        """A job leaves TERM-ignoring strays; the same user's next job on the node starts
+        while the first job's epilog waits out grace for them."""
+        self._srun(action, action.tag, 0.5, action.kinds)
+        time.sleep(action.pause / 2)
+        self._srun(action, action.tag + "r", 3.0, ("dfork",))
+
+    def _do_fault_ctld(self, action: Action) -> None:
+        begin = time.time()
+        self.events.add("fault: stopping slurmctld")
+        self.cluster.stop_slurmctld()
+        time.sleep(action.secs)
+        self.events.add("fault: starting slurmctld")
+        try:
+            self.cluster.start_slurmctld(timeout=60)
+        finally:
+            self.fault_windows.append((begin, time.time()))
+            self.events.add("fault: slurmctld is back")
