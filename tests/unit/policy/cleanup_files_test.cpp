@@ -340,7 +340,8 @@ TEST_CASE("cleanup files: on overlayfs a file's layer device is not another moun
         made = made && ::chown((s.dir / "sub/f").c_str(), kUser, kUser) == 0;
         made = made && ::symlink("/etc/passwd", (s.dir / "link").c_str()) == 0 &&
                ::lchown((s.dir / "link").c_str(), kUser, kUser) == 0;
-        struct stat dir {}, file {};
+        struct stat dir {};
+        struct stat file {};
         if (!made || ::stat(s.dir.path().c_str(), &dir) != 0 || ::stat((s.dir / "sub/f").c_str(), &file) != 0) return 1;
         const bool devices_differ = dir.st_dev != file.st_dev;
         CleanupReport report;
