@@ -76,7 +76,7 @@ private:
         bool empty = true;
         for (const std::string& name : names) {
             if (stop_here(path)) return false;
-            if (!clean_entry(dirfd, name, path + "/" + name, depth)) empty = false;
+            if (!clean_entry(dirfd, name, fmt::format("{}/{}", path, name), depth)) empty = false;
         }
         return empty;
     }
