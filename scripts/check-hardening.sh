@@ -62,8 +62,9 @@ if [ "${1-}" = "--packages" ]; then
     mkdir "$unpacked"
     case $package in
       *.deb) dpkg-deb -x "$package" "$unpacked" ;;
-      # rpm2archive (rpm depends on its package, rpm2cpio) writes the payload as a tar.
-      *.rpm) rpm2archive - <"$package" | tar -xz -C "$unpacked" ;;
+      # rpm2archive (in rpm2cpio, which rpm depends on) writes the payload as a
+      # compressed tar; tar finds out which compression from the file.
+      *.rpm) rpm2archive - <"$package" >"$unpacked.tar" && tar -xf "$unpacked.tar" -C "$unpacked" ;;
     esac
     check_tree "$unpacked" "$(basename "$package")"
   done
