@@ -5,9 +5,11 @@
 # executable, stack canaries (__stack_chk_fail), fortified libc calls (__*_chk) and, for
 # the programs, position independence. leftover.so runs as root inside slurmstepd,
 # leftover and leftover-query run as root too.
-#   check-hardening.sh <build dir>          the build's leftover.so, leftover, leftover-query
-#   check-hardening.sh --packages <dir>     the same three inside every .deb and .rpm there
-#   check-hardening.sh <file>...            those files
+#   check-hardening.sh <build dir>     the build's leftover.so, leftover and leftover-query
+#   check-hardening.sh --packages <dir or package>...
+#                                      the same three in each .deb and .rpm named or in a
+#                                      directory named
+#   check-hardening.sh <file>...       those files
 # Ends with one line, e.g. "hardening: 9 binaries checked, 0 lacking".
 set -euo pipefail
 
@@ -51,24 +53,30 @@ check_tree() {  # check_tree <dir> <label>
 }
 
 if [ "${1-}" = "--packages" ]; then
-  [ $# -eq 2 ] || { echo "usage: check-hardening.sh --packages <dir>" >&2; exit 2; }
+  shift
+  [ $# -ge 1 ] || { echo "usage: check-hardening.sh --packages <dir or package>..." >&2; exit 2; }
   work=$(mktemp -d /tmp/leftover-hardening.XXXXXX)
   trap 'rm -rf "$work"' EXIT
-  found=0
-  for package in "$2"/*.deb "$2"/*.rpm; do
-    [ -f "$package" ] || continue
-    found=$((found + 1))
-    unpacked=$work/$found
+  packages=()
+  for arg in "$@"; do
+    if [ -d "$arg" ]; then
+      for package in "$arg"/*.deb "$arg"/*.rpm; do [ -f "$package" ] && packages+=("$package"); done
+    else
+      packages+=("$arg")
+    fi
+  done
+  [ "${#packages[@]}" -gt 0 ] || { echo "hardening: no .deb or .rpm in $*"; exit 1; }
+  for package in "${packages[@]}"; do
+    unpacked=$work/$(basename "$package")
     mkdir "$unpacked"
     case $package in
       *.deb) dpkg-deb -x "$package" "$unpacked" ;;
-      # rpm2archive (in rpm2cpio, which rpm depends on) writes the payload as a
+      # rpm2archive (in rpm2cpio, which Debian's rpm depends on) writes the payload as a
       # compressed tar; tar finds out which compression from the file.
       *.rpm) rpm2archive - <"$package" >"$unpacked.tar" && tar -xf "$unpacked.tar" -C "$unpacked" ;;
     esac
     check_tree "$unpacked" "$(basename "$package")"
   done
-  [ "$found" -gt 0 ] || { echo "hardening: no .deb or .rpm in $2"; exit 1; }
 elif [ $# -eq 1 ] && [ -d "$1" ]; then
   check_tree "$(cd "$1" && pwd)" "$1"
 elif [ $# -ge 1 ]; then
