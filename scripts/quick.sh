@@ -51,5 +51,5 @@ stage "unit tests" flock /tmp/leftover-e2e.lock scripts/unit-tests.sh "$build"
 stage "fuzz corpus" scripts/fuzz-replay.sh "$build"
 stage "e2e smoke" env LEFTOVER_PLUGIN="$build/spank/leftover.so" LEFTOVER_CLI="$build/cli/leftover" \
   PYTHONDONTWRITEBYTECODE=1 flock /tmp/leftover-e2e.lock \
-  python3 -m pytest -p no:cacheprovider -q "${smoke[@]}" "$@"
+  /usr/bin/python3 -m pytest -p no:cacheprovider -q "${smoke[@]}" "$@"
 printf '%s\n' "== quick: passed in $((SECONDS - start)) s" "${times[@]}"
