@@ -83,7 +83,7 @@ private:
             if (read == 0) return empty;
             for (const std::string& name : names) {
                 if (stop_here(path)) return false;
-                if (!clean_entry(dirfd, name, path + "/" + name, depth)) empty = false;
+                if (!clean_entry(dirfd, name, fmt::format("{}/{}", path, name), depth)) empty = false;
             }
         }
     }

@@ -89,13 +89,13 @@ Json cleanup_json(const std::optional<CleanupReport>& cleanup) {
     const CleanupTotals totals = totals_of(*cleanup, true);
     Json objects = Json::array();
     for (const CleanupRecord& r : cleanup->records)
-        objects.push_back({{"kind", to_string(r.kind)},
-                           {"name", escape_for_log(r.name)},
-                           {"uid", r.uid},
-                           {"bytes", r.bytes},
-                           {"outcome", to_string(r.outcome)},
-                           {"detail", r.outcome == CleanupOutcome::failed ? Json(errno_text(r.error))
-                                                                          : text_or_null(r.detail)}});
+        objects.push_back(
+            {{"kind", to_string(r.kind)},
+             {"name", escape_for_log(r.name)},
+             {"uid", r.uid},
+             {"bytes", r.bytes},
+             {"outcome", to_string(r.outcome)},
+             {"detail", r.outcome == CleanupOutcome::failed ? Json(errno_text(r.error)) : text_or_null(r.detail)}});
     return {{"ipc_objects", totals.ipc_objects},
             {"files", totals.files},
             {"bytes", totals.bytes},

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Warnings and sanitizers as small INTERFACE targets that every target links.
+# Warnings, sanitizers and hardening as small INTERFACE targets that every target links.
 add_library(leftover_warnings INTERFACE)
 target_compile_options(leftover_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
@@ -21,3 +21,18 @@ elseif(LEFTOVER_SANITIZE)
     -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(leftover_sanitizers INTERFACE -fsanitize=address,undefined)
 endif()
+
+# Hardening for code that runs as root inside slurmstepd: bounds-checked libc calls where
+# the size is known (_FORTIFY_SOURCE, which only works with optimisation), stack canaries,
+# a read-only GOT resolved at load (relro + now) and no executable stack.
+# Under the sanitizers fortify stays off: ASan intercepts the same calls and the _chk
+# variants hide the accesses from it. A _FORTIFY_SOURCE the build's own flags already set
+# (a distribution's %optflags, dpkg-buildflags) wins over ours.
+add_library(leftover_hardening INTERFACE)
+if(NOT LEFTOVER_SANITIZE AND NOT LEFTOVER_FUZZ AND NOT CMAKE_CXX_FLAGS MATCHES "_FORTIFY_SOURCE")
+  target_compile_definitions(leftover_hardening INTERFACE
+    $<$<CONFIG:Release,RelWithDebInfo,MinSizeRel>:_FORTIFY_SOURCE=2>)
+endif()
+target_compile_options(leftover_hardening INTERFACE -fstack-protector-strong)
+target_link_options(leftover_hardening INTERFACE
+  LINKER:-z,relro LINKER:-z,now LINKER:-z,noexecstack)

@@ -9,6 +9,6 @@ function(leftover_library name)
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name}
     PUBLIC ${ARG_PUBLIC}
-    PRIVATE ${ARG_PRIVATE} leftover_warnings leftover_sanitizers)
+    PRIVATE ${ARG_PRIVATE} leftover_warnings leftover_hardening leftover_sanitizers)
   set_target_properties(${name} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 endfunction()

@@ -61,7 +61,7 @@ std::vector<std::string> expand_host_list(const char* list) {
     if (hosts == nullptr) return names;
     while (char* name = slurm_hostlist_shift(hosts)) {
         names.emplace_back(name);
-        std::free(name);  // slurm_hostlist_shift: "free() the returned string"
+        std::free(name);  // NOLINT(cppcoreguidelines-no-malloc): slurm_hostlist_shift: "free() the returned string"
     }
     slurm_hostlist_destroy(hosts);
     return names;

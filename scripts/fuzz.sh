@@ -7,6 +7,8 @@
 # it; the input is kept in build/fuzz/artifacts/. Ends with one line:
 #   fuzz: 7 targets, 0 crashes: 7 passed, 0 failed
 #   scripts/fuzz.sh [cmake options...]
+# Long fuzzing, run on its own (LEFTOVER_FUZZ_SECONDS=600 scripts/fuzz.sh): the test
+# command only replays the corpus (scripts/fuzz-replay.sh), finding nothing new.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${LEFTOVER_FUZZ_BUILD:-$top/build/fuzz}

@@ -10,6 +10,8 @@ packages=(
   libslurm-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev doctest-dev
   # the fuzz targets (scripts/fuzz.sh): clang++ and its sanitizer and libFuzzer runtimes
   clang libclang-rt-14-dev
+  # the format check and clang-tidy (scripts/lint.sh)
+  clang-format clang-tidy
   # a real Slurm for the end-to-end tests and the demo
   slurmctld slurmd slurm-client munge
   # end-to-end test runner and the tools the tests use
@@ -18,8 +20,9 @@ packages=(
   openssh-server openssh-client
   # the metrics and check --json tests: a real Prometheus text parser, a JSON Schema validator
   python3-prometheus-client python3-jsonschema
-  # packages: the .deb (CPack needs dpkg-shlibdeps and file) and the RPM
-  dpkg-dev file rpm
+  # packages: the .deb (CPack needs dpkg-shlibdeps and file) and the RPM; readelf for
+  # their hardening (scripts/check-hardening.sh; rpm brings rpm2archive)
+  dpkg-dev file rpm binutils
 )
 
 missing=()

@@ -28,7 +28,7 @@ namespace leftover::sweep {
 struct ConfigAndExemptions {
     Result<Config> config = Error::config("not loaded");
     std::optional<Result<Exemptions>> exemptions;  // only when the config is valid
-    std::optional<MetricsSettings> metrics;         // also from a config that failed to load
+    std::optional<MetricsSettings> metrics;        // also from a config that failed to load
 };
 ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given,
                                                const std::set<uid_t>& slurm_uids);

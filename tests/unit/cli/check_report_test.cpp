@@ -232,9 +232,12 @@ TEST_CASE("check JSON: cleanup is null when off, else the totals, one object per
     CHECK(c["files"] == 1);
     CHECK(c["bytes"] == 4101);
     REQUIRE(c["objects"].size() == 3);
-    CHECK(c["objects"][0] == nlohmann::json{{"kind", "shm"},     {"name", "7"},
-                                            {"uid", 41001},      {"bytes", 4096},
-                                            {"outcome", "would_remove"}, {"detail", nullptr}});
+    CHECK(c["objects"][0] == nlohmann::json{{"kind", "shm"},
+                                            {"name", "7"},
+                                            {"uid", 41001},
+                                            {"bytes", 4096},
+                                            {"outcome", "would_remove"},
+                                            {"detail", nullptr}});
     CHECK(c["objects"][1]["kind"] == "file");
     CHECK(c["objects"][1]["name"] == "/tmp/a\\x0ab\\xff");
     CHECK(c["objects"][2]["outcome"] == "changed");

@@ -223,7 +223,7 @@ TEST_CASE("metrics file: two processes updating at once lose no update") {
         if (child == 0) {
             ::close(start[1]);
             char byte;
-            (void)::read(start[0], &byte, 1);
+            [[maybe_unused]] const ssize_t started = ::read(start[0], &byte, 1);  // 0 once the parent closes it
             int failed = 0;
             for (int n = 0; n < kUpdates; ++n)
                 failed += update_metrics_file(path, one_step(), {.lock_wait = std::chrono::seconds(20)}).ok() ? 0 : 1;

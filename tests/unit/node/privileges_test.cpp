@@ -38,7 +38,8 @@ TEST_CASE("privileges: a sweep waits for root that another thread took away for 
         CHECK(::setegid(0) == 0);
     });
     while (!dropped) std::this_thread::sleep_for(1ms);
-    CHECK(::geteuid() == kUser);  // glibc applied it to this thread too
+    // glibc applied it to this thread too
+    CHECK(::geteuid() == kUser);
     CHECK_FALSE(wait_for_root(std::chrono::steady_clock::now() + 20ms));  // not back yet: says so
     release = true;
     CHECK(wait_for_root(std::chrono::steady_clock::now() + 60s));  // a hang detector, not a timing

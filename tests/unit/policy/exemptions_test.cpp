@@ -116,7 +116,7 @@ TEST_CASE("exemptions: an untrusted file is a lookup error, not a licence to kil
     }
     SUBCASE("a symlink") {
         const auto real = dir.write("real", kLocalUsers);
-        ::symlink(real.c_str(), (dir / "localusers.backup").c_str());
+        REQUIRE(::symlink(real.c_str(), (dir / "localusers.backup").c_str()) == 0);
         CHECK(load_error(with_file(dir / "localusers.backup")).message.find("symbolic link") != std::string::npos);
     }
 }
