@@ -544,12 +544,11 @@ int sweep(uid_t uid, const std::string& user, const std::string& method, std::si
     const fs::path conf = dir / "leftover.conf";
     if (FILE* f = std::fopen(conf.c_str(), "w")) {
         // The strays' uid only: a sweep of this machine touches nobody else's processes.
-        std::fputs(
-            fmt::format("scope: job_user\ngrace: 0\nslurm_timeout: 30\nuid_min: {}\nuid_max: {}\n"
-                        "sweep_on_controller_host: true\n",  // this machine's test clusters run slurmctld
-                        uid, uid)
-                .c_str(),
-            f);
+        std::fputs(fmt::format("scope: job_user\ngrace: 0\nslurm_timeout: 30\nuid_min: {}\nuid_max: {}\n"
+                               "sweep_on_controller_host: true\n",  // this machine's test clusters run slurmctld
+                               uid, uid)
+                       .c_str(),
+                   f);
         std::fclose(f);
     }
     ::chmod(conf.c_str(), 0644);

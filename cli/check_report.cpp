@@ -159,9 +159,10 @@ std::string format_check_table(const CheckResult& result) {
     for (const Decision& d : kills) stray_users.insert(user_or_uid(d.user, d.uid));
     const std::size_t hidden = check.plan.decisions.size() - rows.size();
     if (check.controller_host)
-        out += fmt::format("{}: a sweep here kills and removes nothing (sweep_on_controller_host: false); with it "
-                           "true a sweep now would kill {} process{}",
-                           *check.controller_host, kills.size(), kills.size() == 1 ? "" : "es");
+        out += fmt::format(
+            "{}: a sweep here kills and removes nothing (sweep_on_controller_host: false); with it "
+            "true a sweep now would kill {} process{}",
+            *check.controller_host, kills.size(), kills.size() == 1 ? "" : "es");
     else if (kills.empty())
         out += "no strays: a sweep now would kill nothing";
     else

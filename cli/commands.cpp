@@ -37,7 +37,7 @@ struct HealthContext {
     const Options& options;
     Environment& env;
     const CheckResult& result;
-    const node::NodeInfo* node = nullptr;          // unset: not a Slurm node, nothing to drain
+    const node::NodeInfo* node = nullptr;  // unset: not a Slurm node, nothing to drain
     node::Controller* controller = nullptr;
     const sweep::ConfigAndExemptions* loaded = nullptr;
 };
@@ -63,9 +63,9 @@ int report_health(const HealthContext& h) {
         StreamLogSink sink(h.env.err);
         sweep::Logger log(sink);
         const double timeout = h.loaded->config.ok() ? h.loaded->config->slurm_timeout : Config{}.slurm_timeout;
-        const auto deadline = std::chrono::steady_clock::now() +
-                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                  std::chrono::duration<double>(timeout));
+        const auto deadline =
+            std::chrono::steady_clock::now() +
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout));
         std::string reason = verdict.line;
         if (!reason.empty() && reason.back() == '\n') reason.pop_back();
         const DrainResult drained = sweep::request_drain(h.controller, h.node->node_name, node::bounded_reason(reason),
@@ -101,8 +101,7 @@ int check_command(const Options& options, Environment& env) {
     node::Controller* found_controller = nullptr;
     const sweep::ConfigAndExemptions* found_config = nullptr;
     const auto emit = [&] {
-        if (options.health)
-            return report_health({options, env, result, found_node, found_controller, found_config});
+        if (options.health) return report_health({options, env, result, found_node, found_controller, found_config});
         if (options.json)
             env.out << format_check_json(result);
         else

@@ -46,8 +46,8 @@ struct HostNames {
 Status add_running_slurmds(node::NodeInfo& node, const std::vector<node::RunningSlurmd>& running,
                            const HostNames& names);
 
-// libslurm's answer (slurmd's pid included), with the overrides applied. Defined in node_discovery_slurm.cpp, which only
-// the executable links: the unit tests pass their own NodeDiscovery.
+// libslurm's answer (slurmd's pid included), with the overrides applied. Defined in node_discovery_slurm.cpp, which
+// only the executable links: the unit tests pass their own NodeDiscovery.
 Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides);
 
 }  // namespace leftover::cli

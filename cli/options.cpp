@@ -52,12 +52,9 @@ std::optional<unsigned> failure_count(const std::string& value) {
 
 Status apply(Options& options, const std::string& flag, const std::string& value) {
     // Switches take no value; the others take the next argument.
-    static const std::map<std::string, bool Options::*> switches = {{"--json", &Options::json},
-                                                                    {"--health", &Options::health},
-                                                                    {"--all", &Options::all},
-                                                                    {"--dry-run", &Options::dry_run},
-                                                                    {"--no-slew", &Options::no_slew},
-                                                                    {"--drain", &Options::drain}};
+    static const std::map<std::string, bool Options::*> switches = {
+        {"--json", &Options::json},       {"--health", &Options::health},   {"--all", &Options::all},
+        {"--dry-run", &Options::dry_run}, {"--no-slew", &Options::no_slew}, {"--drain", &Options::drain}};
     if (const auto it = switches.find(flag); it != switches.end()) {
         options.*(it->second) = true;
     } else if (flag == "--config") {
@@ -69,7 +66,8 @@ Status apply(Options& options, const std::string& flag, const std::string& value
         options.spool_dir = value;
     } else if (flag == "--failures") {
         const auto n = failure_count(value);
-        if (!n) return Error::config(fmt::format("check: --failures takes a whole number from 1 to 1000, not '{}'", value));
+        if (!n)
+            return Error::config(fmt::format("check: --failures takes a whole number from 1 to 1000, not '{}'", value));
         options.failures = *n;
         options.failures_given = true;
     } else if (flag == "--state-dir") {

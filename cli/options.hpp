@@ -23,11 +23,11 @@ struct Options {
     bool version = false;
     std::string config_path = kDefaultConfigPath;
     bool config_path_given = false;
-    bool json = false;                     // check
-    bool health = false;                   // check: one line for a health check (NHC, HealthCheckProgram)
-    unsigned failures = 1;                 // check --health: fail only after this many failed checks in a row
+    bool json = false;      // check
+    bool health = false;    // check: one line for a health check (NHC, HealthCheckProgram)
+    unsigned failures = 1;  // check --health: fail only after this many failed checks in a row
     bool failures_given = false;
-    bool drain = false;                    // check --health: drain the node when it fails
+    bool drain = false;                       // check --health: drain the node when it fails
     std::string state_dir = "/run/leftover";  // check --health: where the failure streak is kept
     bool state_dir_given = false;
     bool all = false;                      // check: also processes of protected owners, kernel threads, ourselves

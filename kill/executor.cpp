@@ -280,7 +280,8 @@ std::vector<Pinned> Sweep::signal_round(int signal) {
     // descriptor per target, not two. A pin whose signal did not go comes back.
     std::vector<UniqueFd> held(targets.size());
     for (std::size_t i = 0; i < targets.size(); ++i)
-        if (auto it = stopped_.find(targets[i].pid); it != stopped_.end() && same_process(it->second.decision, targets[i]))
+        if (auto it = stopped_.find(targets[i].pid);
+            it != stopped_.end() && same_process(it->second.decision, targets[i]))
             held[i] = std::move(it->second.pin);
     auto pinned = signaller_.signal_all(targets, signal, false, std::nullopt, &held);
     for (std::size_t i = 0; i < targets.size(); ++i)

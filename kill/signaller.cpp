@@ -110,8 +110,7 @@ void Signaller::signal_pinned(const UniqueFd& pin, const Decision& target, int s
 }
 
 std::optional<Stopped> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
-                                               const std::function<bool(const Identity&)>& may_stop,
-                                               bool& escaped) {
+                                              const std::function<bool(const Identity&)>& may_stop, bool& escaped) {
     // Gone already: nothing to stop, but it may have forked before it went.
     const int opened = calls_.pidfd_open(pid);
     if (opened < 0) {

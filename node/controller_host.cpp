@@ -27,8 +27,8 @@ std::optional<std::string> slurmctld_host_naming(const std::vector<std::string>&
 
 Result<std::optional<std::string>> controller_host_reason(const NodeInfo& node, const std::string& proc_root) {
     if (node.slurmctld_host)
-        return std::optional<std::string>(fmt::format("slurm.conf names this host as SlurmctldHost ({})",
-                                                      *node.slurmctld_host));
+        return std::optional<std::string>(
+            fmt::format("slurm.conf names this host as SlurmctldHost ({})", *node.slurmctld_host));
     auto running = running_slurmctlds(proc_root, node.slurm_uids);
     if (!running.ok())
         return Error::lookup(

@@ -23,13 +23,13 @@ struct HostNode {
 };
 
 struct NodeInfo {
-    std::string spool_dir;        // SlurmdSpoolDir with %n/%h expanded
-    std::string node_name;        // slurmd's own node name (slurmd -N)
-    std::set<uid_t> slurm_uids;   // SlurmUser, SlurmdUser
+    std::string spool_dir;            // SlurmdSpoolDir with %n/%h expanded
+    std::string node_name;            // slurmd's own node name (slurmd -N)
+    std::set<uid_t> slurm_uids;       // SlurmUser, SlurmdUser
     std::optional<uid_t> slurmd_uid;  // SlurmdUser: may own the spool dirs, as root may
-    bool prolog_contain = false;  // PrologFlags=contain: every allocation has an extern step here
-    std::string slurm_conf;       // the slurm.conf path, for helpers that ask slurmctld
-    std::string slurmd_pid_file;  // SlurmdPidFile with %n/%h expanded
+    bool prolog_contain = false;      // PrologFlags=contain: every allocation has an extern step here
+    std::string slurm_conf;           // the slurm.conf path, for helpers that ask slurmctld
+    std::string slurmd_pid_file;      // SlurmdPidFile with %n/%h expanded
     // The running slurmd, when the front end knows it: the caller must share its pid
     // namespace, and it is never signalled. The command reads it from slurmd_pid_file;
     // the plugin knows it only in the job epilog (spank/hooks.cpp says why).

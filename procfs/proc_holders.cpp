@@ -32,8 +32,7 @@ Result<bool> zombie(std::string_view status) {
 
 }  // namespace
 
-Result<std::map<uid_t, std::vector<pid_t>>> processes_holding(const std::string& proc_root,
-                                                              const std::set<uid_t>& uids,
+Result<std::map<uid_t, std::vector<pid_t>>> processes_holding(const std::string& proc_root, const std::set<uid_t>& uids,
                                                               std::chrono::steady_clock::time_point deadline) {
     std::map<uid_t, std::vector<pid_t>> holders;
     if (uids.empty()) return holders;

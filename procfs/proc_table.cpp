@@ -96,9 +96,9 @@ Error Scanner::failure(pid_t pid, const char* file, int err) const {
 
 Status Scanner::check_deadline(std::string_view progress) const {
     if (std::chrono::steady_clock::now() < options_.deadline) return Ok{};
-    return Error::lookup(fmt::format("the scan of {} stopped {}: the evaluation's deadline was reached",
-                                     options_.proc_root, progress),
-                         ErrorCause::deadline);
+    return Error::lookup(
+        fmt::format("the scan of {} stopped {}: the evaluation's deadline was reached", options_.proc_root, progress),
+        ErrorCause::deadline);
 }
 
 Status Scanner::list() {
@@ -176,8 +176,8 @@ Status Scanner::load_details() {
     std::size_t read = 0;
     for (Process& p : table_.processes) {
         if (!options_.wants_detail(p.owner)) continue;
-        if (auto in_time = check_deadline(
-                fmt::format("after reading {} of {} processes listed", read, table_.processes.size()));
+        if (auto in_time =
+                check_deadline(fmt::format("after reading {} of {} processes listed", read, table_.processes.size()));
             !in_time)
             return in_time;
         ++read;
@@ -337,8 +337,8 @@ Status Scanner::resolve_ancestry() {
     std::size_t walked = 0;
     for (Process& p : table_.processes) {
         if (!p.detailed) continue;
-        if (auto in_time = check_deadline(fmt::format("after the parent chains of {} of {} processes listed", walked,
-                                                      table_.processes.size()));
+        if (auto in_time = check_deadline(
+                fmt::format("after the parent chains of {} of {} processes listed", walked, table_.processes.size()));
             !in_time)
             return in_time;
         ++walked;

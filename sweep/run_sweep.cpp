@@ -191,7 +191,7 @@ private:
     node::Controller* controller_;
     Clock::time_point deadline_;
     Logger& log_;
-    std::set<std::string> logged_;  // sockets already described: once per sweep
+    std::set<std::string> logged_;                 // sockets already described: once per sweep
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
@@ -248,9 +248,10 @@ Result<std::optional<std::string>> controller_host_stop(const Config& config, co
 }
 
 std::string controller_host_text(const std::string& why) {
-    return fmt::format("{}: a sweep on a host where slurmctld runs kills and removes nothing "
-                       "(sweep_on_controller_host: true sweeps it)",
-                       why);
+    return fmt::format(
+        "{}: a sweep on a host where slurmctld runs kills and removes nothing "
+        "(sweep_on_controller_host: true sweeps it)",
+        why);
 }
 
 }  // namespace
@@ -443,15 +444,14 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
     std::optional<CleanupReport> cleanup;
     if (!*controller_host)
-        cleanup = preview_cleanup(config, loaded.exemptions->value(), request, accounts, plan.value(),
-                                  evaluation.last_live_work(),
-                                  evaluation.checks_allocations() ? &evaluation.cleared_allocations() : nullptr,
-                                  deadline);
+        cleanup = preview_cleanup(
+            config, loaded.exemptions->value(), request, accounts, plan.value(), evaluation.last_live_work(),
+            evaluation.checks_allocations() ? &evaluation.cleared_allocations() : nullptr, deadline);
     else
         log.info(controller_host_text(**controller_host));
-    return recorded(NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup),
-                              *controller_host},
-                    std::nullopt);
+    return recorded(
+        NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup), *controller_host},
+        std::nullopt);
 }
 
 }  // namespace leftover::sweep

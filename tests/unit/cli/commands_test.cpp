@@ -445,10 +445,11 @@ TEST_CASE("check: each check is counted in the metrics file as a check, with its
 TEST_CASE("check --health --failures 3 --drain: two failures keep the node up, the third drains it") {
     Node node;
     node.config(fmt::format("protected_users: [alice]\nmetrics_file: {}\n", node.dir / "leftover.prom"));
-    const std::vector<std::string> args = {"check", "--health", "--failures", "3", "--drain", "--state-dir",
-                                           node.dir / "state"};
+    const std::vector<std::string> args = {"check",   "--health",    "--failures",      "3",
+                                           "--drain", "--state-dir", node.dir / "state"};
     CHECK(node.run(args) == kExitClean);
-    CHECK(node.out.str() == "leftover: ERROR: 1 stray process of 1 user (1 of 3 failed checks in a row before it fails)\n");
+    CHECK(node.out.str() ==
+          "leftover: ERROR: 1 stray process of 1 user (1 of 3 failed checks in a row before it fails)\n");
     CHECK(node.run(args) == kExitClean);
     CHECK(has(node.out.str(), "(2 of 3 failed checks in a row before it fails)"));
     CHECK(node.controller.drain_reasons.empty());
@@ -472,8 +473,8 @@ TEST_CASE("check --health --failures 3 --drain: two failures keep the node up, t
 
 TEST_CASE("check --health --failures: a passed check clears the streak") {
     Node node;
-    const std::vector<std::string> args = {"check", "--health", "--failures", "2", "--drain", "--state-dir",
-                                           node.dir / "state"};
+    const std::vector<std::string> args = {"check",   "--health",    "--failures",      "2",
+                                           "--drain", "--state-dir", node.dir / "state"};
     CHECK(node.run(args) == kExitClean);
     CHECK(has(node.out.str(), "(1 of 2 failed checks in a row before it fails)"));
     node.config("protected_users: [alice, lo_alice]\n");

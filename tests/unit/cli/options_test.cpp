@@ -87,10 +87,12 @@ TEST_CASE("options: check --health --failures N --drain --state-dir, only with -
     CHECK(parsed({"check", "--health"}).state_dir == "/run/leftover");
     CHECK(parsed({"check", "--health"}).failures == 1);
     CHECK(refusal({"check", "--drain"}) == "check: --failures, --drain and --state-dir go with --health");
-    CHECK(refusal({"check", "--json", "--failures", "2"}) == "check: --failures, --drain and --state-dir go with --health");
+    CHECK(refusal({"check", "--json", "--failures", "2"}) ==
+          "check: --failures, --drain and --state-dir go with --health");
     CHECK(refusal({"sweep", "--drain"}) == "sweep: --drain is not an option of this command");
     for (const char* bad : {"0", "1001", "-1", "3x", "2.5"})
         CHECK(refusal({"check", "--health", "--failures", bad}) ==
               fmt::format("check: --failures takes a whole number from 1 to 1000, not '{}'", bad));
-    CHECK(refusal({"check", "--health", "--state-dir", "run"}) == "check: --state-dir takes an absolute path, not 'run'");
+    CHECK(refusal({"check", "--health", "--state-dir", "run"}) ==
+          "check: --state-dir takes an absolute path, not 'run'");
 }

@@ -94,7 +94,8 @@ TEST_CASE("sweep: a target that execs a setuid program as it is stopped runs aga
         why = "not killed: the sweep stopped at an error";
     }
     SUBCASE("deadline: the evaluation after the stop returns past it") {
-        sweeper.job_state = after_stop([&sweeper](LiveWork&) { std::this_thread::sleep_until(sweeper.deadline + 20ms); });
+        sweeper.job_state =
+            after_stop([&sweeper](LiveWork&) { std::this_thread::sleep_until(sweeper.deadline + 20ms); });
         report = sweeper.run(0ms, false, calls, 1s);
         CHECK(report.deadline_reached);
         why = "not killed: the sweep ended before its kill";

@@ -29,9 +29,9 @@ TEST_CASE("sweep: the first processes of a job of a swept user that starts durin
         pid_t script = 0, child = 0;
         int pidfd_send_signal(int pidfd, int signal) override {
             if (signal != SIGSTOP || script != 0) return SystemCalls::pidfd_send_signal(pidfd, signal);
-            sweeper_.spawn({"setsid", "sh", "-c",
-                            "echo $$ > " + (dir_ / "script.pid") + "; sleep 1000 & echo $! > " + (dir_ / "child.pid") +
-                                "; wait"});
+            sweeper_.spawn(
+                {"setsid", "sh", "-c",
+                 "echo $$ > " + (dir_ / "script.pid") + "; sleep 1000 & echo $! > " + (dir_ / "child.pid") + "; wait"});
             script = wait_pid_file(dir_ / "script.pid");
             child = wait_pid_file(dir_ / "child.pid");
             wait_owner(child, 41132);

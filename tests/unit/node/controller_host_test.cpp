@@ -38,9 +38,9 @@ NodeInfo node_with_slurm_user() {
 TEST_CASE("running slurmctld: root's or SlurmUser's, by its executable, in this pid namespace only") {
     FakeProc proc;
     add_daemon(proc, 300, 0, "/usr/sbin/slurmctld");
-    add_daemon(proc, 301, kSlurmUser, "/usr/sbin/slurmctld (deleted)");             // dropped to SlurmUser
-    add_daemon(proc, 302, 41001, "/home/u/slurmctld");                              // a user's own copy
-    add_daemon(proc, 303, 0, "/usr/bin/sleep", "slurmctld");                        // only named so
+    add_daemon(proc, 301, kSlurmUser, "/usr/sbin/slurmctld (deleted)");                // dropped to SlurmUser
+    add_daemon(proc, 302, 41001, "/home/u/slurmctld");                                 // a user's own copy
+    add_daemon(proc, 303, 0, "/usr/bin/sleep", "slurmctld");                           // only named so
     add_daemon(proc, 304, 0, "/usr/sbin/slurmctld", "slurmctld", "pid:[4026532999]");  // a container's
     add_daemon(proc, 305, 0, "/usr/sbin/slurmd", "slurmd");
 

@@ -13,7 +13,8 @@
 using namespace leftover;
 using namespace leftover::test;
 
-TEST_CASE("processes holding a uid: any of the four uids, whoever owns the entry, zombies and vanished processes aside") {
+TEST_CASE(
+    "processes holding a uid: any of the four uids, whoever owns the entry, zombies and vanished processes aside") {
     constexpr uid_t u = 41630;
     constexpr uid_t other = 41631;
     FakeProc fake;
@@ -21,8 +22,8 @@ TEST_CASE("processes holding a uid: any of the four uids, whoever owns the entry
     fake.add_process({.pid = 201, .uids = {0, u, 0, 0}});
     fake.add_process({.pid = 202, .uids = {0, 0, u, 0}, .owner = 0});
     fake.add_process({.pid = 203, .uids = {other, other, other, u}, .owner = other});
-    fake.add_process({.pid = 204, .uids = {u, u, u, u}, .state = 'Z'});                     // a zombie
-    fake.add_process({.pid = 205, .uids = {u, u, u, u}, .state = 'Z', .threads = 2});       // its threads run
+    fake.add_process({.pid = 204, .uids = {u, u, u, u}, .state = 'Z'});                // a zombie
+    fake.add_process({.pid = 205, .uids = {u, u, u, u}, .state = 'Z', .threads = 2});  // its threads run
     fake.add_process({.pid = 206, .uids = {other, other, other, other}});
     fake.write_file("207", "");  // not a directory: no process
     const auto held = processes_holding(fake.root(), {u, other, 41632});
@@ -51,7 +52,5 @@ TEST_CASE("processes holding a uid: a status that cannot be read or parsed, and 
         REQUIRE_FALSE(held.ok());
         CHECK(held.error().cause == ErrorCause::deadline);
     }
-    SUBCASE("no proc root") {
-        CHECK_FALSE(processes_holding(fake.root() + "/nonexistent", {41630}).ok());
-    }
+    SUBCASE("no proc root") { CHECK_FALSE(processes_holding(fake.root() + "/nonexistent", {41630}).ok()); }
 }

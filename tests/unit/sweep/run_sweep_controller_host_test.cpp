@@ -22,8 +22,8 @@ const std::string kNothingKilled =
 
 // A root slurmctld, pid 300, in the caller's pid namespace of `proc`.
 void add_slurmctld(FakeProc& proc) {
-    proc.add_process({.pid = 300, .uids = {0, 0, 0, 0}, .comm = "slurmctld", .exe = "/usr/sbin/slurmctld",
-                      .gids = {0, 0, 0, 0}});
+    proc.add_process(
+        {.pid = 300, .uids = {0, 0, 0, 0}, .comm = "slurmctld", .exe = "/usr/sbin/slurmctld", .gids = {0, 0, 0, 0}});
     proc.write_file("300/cmdline", std::string("/usr/sbin/slurmctld") + '\0');
     proc.set_pid_ns(300, "pid:[4026531836]");
 }
@@ -85,9 +85,10 @@ TEST_CASE("run_sweep: when it cannot be told whether slurmctld runs here, a look
     CHECK(report.error->kind == ErrorKind::lookup);
     CHECK(report.survivors.empty());
     CHECK(pipeline.sink.count("would kill pid=") == 0);
-    CHECK(pipeline.sink.level_of(fmt::format("lookup error: cannot tell whether slurmctld runs on this host: cannot "
-                                             "read {}/300/ns/pid of a process of uid 0: Invalid argument; nothing killed",
-                                             fake.root())) == LogLevel::err);
+    CHECK(
+        pipeline.sink.level_of(fmt::format("lookup error: cannot tell whether slurmctld runs on this host: cannot "
+                                           "read {}/300/ns/pid of a process of uid 0: Invalid argument; nothing killed",
+                                           fake.root())) == LogLevel::err);
     CHECK(pipeline.summary().find("; lookup errors 1; ") != std::string::npos);
 }
 
