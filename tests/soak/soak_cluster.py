@@ -104,7 +104,9 @@ def leftover_conf(scratch: Path, control: Optional[str] = None) -> str:
     return (f"debuglevel: debug\ngrace: {GRACE:g}\nslurm_timeout: {SLURM_TIMEOUT:g}\n"
             f"protected_users: [{listed}]\n" + ("dry_run: true\n" if control == "stray-left" else "") +
             f"cleanup: [posix_shm, files]\ncleanup_dirs: [{scratch}]\n"
-            f"uid_min: {UID_MIN}\nuid_max: {UID_MAX}\n")
+            f"uid_min: {UID_MIN}\nuid_max: {UID_MAX}\n"
+            # The cluster's slurmctld runs on this host: sweep it all the same.
+            "sweep_on_controller_host: true\n")
 
 
 def write_root_file(path: Path, text: str, mode: int = 0o644) -> None:
