@@ -34,7 +34,8 @@ from plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
 CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
 FREEZER = Path("/sys/fs/cgroup/freezer")
 DRAIN_USER = Account("lo_drain", 41093)
-ONLY_DRAIN_USER = f"uid_min: {DRAIN_USER.uid}\nuid_max: {DRAIN_USER.uid}\n"
+# The test cluster's slurmctld runs on this host: sweep it all the same.
+ONLY_DRAIN_USER = f"uid_min: {DRAIN_USER.uid}\nuid_max: {DRAIN_USER.uid}\nsweep_on_controller_host: true\n"
 REASON = rf"leftover: 1 process of {DRAIN_USER.name} survived SIGKILL \(D\)"
 
 

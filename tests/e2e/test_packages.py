@@ -50,14 +50,15 @@ def rpm():
 
 
 def test_deb_file_list(deb):
-    files = {line.split()[-1].lstrip(".") for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
+    # mode, owner, size, date, time, path (and "-> target" for a link, leftover-health)
+    files = {line.split()[5].lstrip(".") for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
     for path in (f"/{PLUGIN_DIR}/leftover.so", "/usr/libexec/leftover/leftover-query",
                  "/etc/leftover.conf", "/etc/slurm/plugstack.conf.d/leftover.conf",
                  "/usr/share/doc/leftover/LICENSE", "/usr/sbin/leftover", "/usr/sbin/leftover-health",
                  "/usr/share/man/man8/leftover.8", "/usr/share/man/man5/leftover.conf.5",
                  "/lib/systemd/system/leftover-sweep.service", "/lib/systemd/system/leftover-sweep.timer"):
         assert path in files, path
-    modes = {line.split()[-1].lstrip("."): line.split()[:2] for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
+    modes = {line.split()[5].lstrip("."): line.split()[:2] for line in run("dpkg-deb", "-c", str(deb)).splitlines()}
     assert modes["/etc/leftover.conf"] == ["-rw-r--r--", "root/root"]
 
 
