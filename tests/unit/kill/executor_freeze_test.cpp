@@ -263,7 +263,7 @@ TEST_CASE("fault catalogue: a stopped process whose user gets live work meanwhil
 }
 
 TEST_CASE("fault catalogue: a stop that met every target and nothing new reads the job state, not /proc, again") {
-    Sweeper sweeper(41118);
+    Sweeper sweeper(41127);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     int reads = 0;
     sweeper.job_state = [&reads] {
@@ -291,14 +291,14 @@ TEST_CASE("fault catalogue: a stop that met every target and nothing new reads t
 }
 
 TEST_CASE("fault catalogue: a child forked before its parent stopped makes the sweep decide again") {
-    Sweeper sweeper(41118);
+    Sweeper sweeper(41128);
     SharedDir dir;
     const pid_t parent = sweeper.spawn({"sh", "-c", "echo $$ > " + (dir / "parent.pid") + "; exec sleep 1000"});
     REQUIRE(wait_pid_file(dir / "parent.pid") == parent);
     pid_t child = 0;
     // A child the first plan never saw: as if forked between its scan and the SIGSTOP.
     sweeper.observer.on_action = [&](const KillRecord& record) {
-        if (record.signal == SIGSTOP && child == 0) child = spawn_as(41118, {"sleep", "1000"});
+        if (record.signal == SIGSTOP && child == 0) child = spawn_as(41128, {"sleep", "1000"});
     };
     const KillReport report = sweeper.run(0ms);
     INFO(format_actions(report));

@@ -13,8 +13,7 @@
 using namespace leftover;
 using namespace leftover::test;
 
-TEST_CASE(
-    "processes holding a uid: any of the four uids, whoever owns the entry, zombies and vanished processes aside") {
+TEST_CASE("processes holding a uid: any of the four uids, whoever owns the entry, zombies and vanished ones aside") {
     constexpr uid_t u = 41630;
     constexpr uid_t other = 41631;
     FakeProc fake;

@@ -90,7 +90,7 @@ TEST_CASE("fault catalogue: a step socket that closes at once, hangs, or answers
     pipeline.request.trigger.label = "job 7 step 0";
     pipeline.request.trigger.job_ending = false;
     pipeline.request.trigger.ending_step = node::StepId{7, 0};
-    FakeStepd ending(pipeline.dir / "spool/n1_7.0", 41482, 2);
+    FakeStepd ending(pipeline.dir / "spool/n1_7.0", 41482, 2, Behaviour::answer, node::build_stepd_protocol().version);
     const pid_t stray = spawn_as(41482, {"sleep", "600"});
     const std::string socket = pipeline.dir / "spool/n1_9.0";
     std::optional<std::string> reply;
@@ -124,12 +124,12 @@ struct OtherUser {
 }  // namespace
 
 TEST_CASE("fault catalogue: a step socket a user holds busy is resolved through slurmctld at the job epilog") {
-    // The job 7 epilog of user 41484; job 9 of user 41485 runs here, its stepd's socket
-    // held busy by a hostile client. 41484's stray is unrelated to job 9.
-    Pipeline pipeline(41484);
-    pipeline.accounts.names[41485] = "rs.other";
-    OtherUser other(41485);
-    const pid_t stray = spawn_as(41484, {"sleep", "600"});
+    // The job 7 epilog of user 41488; job 9 of user 41489 runs here, its stepd's socket
+    // held busy by a hostile client. 41488's stray is unrelated to job 9.
+    Pipeline pipeline(41488);
+    pipeline.accounts.names[41489] = "rs.other";
+    OtherUser other(41489);
+    const pid_t stray = spawn_as(41488, {"sleep", "600"});
     REQUIRE(is_running(stray));
     REQUIRE(is_running(other.pid));
     const std::string socket = pipeline.dir / "spool/n1_9.0";
@@ -137,9 +137,9 @@ TEST_CASE("fault catalogue: a step socket a user holds busy is resolved through 
     const std::string named = "slurmstepd socket " + socket + " of job 9 (step 9.0) cannot be asked: ";
 
     SUBCASE("slurmctld says job 9 runs: its user is live, the unrelated stray is reaped") {
-        pipeline.controller.live.uids = {41485};
+        pipeline.controller.live.uids = {41489};
         pipeline.controller.live.job_ids = {9};
-        pipeline.controller.live.job_users = {{9, 41485}};
+        pipeline.controller.live.job_users = {{9, 41489}};
         const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 5\n");
         INFO(pipeline.sink.text());
         CHECK_FALSE(report.error);
@@ -148,7 +148,7 @@ TEST_CASE("fault catalogue: a step socket a user holds busy is resolved through 
         CHECK(reason_of(report.first_plan, other.pid) == Reason::has_live_job);
         CHECK(pipeline.sink.level_of(named + "timed out connecting (listen backlog full)") == LogLevel::warn);
         CHECK(pipeline.sink.count("job 9 of the unanswered socket " + socket +
-                                  " runs here, says slurmctld: uid 41485 is live") == 1);
+                                  " runs here, says slurmctld: uid 41489 is live") == 1);
         CHECK(pipeline.controller.calls >= 1);
     }
     SUBCASE("slurmctld does not list job 9: it has ended, like an ending step, and both strays go") {
