@@ -147,7 +147,7 @@ def test_on_a_host_where_slurmctld_runs_a_jobless_users_stray_lives_and_the_log_
     _, job = cluster.srun("lo_alice", ["/bin/true"])
     job_epilog_done(cluster, log, job)
     log.wait_for(r"leftover: (slurm\.conf names this host as SlurmctldHost \(\S+\)|slurmctld runs on this host "
-                 r"\(pid \d+\)): a sweep on a host where slurmctld runs kills and removes nothing "
+                 r"\(pid \d+(, \d+)*\)): a sweep on a host where slurmctld runs kills and removes nothing "
                  r"\(sweep_on_controller_host: true sweeps it\)")
     log.wait_for(rf"leftover: job {job} epilog \(user lo_alice uid 41001\): swept \[\]; killed 0")
     assert still_alive_after(cluster, jobless, 1.0)
