@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Fails when a shipped binary lacks the hardening cmake/BuildFlags.cmake asks for
 # (leftover_hardening): full RELRO (a GNU_RELRO segment and BIND_NOW), a stack that is not
-# executable, stack canaries (__stack_chk_fail), fortified libc calls (__*_chk) and, for
-# the programs, position independence. leftover.so runs as root inside slurmstepd,
+# executable, stack canaries (__stack_chk_fail) and, for
+# the programs, position independence (fortified calls, __*_chk, are reported, not
+# required). leftover.so runs as root inside slurmstepd,
 # leftover and leftover-query run as root too.
 #   check-hardening.sh <build dir>     the build's leftover.so, leftover and leftover-query
 #   check-hardening.sh --packages <dir or package>...
@@ -29,7 +30,10 @@ check() {  # check <file> [<name to show>]
   # No GNU_STACK header means an executable stack, as does one with E in its flags.
   grep -q -E '^ +GNU_STACK +(0x[0-9a-f]+ +){5}RW +0x' <<<"$headers" || missing+=("non-executable stack")
   grep -q -E ' UND +__stack_chk_fail' <<<"$symbols" || missing+=("stack protector (__stack_chk_fail)")
-  grep -q -E ' UND +__[a-z0-9_]+_chk(@|$| )' <<<"$symbols" || missing+=("_FORTIFY_SOURCE (no __*_chk call)")
+  # No __*_chk import does not prove the build lacks fortify: a newer compiler resolves
+  # every check at compile time where the sizes are known (sid's leftover.so). Said, not failed.
+  grep -q -E ' UND +__[a-z0-9_]+_chk(@|$| )' <<<"$symbols" ||
+    echo "hardening: $(basename "$file"): no __*_chk call (fortify not visible in the binary; the build sets it)"
   # A program must be position independent (ELF type DYN), as a library always is.
   grep -q -E '^ +Type: +DYN ' <<<"$headers" || missing+=("PIE")
   if [ "${#missing[@]}" -gt 0 ]; then
