@@ -43,10 +43,11 @@ REASON = rf"leftover: 1 process of {DRAIN_USER.name} survived SIGKILL \(D\)"
 def cluster(make_cluster, conf_dir):
     if not FREEZER.is_dir():
         pytest.skip("no cgroup v1 freezer hierarchy here")
-    if os.environ.get("LEFTOVER_RELEASE"):
-        # Not yet proven there: on 24.11 a job that ends after a frozen stray's sweep stayed
-        # COMPLETING past the harness's 30 s in two of these tests (the drain itself passed).
-        pytest.skip(f"the drain tests run on the host's Slurm only for now ({os.environ['LEFTOVER_RELEASE']})")
+    if os.environ.get("LEFTOVER_RELEASE") == "trixie":
+        # Not yet proven on 24.11: there a job that ends after a frozen stray's sweep stayed
+        # COMPLETING past the harness's 30 s in two of these tests (the drain itself passed;
+        # 22.05 and 26.05 pass them all).
+        pytest.skip("the drain tests are not yet proven on Slurm 24.11 (trixie)")
     ensure_test_users([DRAIN_USER])
     write_config(conf_dir, ONLY_DRAIN_USER)
     return make_cluster(plugin_config(conf_dir, prolog_flags="contain"))
