@@ -147,8 +147,10 @@ bool Sweep::freeze() {
                 now_stopped.emplace(p.pid, std::move(p.pidfd));
         pinned.clear();
         for (Decision& d : stoppable)
-            if (auto it = now_stopped.find(d.pid); it != now_stopped.end())
-                stopped_.insert_or_assign(d.pid, Stopped{std::move(d), std::move(it->second)});
+            if (auto it = now_stopped.find(d.pid); it != now_stopped.end()) {
+                const pid_t pid = d.pid;  // d is moved from in the same call
+                stopped_.insert_or_assign(pid, Stopped{std::move(d), std::move(it->second)});
+            }
         if (escaped && !report_.deadline_reached) stop_unseen(tried);
         if (report_.deadline_reached) return false;
         if (!escaped && plan_still_holds(swept)) return true;
