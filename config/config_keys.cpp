@@ -135,7 +135,7 @@ constexpr ConfigKey kConfigKeys[] = {
      .default_text = "false",
      .doc = "after a job epilog's sweep or `leftover sweep` that left processes alive after SIGKILL (uninterruptible "
             "sleep, a frozen cgroup), drain this node through slurmctld with a reason such as `leftover: 2 processes "
-            "of bob survived SIGKILL (D)`, unless it is drained, draining or down already; see [Drain](#drain)"},
+            "of bob survived SIGKILL (D)`, unless it is drained, draining or down already; see [Monitoring](#monitoring)"},
 };
 
 // Whole numbers without a fraction, others as written ("2", "0.5").
