@@ -8,6 +8,8 @@
 #   scripts/fuzz-replay.sh <build dir>
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$top/scripts/lib.sh"
 [ $# -eq 1 ] || { echo "usage: fuzz-replay.sh <build dir>" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 
@@ -27,7 +29,7 @@ for source in "$top"/tests/fuzz/*_fuzz.cpp; do
   elif [ ! -x "$binary" ]; then
     echo "fuzz corpus: $name: FAILED: no $binary (a build with -DLEFTOVER_TESTS=ON, without LEFTOVER_FUZZ)"
     failed=$((failed + 1))
-  elif "$binary" "$seeds" >"$log" 2>&1 && ! grep -q -E 'runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer' "$log"; then
+  elif "$binary" "$seeds" >"$log" 2>&1 && ! grep -q -E "$fuzz_failure_pattern" "$log"; then
     passed=$((passed + 1)) inputs=$((inputs + count))
   else
     failed=$((failed + 1))
@@ -35,11 +37,7 @@ for source in "$top"/tests/fuzz/*_fuzz.cpp; do
     grep -E -B2 -A12 'ERROR|runtime error|fuzz check failed|replay:' "$log" | head -n 40 | sed 's/^/  /'
   fi
 done
-for seeds in "$top"/tests/fuzz/corpus/*/; do
-  name=$(basename "$seeds")
-  [ -f "$top/tests/fuzz/${name}_fuzz.cpp" ] && continue
-  echo "fuzz corpus: corpus/$name: FAILED: no target tests/fuzz/${name}_fuzz.cpp"
-  targets=$((targets + 1)) failed=$((failed + 1))
-done
+orphans=$(fuzz_corpora_without_target "fuzz corpus")
+targets=$((targets + orphans)) failed=$((failed + orphans))
 echo "fuzz corpus: $targets targets, $inputs inputs: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -11,6 +11,8 @@
 # command only replays the corpus (scripts/fuzz-replay.sh), finding nothing new.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$top/scripts/lib.sh"
 build=${LEFTOVER_FUZZ_BUILD:-$top/build/fuzz}
 seconds=${LEFTOVER_FUZZ_SECONDS:-20}
 
@@ -47,7 +49,7 @@ for source in "$top"/tests/fuzz/*_fuzz.cpp; do
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
   entries=$(find "$work/$name" -type f | wc -l)
-  if [ "$rc" -ne 0 ] || grep -q -E 'runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|ERROR: libFuzzer|fuzz check failed' "$log"; then
+  if [ "$rc" -ne 0 ] || grep -q -E "$fuzz_failure_pattern|ERROR: libFuzzer|fuzz check failed" "$log"; then
     failed=$((failed + 1)) crashes=$((crashes + 1))
     echo "fuzz: $name: FAILED (exit $rc) after ${runs:-?} runs; log $log:"
     grep -E -A12 'ERROR|runtime error|fuzz check failed|Test unit written' "$log" | head -n 40 | sed 's/^/  /'
@@ -56,11 +58,7 @@ for source in "$top"/tests/fuzz/*_fuzz.cpp; do
     echo "fuzz: $name: ${runs:-?} runs in ${seconds} s, ${rate:-?} exec/s, corpus $(find "$seeds" -type f | wc -l) seeds -> $entries entries"
   fi
 done
-for seeds in "$top"/tests/fuzz/corpus/*/; do
-  name=$(basename "$seeds")
-  [ -f "$top/tests/fuzz/${name}_fuzz.cpp" ] && continue
-  echo "fuzz: corpus/$name: FAILED: no target tests/fuzz/${name}_fuzz.cpp"
-  targets=$((targets + 1)) failed=$((failed + 1))
-done
+orphans=$(fuzz_corpora_without_target "fuzz")
+targets=$((targets + orphans)) failed=$((failed + orphans))
 echo "fuzz: $targets targets, $crashes crashes: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

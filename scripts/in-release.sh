@@ -73,10 +73,9 @@ fi
 [ $# -ge 2 ] || { echo "usage: in-release.sh trixie|sid <command> [args...]" >&2; exit 2; }
 suite=$1
 shift
-if [ "$(id -u)" -ne 0 ]; then
-  echo "in-release.sh: run as root (namespaces, mounts, chroot)" >&2
-  exit 1
-fi
+# shellcheck source=scripts/lib.sh
+. "$top/scripts/lib.sh"
+require_root "namespaces, mounts, chroot"
 root=$("$top/scripts/release-root.sh" "$suite" | tail -n1) || exit $?
 base=$(dirname "$root")
 # An empty directory on the host; each run mounts its own tmpfs on it in its own

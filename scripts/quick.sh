@@ -11,10 +11,9 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-if [ "$(id -u)" -ne 0 ]; then
-  echo "quick.sh: run as root (the tests start Slurm daemons and use test accounts)" >&2
-  exit 1
-fi
+# shellcheck source=scripts/lib.sh
+. "$top/scripts/lib.sh"
+require_root "the tests start Slurm daemons and use test accounts"
 build=${LEFTOVER_QUICK_BUILD:-build/dev}
 case $build in /*) ;; *) build=$top/$build ;; esac
 

@@ -27,10 +27,9 @@ packages=(
   rpm man-db openssh-server openssh-client
 )
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "release-root.sh: run as root (debootstrap needs it)" >&2
-  exit 1
-fi
+# shellcheck source=scripts/lib.sh
+. "$top/scripts/lib.sh"
+require_root "debootstrap needs it"
 
 roots=${LEFTOVER_ROOTS_DIR:-$top/build/roots}
 base="$roots/$suite"

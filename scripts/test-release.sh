@@ -70,10 +70,9 @@ case "${1-}" in
   --build-only) phases=build; shift ;;
   --tests-only) phases=tests; shift ;;
 esac
-if [ "$(id -u)" -ne 0 ]; then
-  echo "test-release.sh: run as root (namespaces, Slurm daemons, test accounts)" >&2
-  exit 1
-fi
+# shellcheck source=scripts/lib.sh
+. "$top/scripts/lib.sh"
+require_root "namespaces, Slurm daemons, test accounts"
 rc=0
 "$top/scripts/release-root.sh" "$suite" >/dev/null || rc=$?
 if [ "$rc" -eq 77 ]; then

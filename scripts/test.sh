@@ -21,10 +21,9 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "test.sh: run as root (the tests start Slurm daemons and create test accounts)" >&2
-  exit 1
-fi
+# shellcheck source=scripts/lib.sh
+. "$top/scripts/lib.sh"
+require_root "the tests start Slurm daemons and create test accounts"
 
 read -r -a releases <<<"${LEFTOVER_RELEASES-trixie sid}"
 overlap=${LEFTOVER_OVERLAP:-1}
