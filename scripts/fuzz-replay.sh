@@ -13,8 +13,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -eq 1 ] || { echo "usage: fuzz-replay.sh <build dir>" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export_sanitizer_options
 targets=0 inputs=0 passed=0 failed=0
 for source in "$top"/tests/fuzz/*_fuzz.cpp; do
   name=$(basename "$source" _fuzz.cpp)

@@ -28,8 +28,7 @@ trap 'rm -rf "$work"' EXIT
 artifacts=$build/artifacts
 mkdir -p "$artifacts"
 
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export_sanitizer_options
 targets=0 passed=0 failed=0 crashes=0
 for source in "$top"/tests/fuzz/*_fuzz.cpp; do
   name=$(basename "$source" _fuzz.cpp)

@@ -10,6 +10,12 @@ require_root() {
   fi
 }
 
+# A sanitizer report ends the run with a stack trace, and leaks count.
+export_sanitizer_options() {
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1
+  export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+}
+
 # What marks a fuzz target's run as failed beside its exit code: a sanitizer report.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 fuzz_failure_pattern='runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer'
