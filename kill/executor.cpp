@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "kill/executor.hpp"
 
+#include "kill/pid_ref.hpp"
 #include "kill/signaller.hpp"
-#include "util/unique_fd.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -45,7 +45,7 @@ private:
     bool ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups);
     void continue_released();
     void continue_all(const char* why);
-    std::vector<Pinned> signal_round(int signal);
+    std::vector<PidRef> signal_round(int signal);
     void finish();
 
     const Evaluate& evaluate_;
@@ -66,20 +66,20 @@ private:
 // log sink that throws, no memory) must not leave a user's process stopped either. No
 // record, no observer here: they may be what threw.
 Sweep::~Sweep() {
-    for (const auto& [pid, held] : stopped_) {
+    for (auto& [pid, held] : stopped_) {
         try {
             if (held.pin.valid()) {
-                calls_.pidfd_send_signal(held.pin.get(), SIGCONT);
+                held.pin.continue_stopped();
                 continue;
             }
             // Its pin was lent to a signal round that threw: a new one, if it is still the
-            // process that was stopped.
-            const int opened = calls_.pidfd_open(pid);
-            if (opened < 0) continue;
-            const UniqueFd pin(opened);
-            const auto identity = calls_.read_identity(options_.proc_root, pid);
-            if (identity && identity->start_time == held.decision.start_time)
-                calls_.pidfd_send_signal(pin.get(), SIGCONT);
+            // process that was stopped (its start time only: it may have stopped as it
+            // exec'd a setuid program, and must not stay stopped for that).
+            auto pin = PidRef::pin(calls_, pid);
+            if (!pin) continue;
+            const std::uint64_t start_time = held.decision.start_time;
+            pin->signal_if(options_.proc_root, SIGCONT,
+                           [start_time](const Identity& now) { return now.start_time == start_time; });
         } catch (...) {  // NOLINT(bugprone-empty-catch): the next process still gets its SIGCONT
         }
     }
@@ -135,16 +135,16 @@ bool Sweep::freeze() {
         ++report_.freeze_rounds;
         // One line per SIGSTOP would double every kill's lines: they are intermediate
         // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
-        std::vector<Pinned> pinned = signaller_.signal_all(stoppable, SIGSTOP, true);
+        std::vector<PidRef> pinned = signaller_.signal_all(stoppable, SIGSTOP, true);
         bool escaped = pinned.size() < stoppable.size();
         // Each stopped process keeps its pin: its SIGCONT goes through it, whatever it
         // has become by then.
-        std::map<pid_t, UniqueFd> now_stopped;
-        for (Pinned& p : pinned)
-            if (signaller_.has_exited(p))
+        std::map<pid_t, PidRef> now_stopped;
+        for (PidRef& p : pinned)
+            if (p.has_exited())
                 escaped = true;
             else
-                now_stopped.emplace(p.pid, std::move(p.pidfd));
+                now_stopped.emplace(p.pid(), std::move(p));
         pinned.clear();
         for (Decision& d : stoppable)
             if (auto it = now_stopped.find(d.pid); it != now_stopped.end()) {
@@ -261,7 +261,7 @@ void Sweep::continue_released() {
             released.detail = now->detail;
         }
         // Past the deadline too.
-        if (released.reason != Reason::zombie) signaller_.signal_pinned(it->second.pin, released, SIGCONT, false);
+        if (released.reason != Reason::zombie) signaller_.continue_stopped(it->second.pin, released, false);
         it = stopped_.erase(it);
     }
 }
@@ -271,16 +271,16 @@ void Sweep::continue_released() {
 void Sweep::continue_all(const char* why) {
     for (auto it = stopped_.begin(); it != stopped_.end(); it = stopped_.erase(it)) {
         it->second.decision.detail = why;
-        signaller_.signal_pinned(it->second.pin, it->second.decision, SIGCONT, false);
+        signaller_.continue_stopped(it->second.pin, it->second.decision, false);
     }
 }
 
 // One list of targets per round, freed as soon as every one is signalled.
-std::vector<Pinned> Sweep::signal_round(int signal) {
+std::vector<PidRef> Sweep::signal_round(int signal) {
     auto targets = plan_->kills();
     // A stopped target is checked and signalled through the pin that stopped it: one
     // descriptor per target, not two. A pin whose signal did not go comes back.
-    std::vector<UniqueFd> held(targets.size());
+    std::vector<PidRef> held(targets.size());
     for (std::size_t i = 0; i < targets.size(); ++i)
         if (auto it = stopped_.find(targets[i].pid);
             it != stopped_.end() && same_process(it->second.decision, targets[i]))
@@ -289,13 +289,13 @@ std::vector<Pinned> Sweep::signal_round(int signal) {
     for (std::size_t i = 0; i < targets.size(); ++i)
         if (held[i].valid()) stopped_.at(targets[i].pid).pin = std::move(held[i]);
     std::size_t t = 0;
-    for (const Pinned& p : pinned) {
-        while (targets[t].pid != p.pid) ++t;
+    for (PidRef& p : pinned) {
+        while (targets[t].pid != p.pid()) ++t;
         // A stopped process runs its SIGTERM handler only once continued; one that got
         // SIGKILL dies stopped or not.
-        if (stopped_.count(p.pid) == 0) continue;
-        if (signal == SIGTERM) signaller_.signal_pinned(p.pidfd, targets[t], SIGCONT, true);
-        stopped_.erase(p.pid);
+        if (stopped_.count(p.pid()) == 0) continue;
+        if (signal == SIGTERM) signaller_.continue_stopped(p, targets[t], true);
+        stopped_.erase(p.pid());
     }
     return pinned;
 }
