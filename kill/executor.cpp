@@ -24,14 +24,15 @@ const Decision* decision_for(const Plan& plan, pid_t pid) {
 
 bool same_process(const Decision& a, const Decision& b) { return a.pid == b.pid && a.start_time == b.start_time; }
 
-// One sweep: the rounds, the plans they act on, and the processes it holds stopped.
-class Sweep {
+// One run of the executor (execute_kills): the rounds, the plans they act on, and the
+// processes it holds stopped.
+class KillRun {
 public:
-    Sweep(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls)
+    KillRun(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls)
         : evaluate_(evaluate), options_(options), calls_(calls), signaller_(options, calls, report_) {}
-    Sweep(const Sweep&) = delete;
-    Sweep& operator=(const Sweep&) = delete;
-    ~Sweep();
+    KillRun(const KillRun&) = delete;
+    KillRun& operator=(const KillRun&) = delete;
+    ~KillRun();
 
     KillReport run();
 
@@ -65,7 +66,7 @@ private:
 // Every path out of run() continues what it stopped; an exception thrown through it (a
 // log sink that throws, no memory) must not leave a user's process stopped either. No
 // record, no observer here: they may be what threw.
-Sweep::~Sweep() {
+KillRun::~KillRun() {
     for (auto& [pid, held] : stopped_) {
         try {
             if (held.pin.valid()) {
@@ -85,7 +86,7 @@ Sweep::~Sweep() {
     }
 }
 
-bool Sweep::replan() {
+bool KillRun::replan() {
     fresh_.reset();
     signaller_.forget_exits();
     ++report_.evaluations;
@@ -100,7 +101,7 @@ bool Sweep::replan() {
 }
 
 // No round starts once the deadline has passed.
-bool Sweep::deadline_passed() {
+bool KillRun::deadline_passed() {
     if (!past(options_.deadline)) return false;
     report_.deadline_reached = true;
     return true;
@@ -111,7 +112,7 @@ bool Sweep::deadline_passed() {
 // plan has no target this phase has not tried to stop, or freeze_rounds. A stopped
 // process cannot fork or run away, so the round that follows meets every target still.
 // false: an evaluation failed or the deadline passed.
-bool Sweep::freeze() {
+bool KillRun::freeze() {
     if (options_.freeze_rounds <= 0) return true;
     std::set<std::pair<pid_t, std::uint64_t>> tried;  // stopped, or failed to stop: not retried
     for (int round = 0;; ++round) {
@@ -161,7 +162,7 @@ bool Sweep::freeze() {
 // The re-scan for children, cheaply: no process of the swept users that the plan lacks
 // (an owner-only pass over /proc), and the job state unchanged. Anything else, or an
 // error, makes a new evaluation, which also tells what is wrong.
-bool Sweep::plan_still_holds(const std::set<uid_t>& swept) {
+bool KillRun::plan_still_holds(const std::set<uid_t>& swept) {
     if (!options_.job_state_unchanged) return false;
     for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, swept))
         if (decision_for(*plan_, pid) == nullptr && stopped_.count(pid) == 0) return false;
@@ -174,7 +175,7 @@ bool Sweep::plan_still_holds(const std::set<uid_t>& swept) {
 // a process is stopped only when its parent is init, the caller (which waits for no
 // stopped child), a target or stopped process of this sweep, a process of a swept user
 // (a new one, stopped next), or gone. Any other is signalled running, as without stopping.
-bool Sweep::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
+bool KillRun::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
     if (ppid == 1 || ppid == options_.self || stopped_.count(ppid) != 0) return true;
     if (const Decision* parent = decision_for(*plan_, ppid)) return parent->verdict == Verdict::kill;
     const auto owner = calls_.owner_of(options_.proc_root, ppid);
@@ -190,7 +191,7 @@ bool Sweep::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
 // shepherd srun forks), and a process group holds processes of one session only, never
 // one a slurmstepd of a new job made: the evaluation that follows judges it, with the
 // job state of then.
-bool Sweep::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups) {
+bool KillRun::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups) {
     const auto held_parent = stopped_.find(unseen.ppid);
     const Decision* target = decision_for(*plan_, unseen.ppid);
     std::optional<std::uint64_t> parent_start;
@@ -211,7 +212,7 @@ bool Sweep::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups) 
 // stop those no plan has seen that are this sweep's to stop (ours_to_stop), before they
 // move on too. The evaluation that follows decides on them (and continues any it keeps);
 // a process a plan keeps is never stopped.
-void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
+void KillRun::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
     constexpr int max_passes = 8;
     std::map<uid_t, std::string> users;
     for (const Decision& d : plan_->decisions)
@@ -242,7 +243,7 @@ void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
 // A stopped process that the fresh plan no longer kills (its user got live work, or it
 // exec'd a setuid program and has mixed uids now, say) runs again at once. One that is
 // gone or a zombie needs nothing.
-void Sweep::continue_released() {
+void KillRun::continue_released() {
     for (auto it = stopped_.begin(); it != stopped_.end();) {
         const Decision* now = decision_for(*plan_, it->first);
         const Decision& was = it->second.decision;
@@ -268,7 +269,7 @@ void Sweep::continue_released() {
 
 // The sweep ends with processes still stopped (an error, the deadline, a failed kill):
 // none of them may stay stopped. Through the pins that stopped them, past the deadline too.
-void Sweep::continue_all(const char* why) {
+void KillRun::continue_all(const char* why) {
     for (auto it = stopped_.begin(); it != stopped_.end(); it = stopped_.erase(it)) {
         it->second.decision.detail = why;
         signaller_.continue_stopped(it->second.pin, it->second.decision, false);
@@ -276,7 +277,7 @@ void Sweep::continue_all(const char* why) {
 }
 
 // One list of targets per round, freed as soon as every one is signalled.
-std::vector<PidRef> Sweep::signal_round(int signal) {
+std::vector<PidRef> KillRun::signal_round(int signal) {
     auto targets = plan_->kills();
     // A stopped target is checked and signalled through the pin that stopped it: one
     // descriptor per target, not two. A pin whose signal did not go comes back.
@@ -301,7 +302,7 @@ std::vector<PidRef> Sweep::signal_round(int signal) {
 }
 
 // The survivors: the last plan's targets, less those seen to exit since it was made.
-void Sweep::finish() {
+void KillRun::finish() {
     continue_all(report_.error ? "not killed: the sweep stopped at an error"
                                : "not killed: the sweep ended before its kill");
     if (report_.error) return;
@@ -309,7 +310,7 @@ void Sweep::finish() {
         if (signaller_.exited().count(d.pid) == 0) report_.survivors.push_back(std::move(d));
 }
 
-KillReport Sweep::run() {
+KillReport KillRun::run() {
     ++report_.evaluations;
     auto first = evaluate_();
     if (!first.ok()) {
@@ -375,7 +376,7 @@ KillReport Sweep::run() {
 }  // namespace
 
 KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls) {
-    return Sweep(evaluate, options, calls).run();
+    return KillRun(evaluate, options, calls).run();
 }
 
 }  // namespace leftover
