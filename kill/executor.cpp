@@ -39,7 +39,7 @@ public:
 private:
     bool replan();
     bool deadline_passed();
-    bool freeze();
+    bool stop_targets();
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
     bool plan_still_holds(const std::set<uid_t>& swept);
     bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
@@ -109,11 +109,11 @@ bool KillRun::deadline_passed() {
 
 // Stops every target of the plan, scans again and stops the targets that are new (a
 // child forked before its parent stopped, a process that changed its pid), until a fresh
-// plan has no target this phase has not tried to stop, or freeze_rounds. A stopped
+// plan has no target this phase has not tried to stop, or stop_rounds. A stopped
 // process cannot fork or run away, so the round that follows meets every target still.
 // false: an evaluation failed or the deadline passed.
-bool KillRun::freeze() {
-    if (options_.freeze_rounds <= 0) return true;
+bool KillRun::stop_targets() {
+    if (options_.stop_rounds <= 0) return true;
     std::set<std::pair<pid_t, std::uint64_t>> tried;  // stopped, or failed to stop: not retried
     for (int round = 0;; ++round) {
         continue_released();
@@ -121,7 +121,7 @@ bool KillRun::freeze() {
         for (Decision& d : plan_->kills())
             if (tried.count({d.pid, d.start_time}) == 0) untried.push_back(std::move(d));
         if (untried.empty()) return true;
-        if (round >= options_.freeze_rounds) {
+        if (round >= options_.stop_rounds) {
             report_.left_running = std::max(report_.left_running, untried.size());
             return true;  // bounded: the round goes ahead with what is stopped
         }
@@ -133,7 +133,7 @@ bool KillRun::freeze() {
             if (parent_lets_stop(d.ppid, swept)) stoppable.push_back(std::move(d));
         }
         if (stoppable.empty()) return true;  // the round signals them running, as without stopping
-        ++report_.freeze_rounds;
+        ++report_.stop_rounds;
         // One line per SIGSTOP would double every kill's lines: they are intermediate
         // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
         std::vector<PidRef> pinned = signaller_.signal_all(stoppable, SIGSTOP, true);
@@ -337,7 +337,7 @@ KillReport KillRun::run() {
     }
 
     if (options_.grace.count() > 0) {
-        if (!freeze() || deadline_passed()) {
+        if (!stop_targets() || deadline_passed()) {
             finish();
             return std::move(report_);
         }
@@ -356,7 +356,7 @@ KillReport KillRun::run() {
     while (has_kills()) {
         if (report_.rounds >= options_.max_rounds || deadline_passed()) break;
         ++report_.rounds;
-        if (!freeze() || deadline_passed()) {
+        if (!stop_targets() || deadline_passed()) {
             finish();
             return std::move(report_);
         }

@@ -138,7 +138,7 @@ TEST_CASE("fault catalogue: a deadline that passes midway through a long target 
     };
     KillReport report;
     SUBCASE("without stopping first") {
-        sweeper.freeze_rounds = 0;
+        sweeper.stop_rounds = 0;
         report = sweeper.run(0ms, false, calls, 2s);
         CHECK(calls.signals_sent == 2);
         CHECK(report.evaluations == 1);
