@@ -37,9 +37,16 @@ public:
     KillReport run();
 
 private:
+    bool first_plan();
+    bool has_kills() const;
+    void record_dry_run();
+    bool term_and_grace();
+    void kill_rounds();
+    bool kill_round();
     bool replan();
     bool deadline_passed();
     bool stop_targets();
+    bool hold_stopped(std::vector<Decision>& stoppable, std::vector<PidRef> pinned);
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
     bool plan_still_holds(const std::set<uid_t>& swept);
     bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
@@ -136,27 +143,32 @@ bool KillRun::stop_targets() {
         ++report_.stop_rounds;
         // One line per SIGSTOP would double every kill's lines: they are intermediate
         // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
-        std::vector<PidRef> pinned = signaller_.signal_all(stoppable, SIGSTOP, true);
-        bool escaped = pinned.size() < stoppable.size();
-        // Each stopped process keeps its pin: its SIGCONT goes through it, whatever it
-        // has become by then.
-        std::map<pid_t, PidRef> now_stopped;
-        for (PidRef& p : pinned)
-            if (p.has_exited())
-                escaped = true;
-            else
-                now_stopped.emplace(p.pid(), std::move(p));
-        pinned.clear();
-        for (Decision& d : stoppable)
-            if (auto it = now_stopped.find(d.pid); it != now_stopped.end()) {
-                const pid_t pid = d.pid;  // d is moved from in the same call
-                stopped_.insert_or_assign(pid, Stopped{std::move(d), std::move(it->second)});
-            }
+        const bool escaped = hold_stopped(stoppable, signaller_.signal_all(stoppable, SIGSTOP, true));
         if (escaped && !report_.deadline_reached) stop_unseen(tried);
         if (report_.deadline_reached) return false;
         if (!escaped && plan_still_holds(swept)) return true;
         if (!replan()) return false;
     }
+}
+
+// Holds each process of `stoppable` that its SIGSTOP (`pinned`) stopped with that pin:
+// its SIGCONT goes through it, whatever it has become by then. true: one of them escaped
+// the stop (gone before it, or exited at once after it), and may have forked first.
+bool KillRun::hold_stopped(std::vector<Decision>& stoppable, std::vector<PidRef> pinned) {
+    bool escaped = pinned.size() < stoppable.size();
+    std::map<pid_t, PidRef> now_stopped;
+    for (PidRef& p : pinned)
+        if (p.has_exited())
+            escaped = true;
+        else
+            now_stopped.emplace(p.pid(), std::move(p));
+    pinned.clear();
+    for (Decision& d : stoppable)
+        if (auto it = now_stopped.find(d.pid); it != now_stopped.end()) {
+            const pid_t pid = d.pid;  // d is moved from in the same call
+            stopped_.insert_or_assign(pid, Stopped{std::move(d), std::move(it->second)});
+        }
+    return escaped;
 }
 
 // The re-scan for children, cheaply: no process of the swept users that the plan lacks
@@ -310,66 +322,74 @@ void KillRun::finish() {
         if (signaller_.exited().count(d.pid) == 0) report_.survivors.push_back(std::move(d));
 }
 
-KillReport KillRun::run() {
+// The plan that starts the kills; the report keeps it. false: the evaluation failed.
+bool KillRun::first_plan() {
     ++report_.evaluations;
     auto first = evaluate_();
     if (!first.ok()) {
         report_.error = first.error();
-        return std::move(report_);  // a lookup or config error: nothing is killed
+        return false;
     }
     report_.first_plan = std::move(first).value();
     plan_ = &report_.first_plan;
-    const auto has_kills = [this] {
-        return std::any_of(plan_->decisions.begin(), plan_->decisions.end(),
-                           [](const Decision& d) { return d.verdict == Verdict::kill; });
-    };
+    return true;
+}
+
+bool KillRun::has_kills() const {
+    return std::any_of(plan_->decisions.begin(), plan_->decisions.end(),
+                       [](const Decision& d) { return d.verdict == Verdict::kill; });
+}
+
+// Nothing is signalled: each target is recorded with the signal it would get first.
+void KillRun::record_dry_run() {
+    const int first_signal = options_.grace.count() > 0 ? SIGTERM : SIGKILL;
+    for (const Decision& d : plan_->kills()) signaller_.note(record_for(d, first_signal, Outcome::dry_run));
+    report_.survivors = plan_->kills();
+}
+
+// Stop, SIGTERM (and SIGCONT to the stopped), grace, then a fresh plan for SIGKILL.
+// false: the run ends here (an evaluation failed, the deadline passed).
+bool KillRun::term_and_grace() {
+    if (!stop_targets() || deadline_passed()) return false;
+    auto pinned = signal_round(SIGTERM);
+    if (!pinned.empty() && options_.observer.on_grace_wait)
+        options_.observer.on_grace_wait(pinned.size(), options_.grace);
+    signaller_.wait_and_release(pinned, Clock::now() + options_.grace);
+    // Job state and processes are read again right before SIGKILL: a job that
+    // started during grace protects its user's processes.
+    return !report_.deadline_reached && !deadline_passed() && replan();
+}
+
+// SIGKILL rounds, each on the plan the one before left, until the plan kills nothing,
+// max_rounds, an error or the deadline.
+void KillRun::kill_rounds() {
+    while (has_kills()) {
+        if (report_.rounds >= options_.max_rounds || deadline_passed()) return;
+        ++report_.rounds;
+        if (!kill_round()) return;
+    }
+}
+
+// Stop, SIGKILL, wait for the exits, a fresh plan. false: the run ends here (nothing
+// left to kill after the stop, an evaluation failed, the deadline passed).
+bool KillRun::kill_round() {
+    if (!stop_targets() || deadline_passed() || !has_kills()) return false;
+    auto pinned = signal_round(SIGKILL);
+    signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
+    // A stray that forks keeps making new ones: decide again on a fresh scan.
+    return !report_.deadline_reached && !deadline_passed() && replan();
+}
+
+KillReport KillRun::run() {
+    if (!first_plan()) return std::move(report_);  // a lookup or config error: nothing is killed
     if (options_.dry_run) {
-        const int first_signal = options_.grace.count() > 0 ? SIGTERM : SIGKILL;
-        for (const Decision& d : plan_->kills()) signaller_.note(record_for(d, first_signal, Outcome::dry_run));
-        report_.survivors = plan_->kills();
+        record_dry_run();
         return std::move(report_);
     }
     if (!has_kills()) return std::move(report_);
     // An evaluation that ran past the deadline starts no round, not even SIGTERM.
-    if (deadline_passed()) {
-        finish();
-        return std::move(report_);
-    }
-
-    if (options_.grace.count() > 0) {
-        if (!stop_targets() || deadline_passed()) {
-            finish();
-            return std::move(report_);
-        }
-        auto pinned = signal_round(SIGTERM);
-        if (!pinned.empty() && options_.observer.on_grace_wait)
-            options_.observer.on_grace_wait(pinned.size(), options_.grace);
-        signaller_.wait_and_release(pinned, Clock::now() + options_.grace);
-        // Job state and processes are read again right before SIGKILL: a job that
-        // started during grace protects its user's processes.
-        if (report_.deadline_reached || deadline_passed() || !replan()) {
-            finish();
-            return std::move(report_);
-        }
-    }
-
-    while (has_kills()) {
-        if (report_.rounds >= options_.max_rounds || deadline_passed()) break;
-        ++report_.rounds;
-        if (!stop_targets() || deadline_passed()) {
-            finish();
-            return std::move(report_);
-        }
-        if (!has_kills()) break;
-        auto pinned = signal_round(SIGKILL);
-        signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
-        // A stray that forks keeps making new ones: decide again on a fresh scan.
-        if (report_.deadline_reached || deadline_passed() || !replan()) {
-            finish();
-            return std::move(report_);
-        }
-    }
-    finish();
+    if (!deadline_passed() && (options_.grace.count() <= 0 || term_and_grace())) kill_rounds();
+    finish();  // continues what is still stopped, names the survivors
     return std::move(report_);
 }
 
