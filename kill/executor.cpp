@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "kill/executor.hpp"
 
+#include "kill/pid_ref.hpp"
 #include "kill/signaller.hpp"
-#include "util/unique_fd.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -24,28 +24,36 @@ const Decision* decision_for(const Plan& plan, pid_t pid) {
 
 bool same_process(const Decision& a, const Decision& b) { return a.pid == b.pid && a.start_time == b.start_time; }
 
-// One sweep: the rounds, the plans they act on, and the processes it holds stopped.
-class Sweep {
+// One run of the executor (execute_kills): the rounds, the plans they act on, and the
+// processes it holds stopped.
+class KillRun {
 public:
-    Sweep(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls)
+    KillRun(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls)
         : evaluate_(evaluate), options_(options), calls_(calls), signaller_(options, calls, report_) {}
-    Sweep(const Sweep&) = delete;
-    Sweep& operator=(const Sweep&) = delete;
-    ~Sweep();
+    KillRun(const KillRun&) = delete;
+    KillRun& operator=(const KillRun&) = delete;
+    ~KillRun();
 
     KillReport run();
 
 private:
+    bool first_plan();
+    bool has_kills() const;
+    void record_dry_run();
+    bool term_and_grace();
+    void kill_rounds();
+    bool kill_round();
     bool replan();
     bool deadline_passed();
-    bool freeze();
+    bool stop_targets();
+    bool hold_stopped(std::vector<Decision>& stoppable, std::vector<PidRef> pinned);
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
     bool plan_still_holds(const std::set<uid_t>& swept);
     bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
     bool ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups);
     void continue_released();
     void continue_all(const char* why);
-    std::vector<Pinned> signal_round(int signal);
+    std::vector<PidRef> signal_round(int signal);
     void finish();
 
     const Evaluate& evaluate_;
@@ -65,27 +73,27 @@ private:
 // Every path out of run() continues what it stopped; an exception thrown through it (a
 // log sink that throws, no memory) must not leave a user's process stopped either. No
 // record, no observer here: they may be what threw.
-Sweep::~Sweep() {
-    for (const auto& [pid, held] : stopped_) {
+KillRun::~KillRun() {
+    for (auto& [pid, held] : stopped_) {
         try {
             if (held.pin.valid()) {
-                calls_.pidfd_send_signal(held.pin.get(), SIGCONT);
+                held.pin.continue_stopped();
                 continue;
             }
             // Its pin was lent to a signal round that threw: a new one, if it is still the
-            // process that was stopped.
-            const int opened = calls_.pidfd_open(pid);
-            if (opened < 0) continue;
-            const UniqueFd pin(opened);
-            const auto identity = calls_.read_identity(options_.proc_root, pid);
-            if (identity && identity->start_time == held.decision.start_time)
-                calls_.pidfd_send_signal(pin.get(), SIGCONT);
+            // process that was stopped (its start time only: it may have stopped as it
+            // exec'd a setuid program, and must not stay stopped for that).
+            auto pin = PidRef::pin(calls_, pid);
+            if (!pin) continue;
+            const std::uint64_t start_time = held.decision.start_time;
+            pin->signal_if(options_.proc_root, SIGCONT,
+                           [start_time](const Identity& now) { return now.start_time == start_time; });
         } catch (...) {  // NOLINT(bugprone-empty-catch): the next process still gets its SIGCONT
         }
     }
 }
 
-bool Sweep::replan() {
+bool KillRun::replan() {
     fresh_.reset();
     signaller_.forget_exits();
     ++report_.evaluations;
@@ -100,7 +108,7 @@ bool Sweep::replan() {
 }
 
 // No round starts once the deadline has passed.
-bool Sweep::deadline_passed() {
+bool KillRun::deadline_passed() {
     if (!past(options_.deadline)) return false;
     report_.deadline_reached = true;
     return true;
@@ -108,11 +116,11 @@ bool Sweep::deadline_passed() {
 
 // Stops every target of the plan, scans again and stops the targets that are new (a
 // child forked before its parent stopped, a process that changed its pid), until a fresh
-// plan has no target this phase has not tried to stop, or freeze_rounds. A stopped
+// plan has no target this phase has not tried to stop, or stop_rounds. A stopped
 // process cannot fork or run away, so the round that follows meets every target still.
 // false: an evaluation failed or the deadline passed.
-bool Sweep::freeze() {
-    if (options_.freeze_rounds <= 0) return true;
+bool KillRun::stop_targets() {
+    if (options_.stop_rounds <= 0) return true;
     std::set<std::pair<pid_t, std::uint64_t>> tried;  // stopped, or failed to stop: not retried
     for (int round = 0;; ++round) {
         continue_released();
@@ -120,7 +128,7 @@ bool Sweep::freeze() {
         for (Decision& d : plan_->kills())
             if (tried.count({d.pid, d.start_time}) == 0) untried.push_back(std::move(d));
         if (untried.empty()) return true;
-        if (round >= options_.freeze_rounds) {
+        if (round >= options_.stop_rounds) {
             report_.left_running = std::max(report_.left_running, untried.size());
             return true;  // bounded: the round goes ahead with what is stopped
         }
@@ -132,25 +140,10 @@ bool Sweep::freeze() {
             if (parent_lets_stop(d.ppid, swept)) stoppable.push_back(std::move(d));
         }
         if (stoppable.empty()) return true;  // the round signals them running, as without stopping
-        ++report_.freeze_rounds;
+        ++report_.stop_rounds;
         // One line per SIGSTOP would double every kill's lines: they are intermediate
         // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
-        std::vector<Pinned> pinned = signaller_.signal_all(stoppable, SIGSTOP, true);
-        bool escaped = pinned.size() < stoppable.size();
-        // Each stopped process keeps its pin: its SIGCONT goes through it, whatever it
-        // has become by then.
-        std::map<pid_t, UniqueFd> now_stopped;
-        for (Pinned& p : pinned)
-            if (signaller_.has_exited(p))
-                escaped = true;
-            else
-                now_stopped.emplace(p.pid, std::move(p.pidfd));
-        pinned.clear();
-        for (Decision& d : stoppable)
-            if (auto it = now_stopped.find(d.pid); it != now_stopped.end()) {
-                const pid_t pid = d.pid;  // d is moved from in the same call
-                stopped_.insert_or_assign(pid, Stopped{std::move(d), std::move(it->second)});
-            }
+        const bool escaped = hold_stopped(stoppable, signaller_.signal_all(stoppable, SIGSTOP, true));
         if (escaped && !report_.deadline_reached) stop_unseen(tried);
         if (report_.deadline_reached) return false;
         if (!escaped && plan_still_holds(swept)) return true;
@@ -158,10 +151,30 @@ bool Sweep::freeze() {
     }
 }
 
+// Holds each process of `stoppable` that its SIGSTOP (`pinned`) stopped with that pin:
+// its SIGCONT goes through it, whatever it has become by then. true: one of them escaped
+// the stop (gone before it, or exited at once after it), and may have forked first.
+bool KillRun::hold_stopped(std::vector<Decision>& stoppable, std::vector<PidRef> pinned) {
+    bool escaped = pinned.size() < stoppable.size();
+    std::map<pid_t, PidRef> now_stopped;
+    for (PidRef& p : pinned)
+        if (p.has_exited())
+            escaped = true;
+        else
+            now_stopped.emplace(p.pid(), std::move(p));
+    pinned.clear();
+    for (Decision& d : stoppable)
+        if (auto it = now_stopped.find(d.pid); it != now_stopped.end()) {
+            const pid_t pid = d.pid;  // d is moved from in the same call
+            stopped_.insert_or_assign(pid, Stopped{std::move(d), std::move(it->second)});
+        }
+    return escaped;
+}
+
 // The re-scan for children, cheaply: no process of the swept users that the plan lacks
 // (an owner-only pass over /proc), and the job state unchanged. Anything else, or an
 // error, makes a new evaluation, which also tells what is wrong.
-bool Sweep::plan_still_holds(const std::set<uid_t>& swept) {
+bool KillRun::plan_still_holds(const std::set<uid_t>& swept) {
     if (!options_.job_state_unchanged) return false;
     for (const auto& [pid, owner] : calls_.processes_owned_by(options_.proc_root, swept))
         if (decision_for(*plan_, pid) == nullptr && stopped_.count(pid) == 0) return false;
@@ -174,7 +187,7 @@ bool Sweep::plan_still_holds(const std::set<uid_t>& swept) {
 // a process is stopped only when its parent is init, the caller (which waits for no
 // stopped child), a target or stopped process of this sweep, a process of a swept user
 // (a new one, stopped next), or gone. Any other is signalled running, as without stopping.
-bool Sweep::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
+bool KillRun::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
     if (ppid == 1 || ppid == options_.self || stopped_.count(ppid) != 0) return true;
     if (const Decision* parent = decision_for(*plan_, ppid)) return parent->verdict == Verdict::kill;
     const auto owner = calls_.owner_of(options_.proc_root, ppid);
@@ -190,7 +203,7 @@ bool Sweep::parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept) {
 // shepherd srun forks), and a process group holds processes of one session only, never
 // one a slurmstepd of a new job made: the evaluation that follows judges it, with the
 // job state of then.
-bool Sweep::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups) {
+bool KillRun::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups) {
     const auto held_parent = stopped_.find(unseen.ppid);
     const Decision* target = decision_for(*plan_, unseen.ppid);
     std::optional<std::uint64_t> parent_start;
@@ -211,7 +224,7 @@ bool Sweep::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups) 
 // stop those no plan has seen that are this sweep's to stop (ours_to_stop), before they
 // move on too. The evaluation that follows decides on them (and continues any it keeps);
 // a process a plan keeps is never stopped.
-void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
+void KillRun::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
     constexpr int max_passes = 8;
     std::map<uid_t, std::string> users;
     for (const Decision& d : plan_->decisions)
@@ -242,7 +255,7 @@ void Sweep::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
 // A stopped process that the fresh plan no longer kills (its user got live work, or it
 // exec'd a setuid program and has mixed uids now, say) runs again at once. One that is
 // gone or a zombie needs nothing.
-void Sweep::continue_released() {
+void KillRun::continue_released() {
     for (auto it = stopped_.begin(); it != stopped_.end();) {
         const Decision* now = decision_for(*plan_, it->first);
         const Decision& was = it->second.decision;
@@ -261,26 +274,26 @@ void Sweep::continue_released() {
             released.detail = now->detail;
         }
         // Past the deadline too.
-        if (released.reason != Reason::zombie) signaller_.signal_pinned(it->second.pin, released, SIGCONT, false);
+        if (released.reason != Reason::zombie) signaller_.continue_stopped(it->second.pin, released, false);
         it = stopped_.erase(it);
     }
 }
 
 // The sweep ends with processes still stopped (an error, the deadline, a failed kill):
 // none of them may stay stopped. Through the pins that stopped them, past the deadline too.
-void Sweep::continue_all(const char* why) {
+void KillRun::continue_all(const char* why) {
     for (auto it = stopped_.begin(); it != stopped_.end(); it = stopped_.erase(it)) {
         it->second.decision.detail = why;
-        signaller_.signal_pinned(it->second.pin, it->second.decision, SIGCONT, false);
+        signaller_.continue_stopped(it->second.pin, it->second.decision, false);
     }
 }
 
 // One list of targets per round, freed as soon as every one is signalled.
-std::vector<Pinned> Sweep::signal_round(int signal) {
+std::vector<PidRef> KillRun::signal_round(int signal) {
     auto targets = plan_->kills();
     // A stopped target is checked and signalled through the pin that stopped it: one
     // descriptor per target, not two. A pin whose signal did not go comes back.
-    std::vector<UniqueFd> held(targets.size());
+    std::vector<PidRef> held(targets.size());
     for (std::size_t i = 0; i < targets.size(); ++i)
         if (auto it = stopped_.find(targets[i].pid);
             it != stopped_.end() && same_process(it->second.decision, targets[i]))
@@ -289,19 +302,19 @@ std::vector<Pinned> Sweep::signal_round(int signal) {
     for (std::size_t i = 0; i < targets.size(); ++i)
         if (held[i].valid()) stopped_.at(targets[i].pid).pin = std::move(held[i]);
     std::size_t t = 0;
-    for (const Pinned& p : pinned) {
-        while (targets[t].pid != p.pid) ++t;
+    for (PidRef& p : pinned) {
+        while (targets[t].pid != p.pid()) ++t;
         // A stopped process runs its SIGTERM handler only once continued; one that got
         // SIGKILL dies stopped or not.
-        if (stopped_.count(p.pid) == 0) continue;
-        if (signal == SIGTERM) signaller_.signal_pinned(p.pidfd, targets[t], SIGCONT, true);
-        stopped_.erase(p.pid);
+        if (stopped_.count(p.pid()) == 0) continue;
+        if (signal == SIGTERM) signaller_.continue_stopped(p, targets[t], true);
+        stopped_.erase(p.pid());
     }
     return pinned;
 }
 
 // The survivors: the last plan's targets, less those seen to exit since it was made.
-void Sweep::finish() {
+void KillRun::finish() {
     continue_all(report_.error ? "not killed: the sweep stopped at an error"
                                : "not killed: the sweep ended before its kill");
     if (report_.error) return;
@@ -309,73 +322,81 @@ void Sweep::finish() {
         if (signaller_.exited().count(d.pid) == 0) report_.survivors.push_back(std::move(d));
 }
 
-KillReport Sweep::run() {
+// The plan that starts the kills; the report keeps it. false: the evaluation failed.
+bool KillRun::first_plan() {
     ++report_.evaluations;
     auto first = evaluate_();
     if (!first.ok()) {
         report_.error = first.error();
-        return std::move(report_);  // a lookup or config error: nothing is killed
+        return false;
     }
     report_.first_plan = std::move(first).value();
     plan_ = &report_.first_plan;
-    const auto has_kills = [this] {
-        return std::any_of(plan_->decisions.begin(), plan_->decisions.end(),
-                           [](const Decision& d) { return d.verdict == Verdict::kill; });
-    };
+    return true;
+}
+
+bool KillRun::has_kills() const {
+    return std::any_of(plan_->decisions.begin(), plan_->decisions.end(),
+                       [](const Decision& d) { return d.verdict == Verdict::kill; });
+}
+
+// Nothing is signalled: each target is recorded with the signal it would get first.
+void KillRun::record_dry_run() {
+    const int first_signal = options_.grace.count() > 0 ? SIGTERM : SIGKILL;
+    for (const Decision& d : plan_->kills()) signaller_.note(record_for(d, first_signal, Outcome::dry_run));
+    report_.survivors = plan_->kills();
+}
+
+// Stop, SIGTERM (and SIGCONT to the stopped), grace, then a fresh plan for SIGKILL.
+// false: the run ends here (an evaluation failed, the deadline passed).
+bool KillRun::term_and_grace() {
+    if (!stop_targets() || deadline_passed()) return false;
+    auto pinned = signal_round(SIGTERM);
+    if (!pinned.empty() && options_.observer.on_grace_wait)
+        options_.observer.on_grace_wait(pinned.size(), options_.grace);
+    signaller_.wait_and_release(pinned, Clock::now() + options_.grace);
+    // Job state and processes are read again right before SIGKILL: a job that
+    // started during grace protects its user's processes.
+    return !report_.deadline_reached && !deadline_passed() && replan();
+}
+
+// SIGKILL rounds, each on the plan the one before left, until the plan kills nothing,
+// max_rounds, an error or the deadline.
+void KillRun::kill_rounds() {
+    while (has_kills()) {
+        if (report_.rounds >= options_.max_rounds || deadline_passed()) return;
+        ++report_.rounds;
+        if (!kill_round()) return;
+    }
+}
+
+// Stop, SIGKILL, wait for the exits, a fresh plan. false: the run ends here (nothing
+// left to kill after the stop, an evaluation failed, the deadline passed).
+bool KillRun::kill_round() {
+    if (!stop_targets() || deadline_passed() || !has_kills()) return false;
+    auto pinned = signal_round(SIGKILL);
+    signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
+    // A stray that forks keeps making new ones: decide again on a fresh scan.
+    return !report_.deadline_reached && !deadline_passed() && replan();
+}
+
+KillReport KillRun::run() {
+    if (!first_plan()) return std::move(report_);  // a lookup or config error: nothing is killed
     if (options_.dry_run) {
-        const int first_signal = options_.grace.count() > 0 ? SIGTERM : SIGKILL;
-        for (const Decision& d : plan_->kills()) signaller_.note(record_for(d, first_signal, Outcome::dry_run));
-        report_.survivors = plan_->kills();
+        record_dry_run();
         return std::move(report_);
     }
     if (!has_kills()) return std::move(report_);
     // An evaluation that ran past the deadline starts no round, not even SIGTERM.
-    if (deadline_passed()) {
-        finish();
-        return std::move(report_);
-    }
-
-    if (options_.grace.count() > 0) {
-        if (!freeze() || deadline_passed()) {
-            finish();
-            return std::move(report_);
-        }
-        auto pinned = signal_round(SIGTERM);
-        if (!pinned.empty() && options_.observer.on_grace_wait)
-            options_.observer.on_grace_wait(pinned.size(), options_.grace);
-        signaller_.wait_and_release(pinned, Clock::now() + options_.grace);
-        // Job state and processes are read again right before SIGKILL: a job that
-        // started during grace protects its user's processes.
-        if (report_.deadline_reached || deadline_passed() || !replan()) {
-            finish();
-            return std::move(report_);
-        }
-    }
-
-    while (has_kills()) {
-        if (report_.rounds >= options_.max_rounds || deadline_passed()) break;
-        ++report_.rounds;
-        if (!freeze() || deadline_passed()) {
-            finish();
-            return std::move(report_);
-        }
-        if (!has_kills()) break;
-        auto pinned = signal_round(SIGKILL);
-        signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
-        // A stray that forks keeps making new ones: decide again on a fresh scan.
-        if (report_.deadline_reached || deadline_passed() || !replan()) {
-            finish();
-            return std::move(report_);
-        }
-    }
-    finish();
+    if (!deadline_passed() && (options_.grace.count() <= 0 || term_and_grace())) kill_rounds();
+    finish();  // continues what is still stopped, names the survivors
     return std::move(report_);
 }
 
 }  // namespace
 
 KillReport execute_kills(const Evaluate& evaluate, const KillOptions& options, SystemCalls& calls) {
-    return Sweep(evaluate, options, calls).run();
+    return KillRun(evaluate, options, calls).run();
 }
 
 }  // namespace leftover

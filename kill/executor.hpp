@@ -56,7 +56,7 @@ struct KillOptions {
     std::chrono::milliseconds settle{500};  // how long a SIGKILL round waits for exits
     // Before each round: stop the targets, scan again, stop the new ones, at most this
     // many times. 0: no stopping (tests show with it what stopping is for).
-    int freeze_rounds = 16;
+    int stop_rounds = 16;
     // The caller: a process it started may be stopped (it never waits for stopped children).
     pid_t self = 0;
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -77,8 +77,8 @@ struct KillReport {
     bool deadline_reached = false;
     int rounds = 0;
     std::size_t evaluations = 0;
-    int freeze_rounds = 0;  // SIGSTOP rounds, all phases together
-    // Stopping did not settle before a round (freeze_rounds used up): how many targets of
+    int stop_rounds = 0;  // SIGSTOP rounds, all phases together
+    // Stopping did not settle before a round (stop_rounds used up): how many targets of
     // the last plan were still running when the signals went out anyway. 0: it settled.
     std::size_t left_running = 0;
 };

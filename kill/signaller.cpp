@@ -49,37 +49,35 @@ void Signaller::note(const KillRecord& record) {
     }
 }
 
-KillRecord Signaller::signal_one(const Decision& target, int signal, UniqueFd& pin, UniqueFd* held) {
+// `pin`: the target's pin (its SIGSTOP's) or, invalid, one to make here. It holds the
+// pin when the signal went.
+KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& pin) {
     KillRecord record = record_for(target, signal, Outcome::signalled);
-    UniqueFd opened_here;
-    if (held == nullptr || !held->valid()) {
-        const int opened = calls_.pidfd_open(target.pid);
-        if (opened < 0) {
-            set_outcome(record, -opened);
+    if (!pin.valid()) {
+        auto pinned = PidRef::pin(calls_, target.pid);
+        if (!pinned) {
+            set_outcome(record, pinned.error());
             return record;
         }
-        opened_here = UniqueFd(opened);
+        pin = std::move(pinned).value();
     }
-    UniqueFd& pidfd = opened_here.valid() ? opened_here : *held;
-    // pidfd_open pinned whatever process held the pid then; only if it is still the one
-    // that was decided on (same start time, same uids) may it be signalled.
-    const auto identity = calls_.read_identity(options_.proc_root, target.pid);
-    if (!identity) {
+    // The pin holds whatever process held the pid when it was made: only if it is still
+    // the one that was decided on (same start time, same uids) may it be signalled.
+    const PinSignal sent =
+        pin.signal_if(options_.proc_root, signal, [&target](const Identity& now) { return is_decided(now, target); });
+    if (sent.check == PinSignal::Check::gone)
         record.outcome = Outcome::gone;
-    } else if (identity->start_time != target.start_time || !identity->uids.all_equal() ||
-               identity->uids.real != target.uid) {
+    else if (sent.check == PinSignal::Check::other)
         record.outcome = Outcome::pid_reused;
-    } else {
-        set_outcome(record, -calls_.pidfd_send_signal(pidfd.get(), signal));
-        if (record.outcome == Outcome::signalled) pin = std::move(pidfd);
-    }
+    else
+        set_outcome(record, sent.error);
     return record;
 }
 
-std::vector<Pinned> Signaller::signal_all(const std::vector<Decision>& targets, int signal, bool intermediate,
-                                          std::optional<Clock::time_point> stop_at, std::vector<UniqueFd>* held) {
+std::vector<PidRef> Signaller::signal_all(const std::vector<Decision>& targets, int signal, bool intermediate,
+                                          std::optional<Clock::time_point> stop_at, std::vector<PidRef>* held) {
     const Clock::time_point until = stop_at.value_or(options_.deadline);
-    std::vector<Pinned> signalled;
+    std::vector<PidRef> signalled;
     report_.actions.reserve(report_.actions.size() + targets.size());
     bool late = false;
     for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -92,63 +90,61 @@ std::vector<Pinned> Signaller::signal_all(const std::vector<Decision>& targets, 
             note(record);
             continue;
         }
-        UniqueFd pin;
-        KillRecord record = signal_one(target, signal, pin, held != nullptr ? &(*held)[i] : nullptr);
+        PidRef made_here;
+        PidRef& pin = held != nullptr && (*held)[i].valid() ? (*held)[i] : made_here;
+        KillRecord record = signal_one(target, signal, pin);
         record.intermediate = intermediate;
         note(record);
-        if (pin.valid()) signalled.push_back({target.pid, std::move(pin)});
+        if (record.outcome == Outcome::signalled) signalled.push_back(std::move(pin));
     }
     if (late) report_.deadline_reached = true;
     return signalled;
 }
 
-void Signaller::signal_pinned(const UniqueFd& pin, const Decision& target, int signal, bool intermediate) {
-    KillRecord record = record_for(target, signal, Outcome::signalled);
+void Signaller::continue_stopped(PidRef& pin, const Decision& target, bool intermediate) {
+    KillRecord record = record_for(target, SIGCONT, Outcome::signalled);
     record.intermediate = intermediate;
-    set_outcome(record, -calls_.pidfd_send_signal(pin.get(), signal));
+    set_outcome(record, pin.continue_stopped());
     note(record);
 }
 
 std::optional<Stopped> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
                                               const std::function<bool(const Identity&)>& may_stop, bool& escaped) {
     // Gone already: nothing to stop, but it may have forked before it went.
-    const int opened = calls_.pidfd_open(pid);
-    if (opened < 0) {
-        escaped = escaped || opened == -ESRCH;
+    auto pinned = PidRef::pin(calls_, pid);
+    if (!pinned) {
+        escaped = escaped || pinned.error() == ESRCH;
         return std::nullopt;
     }
-    Pinned pinned{pid, UniqueFd(opened)};
-    const auto identity = calls_.read_identity(options_.proc_root, pid);
-    if (!identity) escaped = true;
-    if (!identity || !identity->uids.all_equal() || identity->uids.real != uid || !may_stop(*identity))
-        return std::nullopt;
+    PidRef pin = std::move(pinned).value();
+    // No decision yet: its start time is what the pin shows; its uids must all be `uid`.
+    const PinSignal sent = pin.signal_if(options_.proc_root, SIGSTOP, [&](const Identity& now) {
+        return now.uids.all_equal() && now.uids.real == uid && may_stop(now);
+    });
+    if (sent.check == PinSignal::Check::gone) escaped = true;
+    if (sent.check != PinSignal::Check::same) return std::nullopt;
     Decision target;
     target.pid = pid;
     target.uid = uid;
     target.user = user;
-    target.start_time = identity->start_time;
-    target.ppid = identity->ppid;
-    target.pgid = identity->pgid;
+    target.start_time = sent.identity->start_time;
+    target.ppid = sent.identity->ppid;
+    target.pgid = sent.identity->pgid;
     target.verdict = Verdict::kill;
     target.detail = "a new process of a user being swept, stopped before it was evaluated";
     KillRecord record = record_for(target, SIGSTOP, Outcome::signalled);
     record.intermediate = true;
-    set_outcome(record, -calls_.pidfd_send_signal(pinned.pidfd.get(), SIGSTOP));
+    set_outcome(record, sent.error);
     note(record);
     if (record.outcome != Outcome::signalled) return std::nullopt;
-    escaped = escaped || has_exited(pinned);
-    return Stopped{std::move(target), std::move(pinned.pidfd)};
+    escaped = escaped || pin.has_exited();
+    return Stopped{std::move(target), std::move(pin)};
 }
 
-bool Signaller::has_exited(const Pinned& pinned) {
-    pollfd fd{pinned.pidfd.get(), POLLIN, 0};
-    return calls_.poll(&fd, 1, 0) > 0 && fd.revents != 0;
-}
-
-void Signaller::wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until) {
+void Signaller::wait_and_release(std::vector<PidRef>& pinned, Clock::time_point until) {
     std::vector<pollfd> fds;
     fds.reserve(pinned.size());
-    for (const Pinned& p : pinned) fds.push_back({p.pidfd.get(), POLLIN, 0});
+    for (const PidRef& p : pinned) fds.push_back({p.fd(), POLLIN, 0});
     until = std::min(until, options_.deadline);
     while (!fds.empty()) {
         const int left_ms = poll_timeout_ms(until);
@@ -160,8 +156,8 @@ void Signaller::wait_and_release(std::vector<Pinned>& pinned, Clock::time_point 
     // What still polls unreadable has not exited; the rest has.
     std::set<int> running;
     for (const pollfd& f : fds) running.insert(f.fd);
-    for (const Pinned& p : pinned)
-        if (running.count(p.pidfd.get()) == 0) exited_.insert(p.pid);
+    for (const PidRef& p : pinned)
+        if (running.count(p.fd()) == 0) exited_.insert(p.pid());
     pinned.clear();
 }
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The kill executor's hands: pin a target with a pidfd, check through the pin that it is
+// The kill executor's hands: pin a target (PidRef), check through the pin that it is
 // still the process that was decided on, signal it, wait for pinned processes to exit.
 // Every action becomes a KillRecord in the report and goes to the observer as it happens.
 #pragma once
 
 #include "kill/executor.hpp"
-#include "util/unique_fd.hpp"
+#include "kill/pid_ref.hpp"
 
 #include <chrono>
 #include <functional>
@@ -18,17 +18,11 @@ namespace leftover {
 // The one way a decision becomes the record of what was done to its process.
 KillRecord record_for(const Decision& target, int signal, Outcome outcome);
 
-struct Pinned {
-    pid_t pid = 0;  // the pin is all that waiting needs: no copy of the decision
-    UniqueFd pidfd;
-};
-
 // A process stopped through `pin`, as decided then. Its SIGCONT goes through the same
-// pin, with no identity check: the pin names the very process that was stopped, and
-// un-stopping it is right whatever it has become since (a setuid exec, say).
+// pin, with no identity check (PidRef::continue_stopped says why).
 struct Stopped {
     Decision decision;
-    UniqueFd pin;
+    PidRef pin;
 };
 
 class Signaller {
@@ -42,17 +36,17 @@ public:
 
     // Pins every target, checks its identity through the pin and signals it, in order,
     // until `stop_at` (the deadline unless given): each target left then is recorded as
-    // not sent (Outcome::deadline). Returns the pinned processes that were signalled.
+    // not sent (Outcome::deadline). Returns the pins of the processes that were signalled.
     // `held`, if given, runs beside `targets`: a valid pin there (its SIGSTOP's) is used
     // for the check and the signal instead of a new one, and moves into the result if the
     // signal went; one that did not stays in `held`.
-    std::vector<Pinned> signal_all(const std::vector<Decision>& targets, int signal, bool intermediate = false,
+    std::vector<PidRef> signal_all(const std::vector<Decision>& targets, int signal, bool intermediate = false,
                                    std::optional<Clock::time_point> stop_at = std::nullopt,
-                                   std::vector<UniqueFd>* held = nullptr);
+                                   std::vector<PidRef>* held = nullptr);
 
-    // Sends `signal` through a pin that an earlier signal_all or stop_unseen returned (no
-    // new identity check: the pin still holds the process that was checked then).
-    void signal_pinned(const UniqueFd& pin, const Decision& target, int signal, bool intermediate);
+    // SIGCONT through the pin that stopped `target` (PidRef::continue_stopped: no new
+    // identity check), recorded as for `target`.
+    void continue_stopped(PidRef& pin, const Decision& target, bool intermediate);
 
     // Stops a process that no plan has decided on yet (a child a target forked, a pid
     // hopper's new pid) if, through its pin, all its uids are still `uid`; returns it as a
@@ -62,12 +56,9 @@ public:
     std::optional<Stopped> stop_unseen(pid_t pid, uid_t uid, const std::string& user,
                                        const std::function<bool(const Identity&)>& may_stop, bool& escaped);
 
-    // Whether the pinned process has exited (its pidfd polls readable), without waiting.
-    bool has_exited(const Pinned& pinned);
-
     // Waits until every pinned process has exited (a pidfd polls readable then; a zombie
     // counts as exited), `until` or the deadline, whichever comes first; then closes the pins.
-    void wait_and_release(std::vector<Pinned>& pinned, Clock::time_point until);
+    void wait_and_release(std::vector<PidRef>& pinned, Clock::time_point until);
 
     // The pids seen to exit (or found gone) since the last forget_exits(): those of the
     // last plan's targets that the report need not call survivors.
@@ -75,7 +66,7 @@ public:
     void forget_exits() { exited_.clear(); }
 
 private:
-    KillRecord signal_one(const Decision& target, int signal, UniqueFd& pin, UniqueFd* held);
+    KillRecord signal_one(const Decision& target, int signal, PidRef& pin);
 
     const KillOptions& options_;
     SystemCalls& calls_;

@@ -23,6 +23,11 @@ int SystemCalls::pidfd_send_signal(int pidfd, int signal) {
     return rc < 0 ? -errno : 0;
 }
 
+int SystemCalls::pidfd_exists(int pidfd) {
+    const long rc = ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0);
+    return rc < 0 ? -errno : 0;
+}
+
 int SystemCalls::poll(pollfd* fds, nfds_t count, int timeout_ms) {
     const int rc = ::poll(fds, count, timeout_ms);
     return rc < 0 ? -errno : rc;

@@ -21,6 +21,9 @@ public:
     // Each returns what the system call returns, or -errno on failure.
     virtual int pidfd_open(pid_t pid);
     virtual int pidfd_send_signal(int pidfd, int signal);
+    // pidfd_send_signal with no signal (0): 0 while the pinned process exists, a zombie
+    // too; -ESRCH once it is reaped (and its pid free for another process).
+    virtual int pidfd_exists(int pidfd);
     virtual int poll(pollfd* fds, nfds_t count, int timeout_ms);
     // open/read of /proc/<pid>/{stat,status}; nullopt when gone or unreadable.
     virtual std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);

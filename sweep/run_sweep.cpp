@@ -378,7 +378,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         log.warn(
             fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
                         "signals went out (they fork or change their pid faster than a scan sees them)",
-                        options.freeze_rounds, report.left_running));
+                        options.stop_rounds, report.left_running));
     const DrainContext drain_context{request.trigger.label, request.node.node_name,
                                      request.trigger.ending_step.has_value(), request.proc_root};
     const auto drain = drain_on_survivors(config, drain_context, report, controller, log);

@@ -138,7 +138,7 @@ TEST_CASE("fault catalogue: a deadline that passes midway through a long target 
     };
     KillReport report;
     SUBCASE("without stopping first") {
-        sweeper.freeze_rounds = 0;
+        sweeper.stop_rounds = 0;
         report = sweeper.run(0ms, false, calls, 2s);
         CHECK(calls.signals_sent == 2);
         CHECK(report.evaluations == 1);
@@ -146,7 +146,7 @@ TEST_CASE("fault catalogue: a deadline that passes midway through a long target 
     SUBCASE("stopped first: what was not killed runs again") {
         report = sweeper.run(0ms, false, calls, 2s);
         // Before SIGSTOP only: the stop met every target and nothing new, and the job
-        // state was unchanged (executor_freeze_test has the rule).
+        // state was unchanged (executor_stop_test has the rule).
         CHECK(report.evaluations == 1);
     }
     INFO(format_actions(report));

@@ -33,7 +33,7 @@ struct Sweeper {
     std::function<Result<LiveWork>()> job_state = [] { return Result<LiveWork>(LiveWork{}); };
     AllocationCheck allocation_check;  // unset: PrologFlags=contain
     KillObserver observer;
-    int freeze_rounds = KillOptions{}.freeze_rounds;
+    int stop_rounds = KillOptions{}.stop_rounds;
     bool unchanged_job_state_saves = true;
     std::optional<Plan> last_plan;                   // what the last evaluation of run() decided
     std::chrono::steady_clock::time_point deadline;  // of the last run()
@@ -63,7 +63,7 @@ struct Sweeper {
         KillOptions options;
         options.grace = grace;
         options.dry_run = dry_run;
-        options.freeze_rounds = freeze_rounds;
+        options.stop_rounds = stop_rounds;
         options.self = ::getpid();
         deadline = options.deadline = std::chrono::steady_clock::now() + budget;
         options.observer = observer;

@@ -62,7 +62,7 @@ TEST_CASE("fault catalogue: the SIGSTOP before a kill and the SIGCONT after SIGT
     CHECK(pipeline.sink.level_of("SIGSTOP " + who) == LogLevel::debug);
     CHECK(pipeline.sink.level_of("SIGTERM " + who) == LogLevel::info);
     CHECK(pipeline.sink.level_of("SIGCONT " + who) == LogLevel::debug);
-    CHECK(report.freeze_rounds == 1);
+    CHECK(report.stop_rounds == 1);
     CHECK(pipeline.summary().find("; killed 1; ") != std::string::npos);
 }
 

@@ -186,7 +186,7 @@ TEST_CASE("fault catalogue: a pid hopper outruns a sweep that does not stop it f
             return SystemCalls::pidfd_open(pid);
         }
     } late;
-    sweeper.freeze_rounds = 0;
+    sweeper.stop_rounds = 0;
     const KillReport chased = sweeper.run(200ms, false, late);
     INFO(format_actions(chased));
     CHECK(has_processes(41126));
@@ -195,14 +195,14 @@ TEST_CASE("fault catalogue: a pid hopper outruns a sweep that does not stop it f
     // it is read keeps it, as unreadable ancestry): the next sweep, as on a node the next
     // job end, meets it again. Stopping first ends it within a few sweeps; signals alone
     // (the control) never do.
-    sweeper.freeze_rounds = KillOptions{}.freeze_rounds;
+    sweeper.stop_rounds = KillOptions{}.stop_rounds;
     int sweeps = 0;
     std::string actions;
     for (; sweeps < 3 && has_processes(41126); ++sweeps) {
         const KillReport stopped = sweeper.run(200ms);
         actions += format_actions(stopped);
         CHECK(stopped.survivors.empty());
-        CHECK(stopped.freeze_rounds <= 2 * (stopped.rounds + 1) * KillOptions{}.freeze_rounds);
+        CHECK(stopped.stop_rounds <= 2 * (stopped.rounds + 1) * KillOptions{}.stop_rounds);
     }
     INFO(actions);
     CHECK(wait_processes_gone(41126));
@@ -231,7 +231,7 @@ TEST_CASE("fault catalogue: a fork bomb held to its pids.max is stopped whole, a
     CHECK(report.survivors.empty());
     CHECK_FALSE(report.error);
     CHECK(report.left_running == 0);
-    MESSAGE("fork bomb: ", report.freeze_rounds, " SIGSTOP rounds, ", report.rounds, " SIGKILL rounds, ",
+    MESSAGE("fork bomb: ", report.stop_rounds, " SIGSTOP rounds, ", report.rounds, " SIGKILL rounds, ",
             report.evaluations, " evaluations");
 }
 
@@ -321,7 +321,7 @@ TEST_CASE("fault catalogue: a dry run stops nothing and reports what it would do
     CHECK(report.actions.front().pid == stray);
     CHECK(report.actions.front().signal == SIGTERM);
     CHECK(report.actions.front().outcome == Outcome::dry_run);
-    CHECK(report.freeze_rounds == 0);
+    CHECK(report.stop_rounds == 0);
     CHECK(report.evaluations == 1);
     CHECK(wait_not_stopped(stray));
 }
@@ -342,10 +342,10 @@ TEST_CASE("fault catalogue: stopping that never settles gives up after its round
     private:
         Sweeper& sweeper_;
     } calls(sweeper);
-    sweeper.freeze_rounds = 3;
+    sweeper.stop_rounds = 3;
     const KillReport report = sweeper.run(200ms, false, calls);
     INFO(format_actions(report));
-    CHECK(report.freeze_rounds == 3);
+    CHECK(report.stop_rounds == 3);
     CHECK(report.left_running == 1);
     CHECK(wait_processes_gone(41121));  // SIGTERM went to all four
     CHECK(report.survivors.empty());
