@@ -7,7 +7,6 @@
 #include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -15,7 +14,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -102,31 +100,21 @@ Status Scanner::check_deadline(std::string_view progress) const {
 }
 
 Status Scanner::list() {
-    // getdents64 records: d_ino, d_off, d_reclen, d_type, d_name (see getdents(2)).
-    alignas(8) char buf[32768];
-    for (;;) {
+    if (auto in_time = check_deadline(); !in_time) return in_time;
+    const Status listed = for_each_pid(root_, options_.proc_root, [&](pid_t pid, const char* name) -> Status {
         if (auto in_time = check_deadline(); !in_time) return in_time;
-        const ssize_t n = ::getdents64(root_, buf, sizeof buf);
-        if (n < 0) return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root, errno_text(errno)));
-        if (n == 0) break;
-        for (ssize_t offset = 0; offset < n;) {
-            unsigned short reclen = 0;
-            std::memcpy(&reclen, buf + offset + offsetof(struct dirent64, d_reclen), sizeof reclen);
-            const char* name = buf + offset + offsetof(struct dirent64, d_name);
-            offset += reclen;
-            const auto pid = parse_pid(name);
-            if (!pid) continue;
-            struct stat st {};
-            if (::fstatat(root_, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                if (vanished(errno)) continue;
-                return failure(*pid, "", errno);
-            }
-            if (!S_ISDIR(st.st_mode)) continue;
-            Process& p = table_.processes.emplace_back();
-            p.pid = *pid;
-            p.owner = st.st_uid;
+        struct stat st {};
+        if (::fstatat(root_, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (vanished(errno)) return Ok{};
+            return failure(pid, "", errno);
         }
-    }
+        if (!S_ISDIR(st.st_mode)) return Ok{};
+        Process& p = table_.processes.emplace_back();
+        p.pid = pid;
+        p.owner = st.st_uid;
+        return Ok{};
+    });
+    if (!listed) return listed;
     auto& all = table_.processes;
     std::sort(all.begin(), all.end(), [](const Process& a, const Process& b) { return a.pid < b.pid; });
     all.erase(std::unique(all.begin(), all.end(), [](const Process& a, const Process& b) { return a.pid == b.pid; }),
