@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -54,6 +55,10 @@ Status for_each_pid(int root, std::string_view proc_root,
                     const std::function<Status(pid_t pid, const char* name)>& visit);
 
 int open_pid_dir(int root, pid_t pid, UniqueFd& out);
+
+// How many parents an ancestry walk follows (the scan's, and read_ancestry's). Real
+// chains are a few levels deep: a deeper one, or a loop, is not believed.
+inline constexpr std::size_t max_ancestry_depth = 512;
 
 inline constexpr std::uint64_t pf_kthread = 0x00200000;
 

@@ -52,9 +52,8 @@ struct Node {
     int refreshes = 0;
 };
 
-// Real chains are a few levels deep. A deeper one, or a loop, is not believed: its
-// processes are kept as unreadable, the rest of the node is judged as usual.
-constexpr std::size_t max_depth = 512;
+// A chain deeper than max_ancestry_depth, or a loop, is not believed: its processes are
+// kept as unreadable, the rest of the node is judged as usual.
 // Re-reads of one process whose parent went away, before its chain counts as unreadable.
 constexpr int max_refreshes = 8;
 
@@ -271,7 +270,7 @@ Status Scanner::resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>
             entry->ppid = ppid;
         return n.chain == Node::Chain::resolved ? pop() : Ok{};
     }
-    if (parent->chain == Node::Chain::unreadable || parent->depth + 1 > max_depth) {
+    if (parent->chain == Node::Chain::unreadable || parent->depth + 1 > max_ancestry_depth) {
         n.chain = Node::Chain::unreadable;
         return pop();
     }
@@ -303,7 +302,7 @@ Result<bool> Scanner::walk(Process& p) {
         if (!parent) return parent.error();
         const Node* found = *parent;
         if (found && found->start_time <= p.start_time) {
-            if (found->chain == Node::Chain::unreadable || found->depth + 1 > max_depth) break;
+            if (found->chain == Node::Chain::unreadable || found->depth + 1 > max_ancestry_depth) break;
             p.parent_chain = std::make_shared<const AncestorLink>(AncestorLink{p.ppid, found->ancestors});
             p.stepd_ancestor = found->slurmstepd ? std::optional<pid_t>(p.ppid) : found->stepd_ancestor;
             return true;
