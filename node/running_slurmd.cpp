@@ -71,6 +71,34 @@ SlurmdOptions parse_slurmd_options(const std::vector<std::string>& argv) {
     return options;
 }
 
+std::vector<std::string> add_running_nodes(NodeInfo& node, const std::vector<RunningSlurmd>& running,
+                                           const SlurmdNaming& naming) {
+    std::vector<std::string> unknown;
+    for (const RunningSlurmd& slurmd : running) {
+        std::optional<std::string> name = slurmd.options.node_name;
+        if (!name && slurmd.pid == node.slurmd_pid) continue;  // our own slurmd: node.node_name
+        if (!name && slurmd.options.dynamic_future) {
+            unknown.push_back(
+                fmt::format("slurmd pid {} runs with -F and no -N: slurmctld names its node, so its step sockets "
+                            "cannot be told; start it with -N NAME",
+                            slurmd.pid));
+            continue;
+        }
+        if (!name && slurmd.options.dynamic) name = naming.host_name;
+        if (!name) name = naming.configured;
+        if (!name || name->empty()) {
+            unknown.push_back(
+                fmt::format("slurmd pid {} runs without -N, and the node slurm.conf gives this host is not known here: "
+                            "its node, and so its step sockets, cannot be told",
+                            slurmd.pid));
+            continue;
+        }
+        // Also marks a node learned from slurm.conf as running: its spool dir must exist.
+        add_host_node(node, {*name, expand_slurmd_path(naming.spool_pattern, *name, naming.short_host), true});
+    }
+    return unknown;
+}
+
 namespace {
 
 // Calls `found(pid, command line)` for every live process under proc_root whose
