@@ -41,9 +41,9 @@ int read_link(int dirfd, const char* path, std::string& out);
 std::optional<pid_t> parse_pid(std::string_view text);
 
 // The next entries of an open directory, one getdents64 batch (32 KiB, about a thousand
-// entries) from the descriptor's offset: `each(name)` for every one but . and ... The
-// number of entries the kernel returned (0 at the end), or -errno. A batch at a time, so
-// a caller's deadline or entry limit stops a huge directory midway.
+// entries) from the descriptor's offset: `each(name)` for every one but "." and "..".
+// Returns the number of entries the kernel returned (0 at the end), or -errno. A batch at
+// a time, so a caller's deadline or entry limit stops a huge directory midway.
 int read_dir_batch(int dirfd, const std::function<void(const char* name)>& each);
 
 // The one way /proc is listed: `visit(pid, name)` for each entry of the /proc open as
