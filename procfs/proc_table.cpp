@@ -100,7 +100,7 @@ Status Scanner::check_deadline(std::string_view progress) const {
 
 Status Scanner::list() {
     if (auto in_time = check_deadline(); !in_time) return in_time;
-    const Status listed = for_each_pid(root_, options_.proc_root, [&](pid_t pid, const char* name) -> Status {
+    Status listed = for_each_pid(root_, options_.proc_root, [&](pid_t pid, const char* name) -> Status {
         if (auto in_time = check_deadline(); !in_time) return in_time;
         struct stat st {};
         if (::fstatat(root_, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
