@@ -4,8 +4,6 @@
 #include "procfs/proc_read.hpp"
 
 #include <cerrno>
-#include <cstring>
-#include <memory>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/ipc.h>
@@ -13,7 +11,6 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -83,27 +80,7 @@ int CleanupCalls::stat_at(int dirfd, const std::string& name, EntryStat& out) {
 }
 
 int CleanupCalls::read_dir(int dirfd, std::vector<std::string>& names) {
-    // 32 KiB: about a thousand entries, a fraction of a millisecond to read. On the heap:
-    // the walk may run on a small thread stack.
-    constexpr std::size_t kBufferSize = 32768;
-    const auto storage = std::make_unique<std::uint64_t[]>(kBufferSize / sizeof(std::uint64_t));
-    char* const buffer = reinterpret_cast<char*>(storage.get());  // getdents64 fills bytes
-    for (;;) {
-        const long n = ::syscall(SYS_getdents64, dirfd, buffer, kBufferSize);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return -errno;
-        int entries = 0;
-        for (long offset = 0; offset < n;) {
-            // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
-            unsigned short reclen = 0;
-            std::memcpy(&reclen, buffer + offset + 16, sizeof(reclen));
-            const char* name = buffer + offset + 19;
-            ++entries;
-            if (std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0) names.emplace_back(name);
-            offset += reclen;
-        }
-        return entries;
-    }
+    return procfs::read_dir_batch(dirfd, [&](const char* name) { names.emplace_back(name); });
 }
 
 std::chrono::steady_clock::time_point CleanupCalls::now() { return std::chrono::steady_clock::now(); }

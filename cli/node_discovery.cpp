@@ -29,26 +29,9 @@ Status check_spool_dir(const std::string& path) {
 }
 
 Status add_running_slurmds(node::NodeInfo& node, const std::vector<node::RunningSlurmd>& running,
-                           const HostNames& names) {
-    for (const node::RunningSlurmd& slurmd : running) {
-        std::optional<std::string> name = slurmd.options.node_name;
-        if (!name && slurmd.options.dynamic_future)
-            return Error::lookup(
-                fmt::format("slurmd pid {} runs with -F and no -N: slurmctld names its node, so "
-                            "its step sockets cannot be told; start it with -N NAME",
-                            slurmd.pid));
-        if (!name && slurmd.options.dynamic) name = names.full;
-        if (!name) name = names.configured;
-        if (!name || name->empty())
-            return Error::lookup(
-                fmt::format("slurmd pid {} runs without -N and slurm.conf names no node for this "
-                            "host: its node, and so its step sockets, cannot be told",
-                            slurmd.pid));
-        if (*name == node.node_name) continue;
-        // Also marks a node learned from slurm.conf as running: its spool dir must exist.
-        node::add_host_node(node,
-                            {*name, node::expand_slurmd_path(names.spool_pattern, *name, names.short_name), true});
-    }
+                           const node::SlurmdNaming& naming) {
+    if (const auto unknown = node::add_running_nodes(node, running, naming); !unknown.empty())
+        return Error::lookup(unknown.front());
     return Ok{};
 }
 

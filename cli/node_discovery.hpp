@@ -31,20 +31,10 @@ Status check_spool_dir(const std::string& path);
 // running slurmd there is no pid namespace to compare with.
 Result<pid_t> read_slurmd_pid(const std::string& pid_file);
 
-// How the running slurmd's node names are found out.
-struct HostNames {
-    std::optional<std::string> configured;  // slurmd's own pick from slurm.conf, for one started without -N
-    std::string full;                       // gethostname(): a -Z (dynamic) slurmd's name without -N
-    std::string spool_pattern;              // SlurmdSpoolDir as slurm.conf writes it
-    std::string short_name;                 // for its %h
-};
-
-// Adds the node of each running slurmd to node.other_nodes (running, so its spool dir
-// must exist), the primary node_name included when it is one of them. A slurmd whose
-// name cannot be told (-F without -N: slurmctld names it; no -N and slurm.conf names
-// no node for this host) is a lookup error: its steps could not be found.
+// Adds the node of each running slurmd to node.other_nodes (node::add_running_nodes). A
+// slurmd whose node cannot be told is a lookup error: its steps could not be found.
 Status add_running_slurmds(node::NodeInfo& node, const std::vector<node::RunningSlurmd>& running,
-                           const HostNames& names);
+                           const node::SlurmdNaming& naming);
 
 // libslurm's answer (slurmd's pid included), with the overrides applied. Defined in node_discovery_slurm.cpp, which
 // only the executable links: the unit tests pass their own NodeDiscovery.

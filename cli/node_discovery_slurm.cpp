@@ -80,12 +80,6 @@ std::optional<std::string> slurmd_node_name(const std::string& short_host) {
     return take(slurm_conf_get_nodename("localhost"));
 }
 
-std::string full_hostname() {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) != 0) return {};
-    return name;
-}
-
 }  // namespace
 
 Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
@@ -119,7 +113,8 @@ Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
     // ones slurm.conf puts here, and each running slurmd's -N (which slurm.conf need not
     // name: dynamic nodes, a test node, a typo).
     node::add_configured_host_nodes(node);
-    HostNames names{slurmd_node_name(short_host), full_hostname(), node::slurmd_spool_pattern(), short_host};
+    const node::SlurmdNaming names{slurmd_node_name(short_host), node::full_hostname(), node::slurmd_spool_pattern(),
+                                   short_host};
     slurm_fini();
     auto running = node::running_slurmds("/proc");
     if (!running.ok()) return running.error();

@@ -4,7 +4,6 @@
 #include "procfs/proc_read.hpp"
 
 #include <cerrno>
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <csignal>
@@ -40,16 +39,15 @@ std::optional<Identity> SystemCalls::read_identity(const std::string& proc_root,
 std::vector<std::pair<pid_t, uid_t>> SystemCalls::processes_owned_by(const std::string& proc_root,
                                                                      const std::set<uid_t>& owners) {
     std::vector<std::pair<pid_t, uid_t>> pids;
-    DIR* dir = ::opendir(proc_root.c_str());
-    if (dir == nullptr) return pids;
-    while (const dirent* entry = ::readdir(dir)) {
-        const auto pid = procfs::parse_pid(entry->d_name);
+    const UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) return pids;
+    // A listing that fails midway gives what it found: the caller stops what it can.
+    (void)procfs::for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {
         struct stat st {};
-        if (pid && ::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            owners.count(st.st_uid) != 0)
-            pids.emplace_back(*pid, st.st_uid);
-    }
-    ::closedir(dir);
+        if (::fstatat(root.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && owners.count(st.st_uid) != 0)
+            pids.emplace_back(pid, st.st_uid);
+        return Ok{};
+    });
     return pids;
 }
 

@@ -161,23 +161,25 @@ struct QueryOutcome {
 
 bool gone_errno(int err) { return err == ECONNREFUSED || err == ENOENT; }
 
-QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time_point deadline,
-                        const StepdProtocol& protocol) {
+// Connects `fd` to the step socket at path. nullopt once connected; otherwise what asking
+// it found: gone (nobody listens, or the socket vanished) or an error.
+std::optional<QueryOutcome> connect_step(const std::string& path, std::chrono::steady_clock::time_point deadline,
+                                         UniqueFd& fd) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof(addr.sun_path))
-        return {std::nullopt, fmt::format("path longer than {} bytes", sizeof(addr.sun_path) - 1)};
+        return QueryOutcome{std::nullopt, fmt::format("path longer than {} bytes", sizeof(addr.sun_path) - 1)};
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
 
-    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (fd.get() < 0) return {std::nullopt, fmt::format("socket: {}", errno_text(errno))};
+    fd.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (fd.get() < 0) return QueryOutcome{std::nullopt, fmt::format("socket: {}", errno_text(errno))};
 
     const auto* sa = reinterpret_cast<const sockaddr*>(&addr);  // the sockets API takes a sockaddr*
     std::optional<std::chrono::steady_clock::time_point> backlog_give_up;
     for (;;) {
-        if (::connect(fd.get(), sa, sizeof(addr)) == 0) break;
+        if (::connect(fd.get(), sa, sizeof(addr)) == 0) return std::nullopt;
         const int err = errno;
-        if (gone_errno(err)) return {};
+        if (gone_errno(err)) return QueryOutcome{};
         if (err == EAGAIN) {
             // AF_UNIX: the listen backlog is full. Linux does not complete such a
             // connect asynchronously, so try again, for a short while only: a backlog
@@ -186,67 +188,90 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
             if (!backlog_give_up)
                 backlog_give_up = std::min(deadline, std::chrono::steady_clock::now() + kBacklogFullRetry);
             if (poll_timeout_ms(*backlog_give_up) == 0)
-                return {std::nullopt, "timed out connecting (listen backlog full)"};
+                return QueryOutcome{std::nullopt, "timed out connecting (listen backlog full)"};
             ::poll(nullptr, 0, std::min(poll_timeout_ms(*backlog_give_up), 10));
             continue;
         }
         if (err == EINPROGRESS || err == EINTR) {
-            if (auto msg = wait_ready(fd.get(), POLLOUT, deadline, "connecting")) return {std::nullopt, std::move(msg)};
+            if (auto msg = wait_ready(fd.get(), POLLOUT, deadline, "connecting"))
+                return QueryOutcome{std::nullopt, std::move(msg)};
             int so_error = 0;
             socklen_t len = sizeof(so_error);
             if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len) != 0)
-                return {std::nullopt, fmt::format("getsockopt(SO_ERROR): {}", errno_text(errno))};
-            if (so_error == 0) break;
-            if (gone_errno(so_error)) return {};
-            return {std::nullopt, fmt::format("connect: {}", errno_text(so_error))};
+                return QueryOutcome{std::nullopt, fmt::format("getsockopt(SO_ERROR): {}", errno_text(errno))};
+            if (so_error == 0) return std::nullopt;
+            if (gone_errno(so_error)) return QueryOutcome{};
+            return QueryOutcome{std::nullopt, fmt::format("connect: {}", errno_text(so_error))};
         }
-        return {std::nullopt, fmt::format("connect: {}", errno_text(err))};
+        return QueryOutcome{std::nullopt, fmt::format("connect: {}", errno_text(err))};
     }
+}
 
+// The handshake, then the step's owner and state, into `out`; an error message when the
+// stepd does not answer them as its version says it should.
+std::optional<std::string> ask_owner_and_state(int fd, std::chrono::steady_clock::time_point deadline,
+                                               const StepdProtocol& protocol, StepAnswer& out) {
     std::int32_t their_version = 0;
-    if (auto msg = exchange(fd.get(), protocol.version, &their_version, sizeof(their_version), deadline,
+    if (auto msg = exchange(fd, protocol.version, &their_version, sizeof(their_version), deadline,
                             "sending the protocol version", "reading the protocol version reply"))
-        return {std::nullopt, std::move(msg)};
-    if (auto msg = stepd_version_error(protocol, their_version)) return {std::nullopt, std::move(msg)};
+        return msg;
+    if (auto msg = stepd_version_error(protocol, their_version)) return msg;
 
     std::uint32_t uid = 0;
-    if (auto msg = exchange(fd.get(), wire::request_step_uid, &uid, sizeof(uid), deadline, "sending REQUEST_STEP_UID",
+    if (auto msg = exchange(fd, wire::request_step_uid, &uid, sizeof(uid), deadline, "sending REQUEST_STEP_UID",
                             "reading the REQUEST_STEP_UID reply"))
-        return {std::nullopt, std::move(msg)};
-    if (auto msg = step_uid_error(uid)) return {std::nullopt, std::move(msg)};
+        return msg;
+    if (auto msg = step_uid_error(uid)) return msg;
 
     std::int32_t state = 0;
-    if (auto msg = exchange(fd.get(), wire::request_state, &state, sizeof(state), deadline, "sending REQUEST_STATE",
+    if (auto msg = exchange(fd, wire::request_state, &state, sizeof(state), deadline, "sending REQUEST_STATE",
                             "reading the REQUEST_STATE reply"))
-        return {std::nullopt, std::move(msg)};
-    if (auto msg = stepd_state_error(their_version, state)) return {std::nullopt, std::move(msg)};
-    const StepdState decoded = *decode_stepd_state(their_version, state);
+        return msg;
+    if (auto msg = stepd_state_error(their_version, state)) return msg;
+    out.uid = static_cast<uid_t>(uid);
+    out.state = *decode_stepd_state(their_version, state);
+    out.raw_state = state;
+    out.stepd_version = their_version;
+    return std::nullopt;
+}
 
-    // The stepd's own pid: its descendants are inside the step whatever their binaries
-    // are called. Kept only when it names the socket's listener as our pid namespace sees
-    // it: a stepd of a node in another namespace says a pid that means something else here.
+// The stepd's own pid: its descendants are inside the step whatever their binaries are
+// called. Kept only when it names the socket's listener as our pid namespace sees it: a
+// stepd of a node in another namespace says a pid that means something else here.
+std::optional<std::string> ask_stepd_pid(int fd, std::chrono::steady_clock::time_point deadline, StepAnswer& out) {
     std::int32_t daemon_pid = 0;
-    if (auto msg = exchange(fd.get(), wire::request_daemon_pid, &daemon_pid, sizeof(daemon_pid), deadline,
+    if (auto msg = exchange(fd, wire::request_daemon_pid, &daemon_pid, sizeof(daemon_pid), deadline,
                             "sending REQUEST_DAEMON_PID", "reading the REQUEST_DAEMON_PID reply"))
-        return {std::nullopt, std::move(msg)};
-    if (daemon_pid <= 0) return {std::nullopt, fmt::format("unexpected REQUEST_DAEMON_PID reply: pid {}", daemon_pid)};
-    const auto listener = listener_pid(fd.get());
-    if (!listener) return {std::nullopt, fmt::format("getsockopt(SO_PEERCRED): {}", errno_text(errno))};
-    std::optional<pid_t> stepd_pid;
-    if (daemon_pid == *listener) stepd_pid = daemon_pid;
+        return msg;
+    if (daemon_pid <= 0) return fmt::format("unexpected REQUEST_DAEMON_PID reply: pid {}", daemon_pid);
+    const auto listener = listener_pid(fd);
+    if (!listener) return fmt::format("getsockopt(SO_PEERCRED): {}", errno_text(errno));
+    if (daemon_pid == *listener) out.stepd_pid = daemon_pid;
+    return std::nullopt;
+}
 
-    // 26.05 names the job's cgroup by its SLUID: ask for it where the stepd knows it.
-    std::optional<std::uint64_t> sluid;
-    if (their_version >= kFirstWithSluid) {
-        std::uint64_t value = 0;
-        if (auto msg = exchange(fd.get(), wire::request_sluid, &value, sizeof(value), deadline, "sending REQUEST_SLUID",
-                                "reading the REQUEST_SLUID reply"))
-            return {std::nullopt, std::move(msg)};
-        sluid = value;
-    }
+// 26.05 names the job's cgroup by its SLUID: asked for where the stepd knows it.
+std::optional<std::string> ask_sluid(int fd, std::chrono::steady_clock::time_point deadline, StepAnswer& out) {
+    if (out.stepd_version < kFirstWithSluid) return std::nullopt;
+    std::uint64_t value = 0;
+    if (auto msg = exchange(fd, wire::request_sluid, &value, sizeof(value), deadline, "sending REQUEST_SLUID",
+                            "reading the REQUEST_SLUID reply"))
+        return msg;
+    out.sluid = value;
+    return std::nullopt;
+}
 
+QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time_point deadline,
+                        const StepdProtocol& protocol) {
+    UniqueFd fd;
+    if (auto not_connected = connect_step(path, deadline, fd)) return std::move(*not_connected);
+    StepAnswer answer{};
+    std::optional<std::string> msg = ask_owner_and_state(fd.get(), deadline, protocol, answer);
+    if (!msg) msg = ask_stepd_pid(fd.get(), deadline, answer);
+    if (!msg) msg = ask_sluid(fd.get(), deadline, answer);
+    if (msg) return {std::nullopt, std::move(msg)};
     // Closing the connection is the EOF that ends req.c's request loop.
-    return {StepAnswer{static_cast<uid_t>(uid), decoded, state, their_version, sluid, stepd_pid}, std::nullopt};
+    return {answer, std::nullopt};
 }
 
 std::optional<std::uint32_t> parse_u32(std::string_view text) {

@@ -56,10 +56,14 @@ void add_host_node(NodeInfo& info, HostNode node) {
     info.other_nodes.push_back(std::move(node));
 }
 
-std::string short_hostname() {
+std::string full_hostname() {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0) return {};
-    std::string host = name;
+    return name;
+}
+
+std::string short_hostname() {
+    const std::string host = full_hostname();
     return host.substr(0, host.find('.'));
 }
 

@@ -63,5 +63,7 @@ std::string expand_slurmd_path(std::string pattern, const std::string& node_name
 
 // gethostname() up to the first dot, as slurmd's gethostname_short(); empty on failure.
 std::string short_hostname();
+// gethostname() whole; empty on failure.
+std::string full_hostname();
 
 }  // namespace leftover::node

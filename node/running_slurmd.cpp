@@ -5,12 +5,10 @@
 #include "procfs/proc_read.hpp"
 #include "util/unique_fd.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <memory>
 #include <set>
 #include <string_view>
 
@@ -73,6 +71,34 @@ SlurmdOptions parse_slurmd_options(const std::vector<std::string>& argv) {
     return options;
 }
 
+std::vector<std::string> add_running_nodes(NodeInfo& node, const std::vector<RunningSlurmd>& running,
+                                           const SlurmdNaming& naming) {
+    std::vector<std::string> unknown;
+    for (const RunningSlurmd& slurmd : running) {
+        std::optional<std::string> name = slurmd.options.node_name;
+        if (!name && slurmd.pid == node.slurmd_pid) continue;  // our own slurmd: node.node_name
+        if (!name && slurmd.options.dynamic_future) {
+            unknown.push_back(
+                fmt::format("slurmd pid {} runs with -F and no -N: slurmctld names its node, so its step sockets "
+                            "cannot be told; start it with -N NAME",
+                            slurmd.pid));
+            continue;
+        }
+        if (!name && slurmd.options.dynamic) name = naming.host_name;
+        if (!name) name = naming.configured;
+        if (!name || name->empty()) {
+            unknown.push_back(
+                fmt::format("slurmd pid {} runs without -N, and the node slurm.conf gives this host is not known here: "
+                            "its node, and so its step sockets, cannot be told",
+                            slurmd.pid));
+            continue;
+        }
+        // Also marks a node learned from slurm.conf as running: its spool dir must exist.
+        add_host_node(node, {*name, expand_slurmd_path(naming.spool_pattern, *name, naming.short_host), true});
+    }
+    return unknown;
+}
+
 namespace {
 
 // Calls `found(pid, command line)` for every live process under proc_root whose
@@ -88,72 +114,63 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
     if (const int err = procfs::read_link(root.get(), "self/ns/pid", my_namespace))
         return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", proc_root, errno_text(err)));
 
-    std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(::dup(root.get())), &::closedir);
-    if (!dir) return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(errno)));
     std::string text;
-    for (;;) {
-        errno = 0;
-        const dirent* entry = ::readdir(dir.get());
-        if (!entry) {
-            if (errno != 0) return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(errno)));
-            break;
-        }
-        const auto pid = procfs::parse_pid(entry->d_name);
-        if (!pid) continue;
+    return procfs::for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {
         // The owner first, without opening the directory: on a node of 40,000 user
         // processes this pass runs at every sweep. Checked again on the open directory.
         // What cannot be read but did not exit is an error: it might be the daemon.
         struct stat listed {};
-        if (::fstatat(root.get(), entry->d_name, &listed, AT_SYMLINK_NOFOLLOW) != 0) {
-            if (procfs::vanished(errno)) continue;
-            return Error::lookup(fmt::format("cannot stat {}/{}: {}", proc_root, *pid, errno_text(errno)));
+        if (::fstatat(root.get(), name, &listed, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (procfs::vanished(errno)) return Ok{};
+            return Error::lookup(fmt::format("cannot stat {}/{}: {}", proc_root, pid, errno_text(errno)));
         }
-        if (owners.count(listed.st_uid) == 0) continue;
+        if (owners.count(listed.st_uid) == 0) return Ok{};
         UniqueFd pid_dir;
-        if (const int err = procfs::open_pid_dir(root.get(), *pid, pid_dir)) {
-            if (procfs::vanished(err)) continue;
-            return Error::lookup(fmt::format("cannot open {}/{}: {}", proc_root, *pid, errno_text(err)));
+        if (const int err = procfs::open_pid_dir(root.get(), pid, pid_dir)) {
+            if (procfs::vanished(err)) return Ok{};
+            return Error::lookup(fmt::format("cannot open {}/{}: {}", proc_root, pid, errno_text(err)));
         }
         struct stat st {};
-        if (::fstat(pid_dir.get(), &st) != 0 || owners.count(st.st_uid) == 0) continue;
+        if (::fstat(pid_dir.get(), &st) != 0 || owners.count(st.st_uid) == 0) return Ok{};
         const auto failed = [&](const char* file, int err) -> Error {
-            return Error::lookup(fmt::format("cannot read {}/{}/{} of a process of uid {}: {}", proc_root, *pid, file,
+            return Error::lookup(fmt::format("cannot read {}/{}/{} of a process of uid {}: {}", proc_root, pid, file,
                                              st.st_uid, errno_text(err)));
         };
         std::string exe;
         if (const int err = procfs::read_link(pid_dir.get(), "exe", exe)) {
-            if (procfs::vanished(err)) continue;  // exited, or a kernel thread (no exe)
+            if (procfs::vanished(err)) return Ok{};  // exited, or a kernel thread (no exe)
             // Some root processes' exe stays closed even to root (pid 1 in some
             // containers): the name the kernel took from the executable must do there;
             // only the owner (root or Slurm's account) can name such a process.
             procfs::StatFields stat;
-            if (const int stat_err = procfs::read_stat(pid_dir.get(), *pid, stat, text)) {
-                if (procfs::vanished(stat_err)) continue;
+            if (const int stat_err = procfs::read_stat(pid_dir.get(), pid, stat, text)) {
+                if (procfs::vanished(stat_err)) return Ok{};
                 return failed("stat", stat_err);
             }
             exe = stat.comm;
         }
-        if (procfs::slurm_program_name(procfs::exe_program(exe)) != program) continue;
+        if (procfs::slurm_program_name(procfs::exe_program(exe)) != program) return Ok{};
         std::string its_namespace;
         if (const int err = procfs::read_link(pid_dir.get(), "ns/pid", its_namespace)) {
-            if (procfs::vanished(err)) continue;
+            if (procfs::vanished(err)) return Ok{};
             return failed("ns/pid", err);
         }
-        if (its_namespace != my_namespace) continue;
+        if (its_namespace != my_namespace) return Ok{};
         if (const int err = procfs::read_file(pid_dir.get(), "cmdline", text)) {
-            if (procfs::vanished(err)) continue;
+            if (procfs::vanished(err)) return Ok{};
             return failed("cmdline", err);
         }
-        if (text.empty()) continue;  // a zombie: the daemon is gone
+        if (text.empty()) return Ok{};  // a zombie: the daemon is gone
         // A daemon forks and its child may exec another program (slurmd's child execs
         // slurmstepd): read between the exe and the cmdline, that child's new cmdline
         // would pass for the daemon's. Its exe after the cmdline tells (an exec
         // replaces both at once).
         std::string exe_after;
-        if (const int err = procfs::read_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe) continue;
-        found(*pid, text);
-    }
-    return Ok{};
+        if (const int err = procfs::read_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe)
+            return Ok{};
+        found(pid, text);
+        return Ok{};
+    });
 }
 
 }  // namespace

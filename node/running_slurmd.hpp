@@ -5,6 +5,7 @@
 // steps are in its own spool directory.
 #pragma once
 
+#include "node/node_info.hpp"
 #include "util/result.hpp"
 
 #include <sys/types.h>
@@ -38,6 +39,26 @@ struct RunningSlurmd {
 // Lookup error when /proc or such a process cannot be read (a process that exits
 // meanwhile is skipped).
 Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root);
+
+// What names a running slurmd's node when it runs without -N (slurmd.c _read_config):
+// with -Z the host name, otherwise slurm.conf's pick for this host; either is unset
+// where the front end cannot know it. And how its spool dir is written.
+struct SlurmdNaming {
+    std::optional<std::string> configured;  // slurm.conf's pick for this host
+    std::optional<std::string> host_name;   // gethostname(): a -Z slurmd's name
+    std::string spool_pattern;              // SlurmdSpoolDir as slurm.conf writes it
+    std::string short_host;                 // for its %h
+};
+
+// The one rule for which node each running slurmd is, for the plugin and the command:
+// adds each one's node to node.other_nodes as running (so its spool dir must exist),
+// except node.node_name and the node of node.slurmd_pid when it runs without -N (that is
+// node_name). Returns one sentence for each slurmd whose node cannot be told (-F without
+// -N: slurmctld names it; no -N and no name from `naming`), naming its pid: its step
+// sockets would not be found. The front end makes it an error (the command) or a note
+// in the log (the plugin).
+std::vector<std::string> add_running_nodes(NodeInfo& node, const std::vector<RunningSlurmd>& running,
+                                           const SlurmdNaming& naming);
 
 // Every slurmctld under proc_root in the caller's pid namespace, found as running_slurmds
 // finds slurmd, owned by root or by one of `owners` (SlurmUser: slurmctld drops to it),

@@ -4,15 +4,12 @@
 #include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstddef>
-#include <cstring>
 
 namespace leftover {
 namespace {
@@ -43,42 +40,31 @@ Result<std::map<uid_t, std::vector<pid_t>>> processes_holding(const std::string&
         return Error::lookup(fmt::format("cannot read {}/{}/status: {}", proc_root, pid, what));
     };
     std::string buf;
-    // getdents64 records: d_ino, d_off, d_reclen, d_type, d_name (see getdents(2)).
-    alignas(8) char records[32768];
-    for (;;) {
-        const ssize_t n = ::getdents64(root.get(), records, sizeof records);
-        if (n < 0) return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(errno)));
-        if (n == 0) break;
-        for (ssize_t offset = 0; offset < n;) {
-            unsigned short reclen = 0;
-            std::memcpy(&reclen, records + offset + offsetof(struct dirent64, d_reclen), sizeof reclen);
-            const char* name = records + offset + offsetof(struct dirent64, d_name);
-            offset += reclen;
-            const auto pid = parse_pid(name);
-            if (!pid) continue;
-            if (std::chrono::steady_clock::now() >= deadline)
-                return Error::lookup(
-                    fmt::format("the search of {} for processes of the cleanup's users stopped: the deadline was "
-                                "reached",
-                                proc_root),
-                    ErrorCause::deadline);
-            UniqueFd dir;
-            int err = open_pid_dir(root.get(), *pid, dir);
-            if (err == ENOTDIR) continue;  // not a process
-            if (!err) err = read_file(dir.get(), "status", buf);
-            if (vanished(err)) continue;
-            if (err) return failure(*pid, err);
-            const auto value = status_value(buf, "Uid");
-            const auto ids = value ? parse_uids(*value) : std::nullopt;
-            if (!ids) return failure(*pid, EBADMSG);
-            const auto dead = zombie(buf);
-            if (!dead.ok()) return failure(*pid, EBADMSG);
-            if (dead.value()) continue;
-            std::set<uid_t> held{ids->real, ids->effective, ids->saved, ids->filesystem};
-            for (const uid_t uid : held)
-                if (uids.count(uid) != 0) holders[uid].push_back(*pid);
-        }
-    }
+    const Status listed = for_each_pid(root.get(), proc_root, [&](pid_t pid, const char*) -> Status {
+        if (std::chrono::steady_clock::now() >= deadline)
+            return Error::lookup(
+                fmt::format("the search of {} for processes of the cleanup's users stopped: the deadline was "
+                            "reached",
+                            proc_root),
+                ErrorCause::deadline);
+        UniqueFd dir;
+        int err = open_pid_dir(root.get(), pid, dir);
+        if (err == ENOTDIR) return Ok{};  // not a process
+        if (!err) err = read_file(dir.get(), "status", buf);
+        if (vanished(err)) return Ok{};
+        if (err) return failure(pid, err);
+        const auto value = status_value(buf, "Uid");
+        const auto ids = value ? parse_uids(*value) : std::nullopt;
+        if (!ids) return failure(pid, EBADMSG);
+        const auto dead = zombie(buf);
+        if (!dead.ok()) return failure(pid, EBADMSG);
+        if (dead.value()) return Ok{};
+        std::set<uid_t> held{ids->real, ids->effective, ids->saved, ids->filesystem};
+        for (const uid_t uid : held)
+            if (uids.count(uid) != 0) holders[uid].push_back(pid);
+        return Ok{};
+    });
+    if (!listed) return listed.error();
     for (auto& [uid, pids] : holders) std::sort(pids.begin(), pids.end());
     return holders;
 }

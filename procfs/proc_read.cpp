@@ -2,13 +2,22 @@
 // The I/O half of proc_read.hpp: dirfd-relative opens and whole-file reads.
 #include "procfs/proc_read.hpp"
 
+#include "util/errno_text.hpp"
+
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
 
 namespace leftover::procfs {
 
@@ -52,6 +61,41 @@ int read_link(int dirfd, const char* path, std::string& out) {
     if (static_cast<std::size_t>(n) == sizeof buf) return ENAMETOOLONG;
     out.assign(buf, static_cast<std::size_t>(n));
     return 0;
+}
+
+int read_dir_batch(int dirfd, const std::function<void(const char* name)>& each) {
+    // On the heap: the cleanup's walk may run on a small thread stack.
+    constexpr std::size_t buffer_size = 32768;
+    const auto storage = std::make_unique<std::uint64_t[]>(buffer_size / sizeof(std::uint64_t));
+    char* const buffer = reinterpret_cast<char*>(storage.get());  // getdents64 fills bytes
+    long n = 0;
+    do n = ::syscall(SYS_getdents64, dirfd, buffer, buffer_size);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return -errno;
+    int entries = 0;
+    for (long offset = 0; offset < n; ++entries) {
+        // getdents64 records: d_ino, d_off, d_reclen, d_type, d_name (see getdents(2)).
+        unsigned short reclen = 0;
+        std::memcpy(&reclen, buffer + offset + offsetof(struct dirent64, d_reclen), sizeof reclen);
+        const char* name = buffer + offset + offsetof(struct dirent64, d_name);
+        offset += reclen;
+        if (std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0) each(name);
+    }
+    return entries;
+}
+
+Status for_each_pid(int root, std::string_view proc_root,
+                    const std::function<Status(pid_t pid, const char* name)>& visit) {
+    Status visited = Ok{};
+    for (;;) {
+        const int n = read_dir_batch(root, [&](const char* name) {
+            const auto pid = visited ? parse_pid(name) : std::nullopt;
+            if (pid) visited = visit(*pid, name);
+        });
+        if (!visited) return visited;
+        if (n < 0) return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(-n)));
+        if (n == 0) return Ok{};
+    }
 }
 
 int open_pid_dir(int root, pid_t pid, UniqueFd& out) {

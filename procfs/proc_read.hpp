@@ -12,7 +12,9 @@
 #include <sys/types.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,7 +40,25 @@ int read_link(int dirfd, const char* path, std::string& out);
 // "1234" -> 1234; anything else (signs, leading zeros, overflow) -> nullopt.
 std::optional<pid_t> parse_pid(std::string_view text);
 
+// The next entries of an open directory, one getdents64 batch (32 KiB, about a thousand
+// entries) from the descriptor's offset: `each(name)` for every one but "." and "..".
+// Returns the number of entries the kernel returned (0 at the end), or -errno. A batch at
+// a time, so a caller's deadline or entry limit stops a huge directory midway.
+int read_dir_batch(int dirfd, const std::function<void(const char* name)>& each);
+
+// The one way /proc is listed: `visit(pid, name)` for each entry of the /proc open as
+// `root` that a pid names (what it is, a process directory or not, is the visitor's to
+// check, relative to root), a batch at a time. The visitor checks the caller's deadline;
+// an error it returns stops the listing and is returned. A failed getdents64 is a lookup
+// error naming `proc_root`.
+Status for_each_pid(int root, std::string_view proc_root,
+                    const std::function<Status(pid_t pid, const char* name)>& visit);
+
 int open_pid_dir(int root, pid_t pid, UniqueFd& out);
+
+// How many parents an ancestry walk follows (the scan's, and read_ancestry's). Real
+// chains are a few levels deep: a deeper one, or a loop, is not believed.
+inline constexpr std::size_t max_ancestry_depth = 512;
 
 inline constexpr std::uint64_t pf_kthread = 0x00200000;
 

@@ -49,13 +49,12 @@ std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) {
 std::vector<pid_t> read_ancestry(const std::string& proc_root, pid_t pid) {
     // Used to protect the caller's own ancestors: a partial chain (an ancestor
     // exited meanwhile) still protects the part that was read.
-    constexpr std::size_t max_depth = 512;
     std::vector<pid_t> chain;
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0) return chain;
     std::string buf;
     procfs::StatFields stat;
-    for (pid_t next = pid; chain.size() < max_depth;) {
+    for (pid_t next = pid; chain.size() < max_ancestry_depth;) {
         UniqueFd dir;
         if (procfs::open_pid_dir(root.get(), next, dir) != 0 || procfs::read_stat(dir.get(), next, stat, buf) != 0)
             break;

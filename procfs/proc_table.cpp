@@ -7,7 +7,6 @@
 #include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -15,7 +14,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -43,7 +41,7 @@ void apply_stat(Process& p, StatFields&& stat) {
 
 // What the ancestry walk knows about one process: what it read, and once resolved,
 // the process's own parent chain (shared by everything below it).
-struct Node {
+struct AncestryEntry {
     pid_t ppid = 0;
     std::uint64_t start_time = 0;
     bool slurmstepd = false;
@@ -54,9 +52,8 @@ struct Node {
     int refreshes = 0;
 };
 
-// Real chains are a few levels deep. A deeper one, or a loop, is not believed: its
-// processes are kept as unreadable, the rest of the node is judged as usual.
-constexpr std::size_t max_depth = 512;
+// A chain deeper than max_ancestry_depth, or a loop, is not believed: its processes are
+// kept as unreadable, the rest of the node is judged as usual.
 // Re-reads of one process whose parent went away, before its chain counts as unreadable.
 constexpr int max_refreshes = 8;
 
@@ -71,8 +68,8 @@ public:
 
 private:
     Result<bool> load_detail(Process& p);
-    Result<std::optional<Node>*> ancestor(pid_t pid);
-    Result<const Node*> resolved(pid_t pid);
+    Result<std::optional<AncestryEntry>*> ancestor(pid_t pid);
+    Result<const AncestryEntry*> resolved(pid_t pid);
     Status resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>& on_stack);
     Result<bool> walk(Process& p);
     Result<bool> refresh(pid_t pid, std::uint64_t start_time, pid_t& ppid);
@@ -83,8 +80,8 @@ private:
     int root_;
     const ScanOptions& options_;
     ProcessTable table_;
-    std::unordered_map<pid_t, std::optional<Node>> ancestors_;  // nullopt: gone
-    std::string buf_;                                           // reused for every file read
+    std::unordered_map<pid_t, std::optional<AncestryEntry>> ancestors_;  // nullopt: gone
+    std::string buf_;                                                    // reused for every file read
 };
 
 Error Scanner::failure(pid_t pid, const char* file, int err) const {
@@ -102,31 +99,21 @@ Status Scanner::check_deadline(std::string_view progress) const {
 }
 
 Status Scanner::list() {
-    // getdents64 records: d_ino, d_off, d_reclen, d_type, d_name (see getdents(2)).
-    alignas(8) char buf[32768];
-    for (;;) {
+    if (auto in_time = check_deadline(); !in_time) return in_time;
+    Status listed = for_each_pid(root_, options_.proc_root, [&](pid_t pid, const char* name) -> Status {
         if (auto in_time = check_deadline(); !in_time) return in_time;
-        const ssize_t n = ::getdents64(root_, buf, sizeof buf);
-        if (n < 0) return Error::lookup(fmt::format("cannot list {}: {}", options_.proc_root, errno_text(errno)));
-        if (n == 0) break;
-        for (ssize_t offset = 0; offset < n;) {
-            unsigned short reclen = 0;
-            std::memcpy(&reclen, buf + offset + offsetof(struct dirent64, d_reclen), sizeof reclen);
-            const char* name = buf + offset + offsetof(struct dirent64, d_name);
-            offset += reclen;
-            const auto pid = parse_pid(name);
-            if (!pid) continue;
-            struct stat st {};
-            if (::fstatat(root_, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                if (vanished(errno)) continue;
-                return failure(*pid, "", errno);
-            }
-            if (!S_ISDIR(st.st_mode)) continue;
-            Process& p = table_.processes.emplace_back();
-            p.pid = *pid;
-            p.owner = st.st_uid;
+        struct stat st {};
+        if (::fstatat(root_, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (vanished(errno)) return Ok{};
+            return failure(pid, "", errno);
         }
-    }
+        if (!S_ISDIR(st.st_mode)) return Ok{};
+        Process& p = table_.processes.emplace_back();
+        p.pid = pid;
+        p.owner = st.st_uid;
+        return Ok{};
+    });
+    if (!listed) return listed;
     auto& all = table_.processes;
     std::sort(all.begin(), all.end(), [](const Process& a, const Process& b) { return a.pid < b.pid; });
     all.erase(std::unique(all.begin(), all.end(), [](const Process& a, const Process& b) { return a.pid == b.pid; }),
@@ -193,30 +180,30 @@ Status Scanner::load_details() {
 // here, so only ancestors of detailed processes ever get their exe link read. The table
 // entry is never changed (its owner and stat are what the listing and detail pass read,
 // and what the decision judges), except to note that it is a slurmstepd.
-Result<std::optional<Node>*> Scanner::ancestor(pid_t pid) {
+Result<std::optional<AncestryEntry>*> Scanner::ancestor(pid_t pid) {
     if (const auto it = ancestors_.find(pid); it != ancestors_.end()) return &it->second;
     Process* entry = table_.find(pid);
-    std::optional<Node>& node = ancestors_[pid];
+    std::optional<AncestryEntry>& seen = ancestors_[pid];
     if (entry && entry->detailed && (entry->owner != 0 || entry->kernel_thread)) {
-        node.emplace();  // cannot be a slurmstepd: no I/O
-        node->ppid = entry->ppid;
-        node->start_time = entry->start_time;
-        return &node;
+        seen.emplace();  // cannot be a slurmstepd: no I/O
+        seen->ppid = entry->ppid;
+        seen->start_time = entry->start_time;
+        return &seen;
     }
     Probe probe;
     if (const int err = probe_process(root_, pid, probe, buf_)) {
         if (!vanished(err)) return failure(pid, probe.failed_file, err);
-        return &node;  // gone
+        return &seen;  // gone
     }
-    node.emplace();
-    node->ppid = probe.stat.ppid;
-    node->start_time = probe.stat.start_time;
-    node->slurmstepd = probe.slurmstepd;
+    seen.emplace();
+    seen->ppid = probe.stat.ppid;
+    seen->start_time = probe.stat.start_time;
+    seen->slurmstepd = probe.slurmstepd;
     // A detailed entry whose pid was reused since is left alone; the walk sees the
     // younger start time and treats the ancestor as gone.
     if (entry && (!entry->detailed || entry->start_time == probe.stat.start_time))
         entry->is_slurmstepd = probe.slurmstepd;
-    return &node;
+    return &seen;
 }
 
 // Re-reads the parent of a process whose ancestor went away. false: it is gone too
@@ -234,7 +221,7 @@ Result<bool> Scanner::refresh(pid_t pid, std::uint64_t start_time, pid_t& ppid) 
 }
 
 // One step on the top of the stack: resolves it from its parent, or pushes the parent.
-// Each node is resolved once, so a fan under a deep chain costs one step per process.
+// Each entry is resolved once, so a fan under a deep chain costs one step per process.
 Status Scanner::resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>& on_stack) {
     const pid_t pid = stack.back();
     const auto pop = [&] {
@@ -244,21 +231,21 @@ Status Scanner::resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>
     };
     const auto slot = ancestor(pid);
     if (!slot) return slot.error();
-    std::optional<Node>& node = **slot;
-    if (!node || node->chain != Node::Chain::unresolved) return pop();
-    Node& n = *node;
+    std::optional<AncestryEntry>& seen = **slot;
+    if (!seen || seen->chain != AncestryEntry::Chain::unresolved) return pop();
+    AncestryEntry& n = *seen;
     if (n.ppid <= 0) {
-        n.chain = Node::Chain::resolved;
+        n.chain = AncestryEntry::Chain::resolved;
         return pop();
     }
     if (on_stack.count(n.ppid) != 0) {  // a loop: everything on the stack descends from it
-        n.chain = Node::Chain::unreadable;
+        n.chain = AncestryEntry::Chain::unreadable;
         return pop();
     }
     const auto parent_slot = ancestor(n.ppid);
     if (!parent_slot) return parent_slot.error();
-    const std::optional<Node>& parent = **parent_slot;
-    if (parent && parent->chain == Node::Chain::unresolved) {
+    const std::optional<AncestryEntry>& parent = **parent_slot;
+    if (parent && parent->chain == AncestryEntry::Chain::unresolved) {
         stack.push_back(n.ppid);
         on_stack.insert(n.ppid);
         return Ok{};
@@ -267,43 +254,43 @@ Status Scanner::resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>
     // has exited and the child was reparented: read it again.
     if (!parent || parent->start_time > n.start_time) {
         if (++n.refreshes > max_refreshes) {
-            n.chain = Node::Chain::unreadable;  // kept changing while it was read
+            n.chain = AncestryEntry::Chain::unreadable;  // kept changing while it was read
             return pop();
         }
         pid_t ppid = 0;
         const auto alive = refresh(pid, n.start_time, ppid);
         if (!alive) return alive.error();
         if (!*alive) {
-            node.reset();
+            seen.reset();
             return pop();
         }
-        if (ppid == n.ppid) n.chain = Node::Chain::resolved;  // the parent really is missing: the chain ends
+        if (ppid == n.ppid) n.chain = AncestryEntry::Chain::resolved;  // the parent really is missing: the chain ends
         n.ppid = ppid;
         if (Process* entry = table_.find(pid); entry && entry->detailed && entry->start_time == n.start_time)
             entry->ppid = ppid;
-        return n.chain == Node::Chain::resolved ? pop() : Ok{};
+        return n.chain == AncestryEntry::Chain::resolved ? pop() : Ok{};
     }
-    if (parent->chain == Node::Chain::unreadable || parent->depth + 1 > max_depth) {
-        n.chain = Node::Chain::unreadable;
+    if (parent->chain == AncestryEntry::Chain::unreadable || parent->depth + 1 > max_ancestry_depth) {
+        n.chain = AncestryEntry::Chain::unreadable;
         return pop();
     }
-    n.chain = Node::Chain::resolved;
+    n.chain = AncestryEntry::Chain::resolved;
     n.ancestors = std::make_shared<const AncestorLink>(AncestorLink{n.ppid, parent->ancestors});
     n.depth = parent->depth + 1;
     n.stepd_ancestor = parent->slurmstepd ? std::optional<pid_t>(n.ppid) : parent->stepd_ancestor;
     return pop();
 }
 
-// The node of pid with its chain resolved; nullptr when it is gone.
-Result<const Node*> Scanner::resolved(pid_t pid) {
+// The ancestry entry of pid with its chain resolved; nullptr when it is gone.
+Result<const AncestryEntry*> Scanner::resolved(pid_t pid) {
     std::vector<pid_t> stack{pid};
     std::unordered_set<pid_t> on_stack{pid};
     while (!stack.empty()) {
         if (auto in_time = check_deadline("in a parent chain"); !in_time) return in_time.error();
         if (auto step = resolve_one(stack, on_stack); !step) return step.error();
     }
-    const std::optional<Node>& node = ancestors_[pid];
-    return node ? &*node : nullptr;
+    const std::optional<AncestryEntry>& seen = ancestors_[pid];
+    return seen ? &*seen : nullptr;
 }
 
 // Fills p.parent_chain and p.stepd_ancestor, or marks them unreadable. false: p is gone.
@@ -313,9 +300,9 @@ Result<bool> Scanner::walk(Process& p) {
         if (p.ppid == p.pid) break;
         const auto parent = resolved(p.ppid);
         if (!parent) return parent.error();
-        const Node* found = *parent;
+        const AncestryEntry* found = *parent;
         if (found && found->start_time <= p.start_time) {
-            if (found->chain == Node::Chain::unreadable || found->depth + 1 > max_depth) break;
+            if (found->chain == AncestryEntry::Chain::unreadable || found->depth + 1 > max_ancestry_depth) break;
             p.parent_chain = std::make_shared<const AncestorLink>(AncestorLink{p.ppid, found->ancestors});
             p.stepd_ancestor = found->slurmstepd ? std::optional<pid_t>(p.ppid) : found->stepd_ancestor;
             return true;

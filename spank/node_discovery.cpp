@@ -23,26 +23,18 @@ std::string plugin_path() {
     return {};
 }
 
-// Each running slurmd's -N: a slurmd that slurm.conf does not place on this host, and
+// Each running slurmd's node: a slurmd that slurm.conf does not place on this host, and
 // the only way the job epilog learns the others from 23.02 on (its slurm.conf has no
-// NodeName lines). A slurmd without -N runs as slurm.conf's pick for this host: ours,
-// when it is our slurmd; another one is said in the log.
+// NodeName lines, so slurm.conf's pick for a slurmd without -N is not known here). A
+// slurmd whose node cannot be told is said in the log: a socket of its node in a spool
+// dir we read is a lookup error all the same (local_steps.hpp).
 Status add_running_host_nodes(node::NodeInfo& node) {
     auto running = node::running_slurmds("/proc");
     if (!running.ok()) return running.error();
-    const std::string pattern = node::slurmd_spool_pattern();
-    const std::string short_host = node::short_hostname();
-    for (const node::RunningSlurmd& slurmd : running.value()) {
-        const auto& name = slurmd.options.node_name;
-        if (!name) {
-            if (slurmd.pid != node.slurmd_pid)
-                node.other_nodes_note += fmt::format("{}slurmd pid {} runs without -N: its node name is not known here",
-                                                     node.other_nodes_note.empty() ? "" : "; ", slurmd.pid);
-            continue;
-        }
-        if (*name != node.node_name)
-            node::add_host_node(node, {*name, node::expand_slurmd_path(pattern, *name, short_host), true});
-    }
+    const node::SlurmdNaming naming{std::nullopt, node::full_hostname(), node::slurmd_spool_pattern(),
+                                    node::short_hostname()};
+    for (const std::string& unknown : node::add_running_nodes(node, running.value(), naming))
+        node.other_nodes_note += fmt::format("{}{}", node.other_nodes_note.empty() ? "" : "; ", unknown);
     return Ok{};
 }
 

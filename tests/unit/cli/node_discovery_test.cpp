@@ -55,7 +55,7 @@ TEST_CASE("fault catalogue: each running slurmd's node is read too, also beside 
     info.node_name = "given";  // --node given, or slurmd's own pick
     info.spool_dir = "/spool/given";
     add_host_node(info, {"conf", "/spool/conf", false});  // slurm.conf puts it here; not seen running yet
-    const cli::HostNames names{"conf", "host.example", "/spool/%n", "host"};
+    const node::SlurmdNaming names{"conf", "host.example", "/spool/%n", "host"};
     const std::vector<node::RunningSlurmd> running = {
         {10, {"lo-a", false, false}},        // -N lo-a
         {11, {std::nullopt, false, false}},  // no -N: slurmd's own pick from slurm.conf

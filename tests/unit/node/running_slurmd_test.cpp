@@ -80,3 +80,41 @@ TEST_CASE("running slurmd: an unreadable /proc is a lookup error") {
     CHECK(found.error().kind == ErrorKind::lookup);
     CHECK(found.error().message.find("/nonexistent-proc") != std::string::npos);
 }
+
+TEST_CASE("which node each running slurmd is: one rule, each slurmd it cannot name said with its pid") {
+    NodeInfo info;
+    info.node_name = "ours";
+    info.slurmd_pid = 10;  // the plugin's job epilog knows its slurmd; the command's discovery not yet
+    const std::vector<RunningSlurmd> running = {
+        {10, {std::nullopt, false, false}},  // our own slurmd without -N: it runs as node_name
+        {11, {"lo-a", false, false}},        // -N
+        {12, {std::nullopt, true, false}},   // -Z: the host name
+        {13, {std::nullopt, false, false}},  // no -N: slurm.conf's pick, when known
+        {14, {std::nullopt, false, true}},   // -F without -N: slurmctld names it
+        {15, {"ours", false, false}},        // the node itself
+    };
+    SUBCASE("every name known (the command)") {
+        const auto unknown = add_running_nodes(info, running, {"conf", "host.example", "/spool/%n", "host"});
+        CHECK(info.other_nodes == std::vector<HostNode>{{"lo-a", "/spool/lo-a", true},
+                                                        {"host.example", "/spool/host.example", true},
+                                                        {"conf", "/spool/conf", true}});
+        REQUIRE(unknown.size() == 1);
+        CHECK(unknown[0].starts_with("slurmd pid 14 runs with -F and no -N"));
+    }
+    SUBCASE("slurm.conf's pick not known (the plugin's job epilog)") {
+        const auto unknown = add_running_nodes(info, running, {std::nullopt, "host.example", "/spool/%n", "host"});
+        CHECK(info.other_nodes ==
+              std::vector<HostNode>{{"lo-a", "/spool/lo-a", true}, {"host.example", "/spool/host.example", true}});
+        REQUIRE(unknown.size() == 2);
+        CHECK(unknown[0].starts_with("slurmd pid 13 runs without -N"));
+        CHECK(unknown[1].starts_with("slurmd pid 14 runs with -F and no -N"));
+    }
+    SUBCASE("a slurmd without -N that is not known to be ours") {
+        info.slurmd_pid.reset();
+        const auto unknown = add_running_nodes(info, running, {std::nullopt, std::nullopt, "/spool/%n", "host"});
+        CHECK(info.other_nodes == std::vector<HostNode>{{"lo-a", "/spool/lo-a", true}});
+        REQUIRE(unknown.size() == 4);
+        CHECK(unknown[0].starts_with("slurmd pid 10 runs without -N"));
+        CHECK(unknown[1].starts_with("slurmd pid 12 runs without -N"));
+    }
+}

@@ -3,13 +3,17 @@
 // then must read as "gone" (the scan skips it), never as a failure or a process.
 #include "procfs/proc_read.hpp"
 
+#include "support/temp_dir.hpp"
+
 #include <doctest/doctest.h>
 
 #include <csignal>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <set>
 #include <string>
 
 using namespace leftover;
@@ -63,4 +67,30 @@ TEST_CASE("fault catalogue: /proc read faults: ENOENT and ESRCH from a process t
         CHECK(errno == ESRCH);
         CHECK(vanished(ESRCH));
     }
+}
+
+TEST_CASE("listing /proc: every pid-named entry is visited once, and a visitor's error stops the listing") {
+    test::TempDir root;
+    for (const char* name : {"1", "42", "7001", "self", "0042", "-3", "sys"})
+        REQUIRE(::mkdir((root / name).c_str(), 0755) == 0);
+    root.write("99", "");  // pid-named, not a directory: the visitor tells
+    UniqueFd fd(::open(root.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+    std::set<pid_t> seen;
+    REQUIRE(for_each_pid(fd.get(), root.path(), [&](pid_t pid, const char* name) -> Status {
+                CHECK(std::to_string(pid) == name);
+                CHECK(seen.insert(pid).second);
+                return Ok{};
+            }).ok());
+    CHECK(seen == std::set<pid_t>{1, 42, 99, 7001});
+
+    UniqueFd again(::open(root.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    int visits = 0;
+    const Status stopped = for_each_pid(again.get(), root.path(), [&](pid_t, const char*) -> Status {
+        ++visits;
+        return Error::lookup("the deadline was reached");
+    });
+    REQUIRE_FALSE(stopped.ok());
+    CHECK(stopped.error().message == "the deadline was reached");
+    CHECK(visits == 1);
 }
