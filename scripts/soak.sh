@@ -1,13 +1,29 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The randomized soak (tests/soak/soak.py) in each configuration, one after the other,
-# each holding /tmp/leftover-e2e.lock only while its cluster runs:
+# The randomized soak (tests/soak/soak.py) in each configuration, one after the other:
 #   scripts/soak.sh [--minutes M] [--seed N] [--configs "linuxproc cgroup-contain ..."] [--controls] [--load K]
+#                   [--uid-base B]
 # M defaults to 1 per configuration, N to a new random seed (printed, the same for every
 # configuration); --controls first runs the positive controls, which must report violations;
 # --load K runs K busy loops beside each cluster.
 # LEFTOVER_PLUGIN names the plugin (default build/release/spank/leftover.so).
-# LEFTOVER_SOAK_NO_LOCK=1: the caller holds the lock already.
+#
+# Test accounts. By default the soak runs as the e2e harness's shared test accounts
+# (uids 41001-41099, plus 900 and 61000), which every test cluster's plugin sweeps: each
+# configuration holds /tmp/leftover-e2e.lock while its cluster runs (LEFTOVER_SOAK_NO_LOCK=1:
+# the caller holds it already).
+# --uid-base B (or LEFTOVER_SOAK_UID_BASE=B), B a multiple of 100 from 41100 to 59900: the
+# soak runs as a block of accounts of its own, uids B..B+99 (lo<B/100>_ann, _bob, .kim,
+# Xkim, _prot, _bobby with its alias _alias, _low at B and _high at B+99; created if
+# missing), and its leftover.conf sweeps only B+1..B+98, so its plugin signals and removes
+# nothing of anyone else's, and no other test's plugin (41001-41099) anything of the soak's.
+# The rest stays inside its own cluster: its nodes' pid and mount namespaces, /dev/shm and
+# scratch directories, free ports, its own files under /tmp (its SysV objects share the
+# host's IPC namespace, where only the block's uids are swept). So it needs no e2e lock and
+# runs beside other e2e tests and other soaks, each with its own block; a second run with
+# the same block waits for the first (/tmp/leftover-soak-uids-B.lock). Its logs are
+# /tmp/leftover-soak-<config>-uB.log. A long run beside other work, e.g.:
+#   scripts/soak.sh --minutes 30 --seed 7 --configs "linuxproc-contain cgroup" --uid-base 41200
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 minutes=1
@@ -15,6 +31,7 @@ seed=$(( (RANDOM << 15 | RANDOM) % 1000000 + 1 ))
 configs="linuxproc linuxproc-contain cgroup cgroup-contain"
 controls=0
 load=0
+uid_base=${LEFTOVER_SOAK_UID_BASE:-}
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
@@ -22,12 +39,26 @@ while [ $# -gt 0 ]; do
     --configs) configs=$2; shift 2 ;;
     --controls) controls=1; shift ;;
     --load) load=$2; shift 2 ;;
+    --uid-base) uid_base=$2; shift 2 ;;
     *) echo "soak.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 export LEFTOVER_PLUGIN=${LEFTOVER_PLUGIN:-$top/build/release/spank/leftover.so}
+tag=""
+if [ -n "$uid_base" ]; then
+  export LEFTOVER_SOAK_UID_BASE=$uid_base
+  tag="-u$uid_base"
+else
+  unset LEFTOVER_SOAK_UID_BASE
+fi
 locked() {
-  if [ "${LEFTOVER_SOAK_NO_LOCK:-0}" = 1 ]; then "$@"; else flock /tmp/leftover-e2e.lock "$@"; fi
+  if [ -n "$uid_base" ]; then
+    flock "/tmp/leftover-soak-uids-$uid_base.lock" "$@"
+  elif [ "${LEFTOVER_SOAK_NO_LOCK:-0}" = 1 ]; then
+    "$@"
+  else
+    flock /tmp/leftover-e2e.lock "$@"
+  fi
 }
 results=()
 failed=0
@@ -43,9 +74,9 @@ fi
 for config in $configs; do
   rc=0
   locked /usr/bin/python3 "$top/tests/soak/soak.py" --seed "$seed" --minutes "$minutes" --config "$config" --load "$load" \
-    2>&1 | tee "/tmp/leftover-soak-$config.log" || rc=$?
+    2>&1 | tee "/tmp/leftover-soak-$config$tag.log" || rc=$?
   [ "$rc" -eq 0 ] || failed=1
-  results+=("$(grep -m1 '^soak violations' "/tmp/leftover-soak-$config.log" | sed "s/^soak/soak $config/" \
+  results+=("$(grep -m1 '^soak violations' "/tmp/leftover-soak-$config$tag.log" | sed "s/^soak/soak $config/" \
                || echo "soak $config: no summary (exit $rc)")")
 done
 printf '%s\n' "${results[@]}"

@@ -11,7 +11,7 @@ from typing import Optional
 
 from records import Allocation, NodeLog
 from sampler import ProcRecord
-from soak_cluster import BODY_COMMS, DEADLINE, UID_MAX, UID_MIN
+from soak_cluster import BODY_COMMS, DEADLINE
 
 INVARIANTS = {
     1: "no wrong kill or delete",
@@ -43,10 +43,11 @@ class Verdict:
 
 class Oracle:
     def __init__(self, allocs: dict[int, Allocation], logs: dict[str, NodeLog], procs: list[ProcRecord],
-                 protected: dict[int, str], fault_windows: list[tuple[float, float]],
+                 protected: dict[int, str], uid_range: tuple[int, int], fault_windows: list[tuple[float, float]],
                  slack: float = 1.0, start_slack: float = 2.0):
         self.allocs = [a for a in allocs.values()]
         self.logs, self.procs, self.protected = logs, procs, protected
+        self.uid_min, self.uid_max = uid_range
         self.faults = fault_windows
         self.slack, self.start_slack = slack, start_slack
         self.window = DEADLINE + slack   # leftover's deadline, plus the sampler's and the epilog's delay
@@ -96,7 +97,7 @@ class Oracle:
                 if sig.signal == "SIGCONT" or (sig.signal == "SIGSTOP" and not body):
                     continue
                 what = f"{sig.signal} pid={sig.pid} uid={sig.uid} comm={sig.comm}"
-                if sig.uid in self.protected or not UID_MIN <= sig.uid <= UID_MAX:
+                if sig.uid in self.protected or not self.uid_min <= sig.uid <= self.uid_max:
                     self._find(1, sig.when, node, sig.uid,
                                f"{what}: a protected user ({self.protected.get(sig.uid, 'outside the uid range')})")
                     continue
@@ -114,7 +115,7 @@ class Oracle:
                     first_stop.pop(sig.pid, None)
             for rem in log.removals:
                 what = f"removed {rem.kind} {rem.name} uid={rem.uid}"
-                if rem.uid in self.protected or not UID_MIN <= rem.uid <= UID_MAX:
+                if rem.uid in self.protected or not self.uid_min <= rem.uid <= self.uid_max:
                     self._find(1, rem.when, node, rem.uid, f"{what}: a protected user")
                     continue
                 held, new = self._held(rem.uid, node, rem.when, rem.when, False)

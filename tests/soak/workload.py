@@ -22,7 +22,7 @@ import time
 import traceback
 from typing import Callable, Optional
 
-from soak_cluster import NODES, ORDINARY, PROTECTED, SoakCluster, write_root_file
+from soak_cluster import NODES, SoakCluster, SoakUsers, write_root_file
 from slurm_jobs import FINAL_STATES, parse_fields
 
 STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "shm", "file")
@@ -70,14 +70,14 @@ class Action:
         return f"a{self.index}"
 
 
-def make_schedule(seed: int, seconds: float, faults: bool) -> list[Action]:
+def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers) -> list[Action]:
     rng = random.Random(seed)
     actions: list[Action] = []
     kinds = ["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
     t = 0.5
     while t < seconds:
         kind = rng.choice(kinds)
-        user = rng.choice(ORDINARY) if rng.random() < 0.75 else rng.choice(tuple(PROTECTED))
+        user = rng.choice(users.ordinary) if rng.random() < 0.75 else rng.choice(tuple(users.protected))
         nnodes = rng.choices((1, 2, 3), (60, 25, 15))[0]
         if kind in ("login", "race"):
             nnodes = 1
