@@ -7,6 +7,8 @@
 # configuration); --controls first runs the positive controls, which must report violations;
 # --load K runs K busy loops beside each cluster.
 # LEFTOVER_PLUGIN names the plugin (default build/release/spank/leftover.so).
+# LEFTOVER_SOAK_OUT: where the logs and a failed run's evidence go (default /tmp; a run in a
+# release's root, whose /tmp vanishes, names a directory of the tree).
 #
 # Test accounts. By default the soak runs as the e2e harness's shared test accounts
 # (uids 41001-41099, plus 900 and 61000), which every test cluster's plugin sweeps: each
@@ -22,7 +24,7 @@
 # host's IPC namespace, where only the block's uids are swept). So it needs no e2e lock and
 # runs beside other e2e tests and other soaks, each with its own block; a second run with
 # the same block waits for the first (/tmp/leftover-soak-uids-B.lock). Its logs are
-# /tmp/leftover-soak-<config>-uB.log. A long run beside other work, e.g.:
+# $LEFTOVER_SOAK_OUT/leftover-soak-<config>-uB.log. A long run beside other work, e.g.:
 #   scripts/soak.sh --minutes 30 --seed 7 --configs "linuxproc-contain cgroup" --uid-base 41200
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +46,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 export LEFTOVER_PLUGIN=${LEFTOVER_PLUGIN:-$top/build/release/spank/leftover.so}
+out=${LEFTOVER_SOAK_OUT:-/tmp}
+mkdir -p "$out"
 tag=""
 if [ -n "$uid_base" ]; then
   export LEFTOVER_SOAK_UID_BASE=$uid_base
@@ -62,23 +66,44 @@ locked() {
 }
 results=()
 failed=0
+caught=0
+# The totals over the configurations, from each run's "soak summary:" and "soak violations:" lines.
+keys=("job ends" "strays planted" "kills" "removals" "lookup errors" "violations")
+declare -A total=()
+for key in "${keys[@]}"; do total[$key]=0; done
+add_counts() {
+  local log=$1 key n
+  for key in "${keys[@]}"; do
+    if [ "$key" = violations ]; then
+      n=$(sed -n 's/^soak violations: .*; total \([0-9]*\)$/\1/p' "$log" | head -n1)
+    else
+      n=$(grep -m1 '^soak summary' "$log" | grep -o "$key [0-9]*" | head -n1 | awk '{print $NF}')
+    fi
+    total[$key]=$((total[$key] + ${n:-0}))
+  done
+}
 if [ "$controls" = 1 ]; then
   for control in wrong-kill stray-left; do
     rc=0
     locked /usr/bin/python3 "$top/tests/soak/soak.py" --seed "$seed" --minutes 0.5 --no-faults \
       --config linuxproc-contain --control "$control" || rc=$?
-    [ "$rc" -eq 0 ] || failed=1
+    if [ "$rc" -eq 0 ]; then caught=$((caught + 1)); else failed=1; fi
     results+=("soak control $control: $([ "$rc" -eq 0 ] && echo caught || echo MISSED)")
   done
 fi
-for config in $configs; do
+read -r -a config_list <<<"$configs"
+for config in "${config_list[@]}"; do
   rc=0
+  log="$out/leftover-soak-$config$tag.log"
   locked /usr/bin/python3 "$top/tests/soak/soak.py" --seed "$seed" --minutes "$minutes" --config "$config" --load "$load" \
-    2>&1 | tee "/tmp/leftover-soak-$config$tag.log" || rc=$?
+    2>&1 | tee "$log" || rc=$?
   [ "$rc" -eq 0 ] || failed=1
-  results+=("$(grep -m1 '^soak violations' "/tmp/leftover-soak-$config$tag.log" | sed "s/^soak/soak $config/" \
-               || echo "soak $config: no summary (exit $rc)")")
+  add_counts "$log"
+  results+=("$(grep -m1 '^soak violations' "$log" | sed "s/^soak/soak $config/" || echo "soak $config: no summary (exit $rc)")")
 done
 printf '%s\n' "${results[@]}"
-[ "$failed" -eq 0 ] || { echo "soak: FAILED (seed $seed)"; exit 1; }
-echo "soak: passed (seed $seed, $minutes min per configuration)"
+counts=""
+for key in "${keys[@]}"; do counts+=", $key ${total[$key]}"; done
+[ "$controls" = 0 ] || counts+=", controls caught $caught of 2"
+[ "$failed" -eq 0 ] || { echo "soak: FAILED (seed $seed, $minutes min x ${#config_list[@]} configurations$counts)"; exit 1; }
+echo "soak: passed (seed $seed, $minutes min x ${#config_list[@]} configurations$counts)"

@@ -120,8 +120,9 @@ def make_timeline(events: EventLog, ctld_text: str, node_texts: dict[str, str], 
 
 def keep_evidence(soak: SoakCluster, timeline, verdict: Verdict, args, name: str) -> Path:
     """Copies the daemons' logs and writes the timeline and every finding where the next
-    run's reaping of stale clusters does not reach (/tmp/leftover-soak-<config>-<seed>)."""
-    dest = Path(f"/tmp/leftover-soak-{name}-{args.seed}{soak.users.tag}")
+    run's reaping of stale clusters does not reach: $LEFTOVER_SOAK_OUT (default /tmp; a run
+    in a release's root names a directory of the tree) /leftover-soak-<config>-<seed>[-u<uid base>]."""
+    dest = Path(os.environ.get("LEFTOVER_SOAK_OUT") or "/tmp") / f"leftover-soak-{name}-{args.seed}{soak.users.tag}"
     shutil.copytree(soak.cluster.log_dir, dest / "log", dirs_exist_ok=True)
     (dest / "timeline.txt").write_text("".join(f"{stamp(w)} {where:9} {text}\n" for w, where, text in timeline))
     (dest / "findings.txt").write_text("".join(f"({f.invariant}) {stamp(f.when)} {f.node} {f.text}\n"
