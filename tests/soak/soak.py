@@ -153,6 +153,8 @@ def main(argv) -> int:
     atexit.register(soak.cluster.stop)
     try:
         soak.start()
+        if soak.setuid_skipped:
+            print(f"soak: setuid strays skipped: {soak.setuid_skipped}")
         events = EventLog()
         uids = {users.uid_of(user) for user in users.everyone}
         sampler = Sampler(node_namespaces(soak), uids)

@@ -10,6 +10,7 @@ import dataclasses
 import fcntl
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -149,7 +150,10 @@ CONFIGS = {c.name: c for c in (
 
 # Links to /bin/sleep: the kernel names a process after the file it executed, so the
 # comm in leftover's log lines says what a process was to the workload.
-PROGRAMS = ("soak-body", "soak-stray", "soak-stray-ti", "soak-login", "soak-login-ti")
+PROGRAMS = ("soak-body", "soak-stray", "soak-stray-ti", "soak-login", "soak-login-ti", "soak-hop")
+# A copy of /bin/sleep, setuid to the soak's high user (an unprivileged account outside the
+# swept range): a process that executes it has mixed uids, which leftover must never kill.
+SETUID_PROGRAM = "soak-setuid"
 BODY_COMMS = frozenset({"soak-body", "soak-job", "slurm_script"})
 
 
@@ -165,7 +169,7 @@ def leftover_conf(users: SoakUsers, scratch: Path, control: Optional[str] = None
     listed = "" if control == "wrong-kill" else f"{users.listed}, {users.alias}"
     return (f"debuglevel: debug\ngrace: {GRACE:g}\nslurm_timeout: {SLURM_TIMEOUT:g}\n"
             f"protected_users: [{listed}]\n" + ("dry_run: true\n" if control == "stray-left" else "") +
-            f"cleanup: [posix_shm, files]\ncleanup_dirs: [{scratch}]\n"
+            f"cleanup: [ipc, posix_shm, files]\ncleanup_dirs: [{scratch}]\n"
             f"uid_min: {users.uid_min}\nuid_max: {users.uid_max}\n"
             # The cluster's slurmctld runs on this host: sweep it all the same.
             "sweep_on_controller_host: true\n")
@@ -209,8 +213,28 @@ class SoakCluster:
         for name in PROGRAMS:
             (self.bin / name).symlink_to("/bin/sleep")
         self.bin.chmod(0o755)
+        self.setuid_skipped = self._make_setuid_program()
         self.cluster.start()
         return self
+
+    def _make_setuid_program(self) -> Optional[str]:
+        """Installs soak-setuid; returns why setuid strays are skipped, or None."""
+        owner = pwd.getpwnam(self.users.high)
+        made = []
+        for name, source in ((SETUID_PROGRAM, "/bin/sleep"), ("soak-setuid-id", "/usr/bin/id")):
+            path = self.bin / name
+            shutil.copyfile(source, path)
+            os.chown(path, owner.pw_uid, owner.pw_gid)
+            path.chmod(0o4755)   # after chown, which clears the bit
+            made.append(path)
+        probe = subprocess.run(["/usr/sbin/runuser", "-u", self.users.ordinary[0], "--", str(made[1]), "-u"],
+                               capture_output=True, text=True)
+        made[1].unlink()
+        if probe.returncode == 0 and probe.stdout.strip() == str(owner.pw_uid):
+            return None
+        made[0].chmod(0o755)   # soak-job plants no setuid stray then
+        return (f"the setuid bit has no effect in {self.bin} (id -u said {probe.stdout.strip() or probe.stderr.strip()!r}, "
+                f"expected {owner.pw_uid})")
 
     def stop(self, keep_files: bool = False) -> None:
         self.cluster.stop()

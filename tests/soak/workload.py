@@ -25,11 +25,16 @@ from typing import Callable, Optional
 from soak_cluster import NODES, SoakCluster, SoakUsers, write_root_file
 from slurm_jobs import FINAL_STATES, parse_fields
 
-STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "shm", "file")
+STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "hop", "setuid", "shm", "sysv", "file")
+# What leaves no process behind.
+FILE_KINDS = ("shm", "sysv", "file")
 
 SOAK_JOB = r'''#!/bin/sh
 # soak-job TAG SECONDS SCRATCH KIND...: what one task of a soak job does on its node:
 # leaves the strays and files KIND names, then sleeps SECONDS as soak-body.
+# hop: a pid hopper (soak-hopper); setuid: a stray that execs a setuid program, whose
+# effective uid is another (the soak's high user's: its real, effective and saved uids
+# differ), skipped where the setuid bit has no effect; sysv: a SysV shared memory segment.
 tag=$1; secs=$2; scratch=$3; shift 3
 bin=$(dirname "$0")
 node=${SLURMD_NODENAME:-none}
@@ -42,12 +47,24 @@ for kind in "$@"; do
     termign) ( trap '' TERM; setsid "$bin/soak-stray-ti" 300 </dev/null >/dev/null 2>&1 & ) ;;
     chain) ( setsid /bin/sh -c "\"$bin/soak-stray\" 300 & exec \"$bin/soak-stray\" 300" \
              </dev/null >/dev/null 2>&1 & ) ;;
+    hop) ( setsid "$bin/soak-hopper" 200 </dev/null >/dev/null 2>&1 & ) ;;
+    setuid) [ -u "$bin/soak-setuid" ] && ( setsid "$bin/soak-setuid" 300 </dev/null >/dev/null 2>&1 & ) ;;
     shm) echo "$tag" > "/dev/shm/soak-$tag-$node-$(id -u)" ;;
+    sysv) ipcmk -M 4096 >/dev/null ;;
     file) mkdir -p "$scratch/soak-$tag-$node" && echo "$tag" > "$scratch/soak-$tag-$node/f" ;;
   esac
 done
 unset SOAK_STRAY
 exec "$bin/soak-body" "$secs"
+'''
+
+SOAK_HOPPER = r'''#!/bin/sh
+# soak-hopper N: a pid hopper: lives a moment (its child soak-hop), starts its successor
+# and exits, so its successor is orphaned at once; N more hops at most.
+n=${1:-0}
+"$(dirname "$0")/soak-hop" 0.3
+[ "$n" -gt 0 ] && "$0" $((n - 1)) &
+exit 0
 '''
 
 
@@ -73,7 +90,8 @@ class Action:
 def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers) -> list[Action]:
     rng = random.Random(seed)
     actions: list[Action] = []
-    kinds = ["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
+    kinds = (["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
+             + ["array"] * 8)
     t = 0.5
     while t < seconds:
         kind = rng.choice(kinds)
@@ -84,7 +102,7 @@ def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers) -> 
         nodelist = tuple(sorted(rng.sample(NODES, nnodes))) if rng.random() < 0.7 or kind in ("login", "race") else ()
         strays = tuple(rng.sample(STRAY_KINDS, rng.choice((0, 1, 1, 2, 3))))
         if rng.random() < 0.3:
-            strays = tuple(rng.sample(("shm", "file"), rng.choice((1, 2))))  # files, no process
+            strays = tuple(rng.sample(FILE_KINDS, rng.choice((1, 2))))  # files, no process
         if kind == "race":
             strays = ("termign", "dfork")
         actions.append(Action(len(actions), round(t, 2), kind, user, nnodes, nodelist,
@@ -205,8 +223,9 @@ class Workload:
         self.unexpected_ends: list[str] = []
         self.cancelled: set[int] = set()
         self.job_actions: dict[int, Action] = {}
-        (soak.bin / "soak-job").write_text(SOAK_JOB)
-        (soak.bin / "soak-job").chmod(0o755)
+        for name, text in (("soak-job", SOAK_JOB), ("soak-hopper", SOAK_HOPPER)):
+            (soak.bin / name).write_text(text)
+            (soak.bin / name).chmod(0o755)
 
     # ---- running the schedule ----------------------------------------------------------
 
@@ -286,6 +305,38 @@ class Workload:
         self.events.add(f"{action.tag}: sbatch as {action.user} job {job} nodes {action.nodelist or action.nnodes} "
                         f"{action.kinds} {action.secs}s")
         self._expect_done(action, job, 2 * action.secs + 90)
+
+    def _do_array(self, action: Action) -> None:
+        """A job array: its tasks (one node each) run at once or one after another, each
+        a job of its own to slurmctld and to the nodes."""
+        tasks = action.steps + 1
+        argv = self._job_argv(action.tag + "_$SLURM_ARRAY_TASK_ID", action.secs, action.kinds)
+        script = "#!/bin/sh\n" + " ".join(argv) + "\n"
+        args = [f"--array=0-{tasks - 1}", "--nodes=1", f"--job-name={action.tag}"]
+        if action.nodelist:
+            args.append(f"--nodelist={action.nodelist[0]}")
+        job = self.cluster.sbatch(action.user, script, args)
+        self.job_actions[job] = action
+        self.events.add(f"{action.tag}: sbatch --array=0-{tasks - 1} as {action.user} job {job} "
+                        f"node {action.nodelist[:1] or 'any'} {action.kinds} {action.secs}s")
+        deadline = time.time() + tasks * (2 * action.secs + 30) + 60
+        while time.time() < deadline:
+            records = [(j, f) for j, f in list(self.watcher.jobs.items()) if f.get("ArrayJobId") == str(job)]
+            split = [f for _, f in records if f.get("ArrayTaskId", "").isdigit()]
+            if len(split) == tasks and all(f.get("JobState") in FINAL_STATES for f in split):
+                break
+            time.sleep(0.5)
+        else:
+            self.harness_errors.append(f"{action.tag}: array job {job} not done in time")
+            return
+        for task_job, fields in records:
+            self.job_actions[task_job] = action
+            self.events.add(f"{action.tag}: array task {fields.get('ArrayTaskId')} job {task_job} ended "
+                            f"{fields.get('JobState')} exit {fields.get('ExitCode')}")
+            if fields.get("JobState") != "COMPLETED" or fields.get("ExitCode") != "0:0":
+                self.unexpected_ends.append(f"{action.tag} array task {fields.get('ArrayTaskId')} job {task_job} of "
+                                            f"{action.user} on {fields.get('NodeList')}: {fields.get('JobState')} "
+                                            f"exit {fields.get('ExitCode')}")
 
     def _do_srun(self, action: Action) -> None:
         self._srun(action, action.tag, action.secs, action.kinds)
