@@ -131,6 +131,9 @@ SLURM_TIMEOUT = 2.0
 DEADLINE = GRACE + SLURM_TIMEOUT + 1.0
 
 CGROUP = ("ProctrackType=proctrack/cgroup", "TaskPlugin=task/cgroup")
+# Heterogeneous jobs start only in the backfill scheduler's passes (every second here);
+# other jobs still start at once, from the main scheduler.
+SCHEDULER = ("SchedulerType=sched/backfill", "SchedulerParameters=batch_sched_delay=0,bf_interval=1")
 CGROUP_CONF = "CgroupPlugin=cgroup/v1\nConstrainCores=no\nConstrainRAMSpace=no\n"
 
 
@@ -198,7 +201,7 @@ class SoakCluster:
             nodes=NODES, node_namespaces=True, prolog_flags="contain" if config.contain else None,
             plugstack=f"optional {PLUGIN} config={self.conf_path}\n",
             node_private_dirs=("/dev/shm", "scratch"),
-            extra_conf=CGROUP if config.cgroup else (),
+            extra_conf=SCHEDULER + (CGROUP if config.cgroup else ()),
             extra_files={"cgroup.conf": CGROUP_CONF} if config.cgroup else {})
         self.cluster = SlurmCluster(cluster_config)
         self.scratch = self.cluster.dir / "scratch"

@@ -91,7 +91,7 @@ def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers) -> 
     rng = random.Random(seed)
     actions: list[Action] = []
     kinds = (["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
-             + ["array"] * 8)
+             + ["array"] * 8 + ["het"] * 6)
     t = 0.5
     while t < seconds:
         kind = rng.choice(kinds)
@@ -99,6 +99,8 @@ def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers) -> 
         nnodes = rng.choices((1, 2, 3), (60, 25, 15))[0]
         if kind in ("login", "race"):
             nnodes = 1
+        elif kind == "het":
+            nnodes = 2   # a component on each of two nodes
         nodelist = tuple(sorted(rng.sample(NODES, nnodes))) if rng.random() < 0.7 or kind in ("login", "race") else ()
         strays = tuple(rng.sample(STRAY_KINDS, rng.choice((0, 1, 1, 2, 3))))
         if rng.random() < 0.3:
@@ -337,6 +339,22 @@ class Workload:
                 self.unexpected_ends.append(f"{action.tag} array task {fields.get('ArrayTaskId')} job {task_job} of "
                                             f"{action.user} on {fields.get('NodeList')}: {fields.get('JobState')} "
                                             f"exit {fields.get('ExitCode')}")
+
+    def _do_het(self, action: Action) -> None:
+        """A heterogeneous job of two components, one node each (two jobs to the nodes,
+        one to its user), by srun."""
+        argv = ["/usr/bin/srun", f"--job-name={action.tag}"]
+        for part in range(2):
+            argv += [":"] if part else []
+            argv += ["--nodes=1", "--ntasks-per-node=1"]
+            argv += [f"--nodelist={action.nodelist[part]}"] if action.nodelist else []
+            argv += self._job_argv(f"{action.tag}h{part}", action.secs, action.kinds)
+        self.events.add(f"{action.tag}: srun as {action.user} (heterogeneous) {' '.join(argv[2:])}")
+        res = self.cluster.run_as(action.user, argv, timeout=action.secs + 90)
+        self.events.add(f"{action.tag}: srun as {action.user} returned {res.returncode}")
+        if res.returncode != 0:
+            self.unexpected_ends.append(f"{action.tag} heterogeneous srun as {action.user} returned "
+                                        f"{res.returncode}: {res.stderr.strip()[-200:]}")
 
     def _do_srun(self, action: Action) -> None:
         self._srun(action, action.tag, action.secs, action.kinds)
