@@ -57,6 +57,7 @@ class Allocation:
     start: float
     end: Optional[float] = None   # None: still held when the logs were read
     uid: Optional[int] = None
+    het_leader: Optional[int] = None   # a heterogeneous job's component: the job it is part of
 
 
 def allocations(ctld_log: str) -> dict[int, Allocation]:
@@ -70,13 +71,17 @@ def allocations(ctld_log: str) -> dict[int, Allocation]:
             if nodes != "(null)":
                 job = int(real or first)
                 if job not in found:
-                    found[job] = Allocation(job, tuple(expand_hostlist(nodes)), when)
+                    leader = int(first) if real and f"JobId={first}+" in text else None
+                    found[job] = Allocation(job, tuple(expand_hostlist(nodes)), when, het_leader=leader)
                 continue
         end = END.search(text + "\n")
         if end:
             job = int(end.group(2) or end.group(1))
-            if job in found and found[job].end is None:
-                found[job].end = when
+            # Killing a heterogeneous job (by its leader's id alone) ends every component.
+            parts = [a for a in found.values() if a.het_leader == job] if end.group(2) is None else []
+            for alloc in ([found[job]] if job in found else []) + parts:
+                if alloc.end is None:
+                    alloc.end = when
     return found
 
 

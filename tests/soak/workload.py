@@ -25,6 +25,10 @@ from typing import Callable, Optional
 from soak_cluster import NODES, SoakCluster, SoakUsers, write_root_file
 from slurm_jobs import FINAL_STATES, parse_fields
 
+# How long a client command may take beyond its job's own time: on 24.11 and 26.05 an
+# srun whose step was being created while slurmctld restarted (fault_ctld) never returns.
+CLIENT_PATIENCE = 45.0
+
 STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "hop", "setuid", "shm", "sysv", "file")
 # What leaves no process behind.
 FILE_KINDS = ("shm", "sysv", "file")
@@ -251,9 +255,12 @@ class Workload:
         try:
             getattr(self, f"_do_{action.kind}")(action)
         except Exception as failure:  # the soak goes on; the summary lists it
-            text = f"{action.tag} {action.kind} as {action.user}: {failure}"
-            self.harness_errors.append(text.splitlines()[0][:300])
-            self.events.add(f"harness error: {text.splitlines()[0][:300]}")
+            first = str(failure).splitlines()[0] if str(failure) else type(failure).__name__
+            if len(first) > 240:  # a command line: its start and how it ended ("did not finish in 90s")
+                first = first[:80] + " ... " + first[-150:]
+            text = f"{action.tag} {action.kind} as {action.user}: {first}"
+            self.harness_errors.append(text)
+            self.events.add(f"harness error: {text}")
             if "--verbose" in __import__("sys").argv:
                 traceback.print_exc()
         finally:
@@ -286,7 +293,7 @@ class Workload:
         argv = ["/usr/bin/srun", f"--job-name={tag}", *self._node_args(action), *extra,
                 *self._job_argv(tag, secs, kinds)]
         self.events.add(f"{tag}: srun as {action.user} {' '.join(argv[2:])}")
-        res = self.cluster.run_as(action.user, argv, timeout=secs + 90)
+        res = self.cluster.run_as(action.user, argv, timeout=secs + CLIENT_PATIENCE)
         job = None if step else self.watcher.by_name(tag, 10)
         self.events.add(f"{tag}: srun as {action.user} returned {res.returncode} (job {job})")
         if res.returncode != 0:
@@ -350,7 +357,7 @@ class Workload:
             argv += [f"--nodelist={action.nodelist[part]}"] if action.nodelist else []
             argv += self._job_argv(f"{action.tag}h{part}", action.secs, action.kinds)
         self.events.add(f"{action.tag}: srun as {action.user} (heterogeneous) {' '.join(argv[2:])}")
-        res = self.cluster.run_as(action.user, argv, timeout=action.secs + 90)
+        res = self.cluster.run_as(action.user, argv, timeout=action.secs + CLIENT_PATIENCE)
         self.events.add(f"{action.tag}: srun as {action.user} returned {res.returncode}")
         if res.returncode != 0:
             self.unexpected_ends.append(f"{action.tag} heterogeneous srun as {action.user} returned "
