@@ -26,6 +26,10 @@
 # the same block waits for the first (/tmp/leftover-soak-uids-B.lock). Its logs are
 # $LEFTOVER_SOAK_OUT/leftover-soak-<config>-uB.log. A long run beside other work, e.g.:
 #   scripts/soak.sh --minutes 30 --seed 7 --configs "linuxproc-contain cgroup" --uid-base 41200
+# In a release's root (scripts/test.sh does this after the release's tests; the roots have
+# no cgroup v1, so linuxproc only):
+#   LEFTOVER_PLUGIN=$PWD/build/sid/spank/leftover.so LEFTOVER_SOAK_OUT=$PWD/build/sid/soak \
+#     scripts/in-release.sh sid scripts/soak.sh --configs linuxproc-contain --uid-base 41400
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 minutes=1

@@ -8,7 +8,8 @@
 # under ASan+UBSan, the end-to-end tests against a real, throwaway Slurm cluster and the
 # randomized soak (tests/soak/); then
 # the same for Slurm 24.11 and 26.05 in Debian trixie and sid roots, each in namespaces of
-# its own (scripts/test-release.sh), and the soak in one configuration there. Long fuzzing is scripts/fuzz.sh, not run here.
+# its own (scripts/test-release.sh), and the soak in one configuration there. Long
+# fuzzing is scripts/fuzz.sh, not run here.
 # Ends with the time of each stage and one line per release.
 #
 # Compiling overlaps the end-to-end tests, which mostly wait on Slurm: while the host's
@@ -134,12 +135,13 @@ release_soak() {
 
 for suite in "${releases[@]}"; do
   rc=$(result "$suite build")
+  build_rc=$rc
   cp "$logs/$suite build.log" "build/test-$suite.log" 2>/dev/null || : >"build/test-$suite.log"
   soak=""
   if [ "$rc" -eq 0 ]; then
     stage "$suite tests" scripts/test-release.sh "$suite" --tests-only "$@" 2>&1 | tee -a "build/test-$suite.log" || rc=$?
   fi
-  if [ "$rc" -ne 77 ] && [ -f "build/$suite/spank/leftover.so" ]; then
+  if [ "$build_rc" -eq 0 ] && [ "$rc" -ne 77 ]; then
     soak_rc=0
     stage "$suite soak" release_soak "$suite" 2>&1 | tee "build/soak-$suite.log" || soak_rc=$?
     soak="; $(tail -n1 "build/soak-$suite.log")"
