@@ -157,6 +157,9 @@ PROGRAMS = ("soak-body", "soak-stray", "soak-stray-ti", "soak-login", "soak-logi
 # A copy of /bin/sleep, setuid to the soak's high user (an unprivileged account outside the
 # swept range): a process that executes it has mixed uids, which leftover must never kill.
 SETUID_PROGRAM = "soak-setuid"
+# The size of the SysV segments the workload makes (soak-job's ipcmk): how the soak finds
+# what is left of them when it stops (the nodes share the host's IPC namespace).
+SYSV_BYTES = 4099
 BODY_COMMS = frozenset({"soak-body", "soak-job", "slurm_script"})
 
 
@@ -239,8 +242,23 @@ class SoakCluster:
         return (f"the setuid bit has no effect in {self.bin} (id -u said {probe.stdout.strip() or probe.stderr.strip()!r}, "
                 f"expected {owner.pw_uid})")
 
+    def remove_sysv_segments(self) -> int:
+        """Removes the segments the workload made that are left (protected users' ones,
+        those nobody swept): by their creator's uid and their size."""
+        uids = {self.users.uid_of(user) for user in self.users.everyone}
+        lines = Path("/proc/sysvipc/shm").read_text().splitlines()
+        header = lines[0].split()
+        removed = 0
+        for line in lines[1:]:
+            row = dict(zip(header, line.split()))
+            if int(row["cuid"]) in uids and int(row["size"]) == SYSV_BYTES and row["nattch"] == "0":
+                if subprocess.run(["ipcrm", "-m", row["shmid"]], capture_output=True).returncode == 0:
+                    removed += 1
+        return removed
+
     def stop(self, keep_files: bool = False) -> None:
         self.cluster.stop()
+        self.remove_sysv_segments()
         if not keep_files:
             self.cluster.remove_files()
         if self.conf_dir.exists():

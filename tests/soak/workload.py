@@ -54,7 +54,7 @@ for kind in "$@"; do
     hop) ( setsid "$bin/soak-hopper" 200 </dev/null >/dev/null 2>&1 & ) ;;
     setuid) [ -u "$bin/soak-setuid" ] && ( setsid "$bin/soak-setuid" 300 </dev/null >/dev/null 2>&1 & ) ;;
     shm) echo "$tag" > "/dev/shm/soak-$tag-$node-$(id -u)" ;;
-    sysv) ipcmk -M 4096 >/dev/null ;;
+    sysv) ipcmk -M 4099 >/dev/null ;;  # soak_cluster.SYSV_BYTES
     file) mkdir -p "$scratch/soak-$tag-$node" && echo "$tag" > "$scratch/soak-$tag-$node/f" ;;
   esac
 done
