@@ -8,7 +8,8 @@
 # under ASan+UBSan, the end-to-end tests against a real, throwaway Slurm cluster and the
 # randomized soak (tests/soak/); then
 # the same for Slurm 24.11 and 26.05 in Debian trixie and sid roots, each in namespaces of
-# its own (scripts/test-release.sh). Long fuzzing is scripts/fuzz.sh, not run here.
+# its own (scripts/test-release.sh), and the soak in one configuration there. Long
+# fuzzing is scripts/fuzz.sh, not run here.
 # Ends with the time of each stage and one line per release.
 #
 # Compiling overlaps the end-to-end tests, which mostly wait on Slurm: while the host's
@@ -120,17 +121,36 @@ LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
   2>&1 | tee build/soak-host.log || soak_rc=$?
 [ "$soak_rc" -eq 0 ] || failed=1
 
+# The soak in a release's root: one configuration, linuxproc with PrologFlags=contain (the
+# roots cannot run proctrack/cgroup, which needs cgroup v1), as a block of accounts of its
+# own (soak.sh --uid-base), which no other test's sweep reaches: it needs no e2e lock.
+declare -A soak_uid_base=([trixie]=41800 [sid]=41900)
+release_soak() {
+  local suite=$1
+  LEFTOVER_PLUGIN="$top/build/$suite/spank/leftover.so" LEFTOVER_SOAK_OUT="$top/build/$suite/soak" \
+    scripts/in-release.sh "$suite" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
+    --seed "${LEFTOVER_SOAK_SEED:-2026}" --configs linuxproc-contain --uid-base "${soak_uid_base[$suite]:-41700}"
+}
+
 for suite in "${releases[@]}"; do
   rc=$(result "$suite build")
+  build_rc=$rc
   cp "$logs/$suite build.log" "build/test-$suite.log" 2>/dev/null || : >"build/test-$suite.log"
+  soak=""
   if [ "$rc" -eq 0 ]; then
     stage "$suite tests" scripts/test-release.sh "$suite" --tests-only "$@" 2>&1 | tee -a "build/test-$suite.log" || rc=$?
   fi
+  if [ "$build_rc" -eq 0 ] && [ "$rc" -ne 77 ]; then
+    soak_rc=0
+    stage "$suite soak" release_soak "$suite" 2>&1 | tee "build/soak-$suite.log" || soak_rc=$?
+    soak="; $(tail -n1 "build/soak-$suite.log")"
+    [ "$soak_rc" -eq 0 ] || { failed=1; soak+=" (log: build/soak-$suite.log)"; }
+  fi
   case $rc in
-    0) summary+=("$(grep '^== Slurm .*: unit tests' "build/test-$suite.log" | tail -n1)") ;;
+    0) summary+=("$(grep '^== Slurm .*: unit tests' "build/test-$suite.log" | tail -n1)$soak") ;;
     77) summary+=("== $suite: SKIPPED: $(grep -h -m1 -e 'cannot make' -e 'skipped' "build/test-$suite.log" || echo 'no root')") ;;
     *) failed=1
-       summary+=("$(grep '^== Slurm .*: unit tests' "build/test-$suite.log" | tail -n1 || true) == $suite FAILED (logs: build/test-$suite.log)") ;;
+       summary+=("$(grep '^== Slurm .*: unit tests' "build/test-$suite.log" | tail -n1 || true)$soak == $suite FAILED (logs: build/test-$suite.log)") ;;
   esac
 done
 
@@ -155,7 +175,7 @@ fi
 [ "$(cat "$logs/host packages.rc")" -eq 0 ] || summary+=("== $host: packages FAILED")
 
 summary=("== $host: ${unit:-unit tests failed}; e2e $(tail -n1 build/e2e-host.log | sed -e 's/=//g' -e 's/^ *//')"
-         "== $host: ${corpus:-fuzz corpus: failed}" "== $host: soak $(tail -n1 build/soak-host.log)"
+         "== $host: ${corpus:-fuzz corpus: failed}" "== $host: $(tail -n1 build/soak-host.log)"
          "== $lint" "${summary[@]}")
 
 echo

@@ -11,7 +11,7 @@ from typing import Optional
 
 from records import Allocation, NodeLog
 from sampler import ProcRecord
-from soak_cluster import BODY_COMMS, DEADLINE, UID_MAX, UID_MIN
+from soak_cluster import BODY_COMMS, DEADLINE, SETUID_PROGRAM
 
 INVARIANTS = {
     1: "no wrong kill or delete",
@@ -43,10 +43,11 @@ class Verdict:
 
 class Oracle:
     def __init__(self, allocs: dict[int, Allocation], logs: dict[str, NodeLog], procs: list[ProcRecord],
-                 protected: dict[int, str], fault_windows: list[tuple[float, float]],
+                 protected: dict[int, str], uid_range: tuple[int, int], fault_windows: list[tuple[float, float]],
                  slack: float = 1.0, start_slack: float = 2.0):
         self.allocs = [a for a in allocs.values()]
         self.logs, self.procs, self.protected = logs, procs, protected
+        self.uid_min, self.uid_max = uid_range
         self.faults = fault_windows
         self.slack, self.start_slack = slack, start_slack
         self.window = DEADLINE + slack   # leftover's deadline, plus the sampler's and the epilog's delay
@@ -96,7 +97,13 @@ class Oracle:
                 if sig.signal == "SIGCONT" or (sig.signal == "SIGSTOP" and not body):
                     continue
                 what = f"{sig.signal} pid={sig.pid} uid={sig.uid} comm={sig.comm}"
-                if sig.uid in self.protected or not UID_MIN <= sig.uid <= UID_MAX:
+                if sig.comm == SETUID_PROGRAM:
+                    record = self._record_of(node, sig.pid, sig.when)
+                    if record is None or record.mixed_uids:
+                        self._find(1, sig.when, node, sig.uid, f"{what}: a process with mixed uids (it executed a "
+                                   f"setuid program{'' if record else '; the sampler never saw it'})")
+                        continue
+                if sig.uid in self.protected or not self.uid_min <= sig.uid <= self.uid_max:
                     self._find(1, sig.when, node, sig.uid,
                                f"{what}: a protected user ({self.protected.get(sig.uid, 'outside the uid range')})")
                     continue
@@ -114,7 +121,7 @@ class Oracle:
                     first_stop.pop(sig.pid, None)
             for rem in log.removals:
                 what = f"removed {rem.kind} {rem.name} uid={rem.uid}"
-                if rem.uid in self.protected or not UID_MIN <= rem.uid <= UID_MAX:
+                if rem.uid in self.protected or not self.uid_min <= rem.uid <= self.uid_max:
                     self._find(1, rem.when, node, rem.uid, f"{what}: a protected user")
                     continue
                 held, new = self._held(rem.uid, node, rem.when, rem.when, False)
@@ -124,16 +131,38 @@ class Oracle:
                     self._find(0, rem.when, node, rem.uid, f"{what}: race: {self._describe(new, node)} "
                                "started but the node did not know it yet")
 
+    def _record_of(self, node: str, ns_pid: int, when: float) -> Optional[ProcRecord]:
+        """The sampler's record of the process that had ns_pid on node at `when`."""
+        for proc in self.procs:
+            if proc.node == node and proc.ns_pid == ns_pid and proc.first_seen - 1.0 <= when \
+                    and (proc.gone_at is None or when <= proc.gone_at + 1.0):
+                return proc
+        return None
+
     def _describe(self, allocs: list[Allocation], node: str) -> str:
         def end(a):
             return "still held" if a.end is None else f"ended {stamp(a.end)}"
         return ", ".join(f"job {a.job} on {node} (slurmctld: allocated {stamp(a.start)}, {end(a)}; "
                          f"node knew it {stamp(self.logs[node].knows_job.get(a.job))})" for a in allocs)
 
-    def check_strays(self, run_end: float) -> None:
+    def hopper_families(self) -> list[ProcRecord]:
+        """Each pid hopper as one record: every process with its mark, first seen when the
+        first was, gone when the last was (None while any was there at the end)."""
+        families: dict[str, list[ProcRecord]] = {}
         for proc in self.procs:
-            if not proc.stray or not proc.comm.startswith(("soak-stray", "soak-login")):
-                continue
+            if proc.stray and proc.stray.startswith("hop/"):
+                families.setdefault(proc.stray, []).append(proc)
+        merged = []
+        for members in families.values():
+            first = min(members, key=lambda p: p.first_seen)
+            gone = None if any(p.gone_at is None for p in members) else max(p.gone_at for p in members)
+            merged.append(dataclasses.replace(first, comm=f"soak-hopper ({len(members)} processes)", gone_at=gone,
+                                              last_seen=max(p.last_seen for p in members)))
+        return merged
+
+    def check_strays(self, run_end: float) -> None:
+        planted = [p for p in self.procs if p.stray and p.comm.startswith(("soak-stray", "soak-login"))]
+        for proc in planted + self.hopper_families():
             if proc.uid in self.protected:
                 continue
             due = self._due(proc)
@@ -199,10 +228,14 @@ class Oracle:
         counts = {
             "job ends": sum(1 for a in self.allocs if a.end is not None),
             "evaluations": sum(len(log.summaries) for log in self.logs.values()),
-            "strays planted": sum(1 for p in self.procs if p.stray and p.comm.startswith(("soak-stray", "soak-login"))),
+            "strays planted": sum(1 for p in self.procs if p.stray and p.comm.startswith(("soak-stray", "soak-login")))
+            + len(self.hopper_families()),
+            "pid hoppers": len(self.hopper_families()),
+            "setuid strays": sum(1 for p in self.procs if p.comm == SETUID_PROGRAM and p.mixed_uids),
             "kills": sum(1 for s in signals if s.signal in ("SIGTERM", "SIGKILL")),
             "stops": sum(1 for s in signals if s.signal == "SIGSTOP"),
             "removals": sum(len(log.removals) for log in self.logs.values()),
+            "SysV removals": sum(1 for log in self.logs.values() for r in log.removals if r.kind in ("shm", "sem", "msg")),
             "lookup errors": sum(s.lookup_errors for log in self.logs.values() for s in log.summaries),
             "longest evaluation ms": round(max((s.ms for log in self.logs.values() for s in log.summaries),
                                                default=0)),

@@ -41,8 +41,11 @@ def expand_hostlist(text: str) -> list[str]:
 
 # ---- slurmctld ------------------------------------------------------------------------
 
-JOB_ID = r"(\d+)(?:_\d+\((\d+)\))?(?:\+\d+)?"
-ALLOC = re.compile(rf"sched: (?:Allocate|_slurm_rpc_allocate_resources) JobId={JOB_ID} NodeList=(\S+)")
+# 12, an array's task 12_3(15) or a heterogeneous job's component 12+1(13): the job the
+# nodes see is the one in parentheses.
+JOB_ID = r"(\d+)(?:(?:_\d+|\+\d+)\((\d+)\)|\+\d+)?"
+ALLOC = re.compile(rf"(?:sched: (?:Allocate|_slurm_rpc_allocate_resources) JobId={JOB_ID} NodeList=(\S+)"
+                   rf"|_start_job: Started JobId={JOB_ID} in \S+ on (\S+))")
 END = re.compile(rf"(?:_job_complete: JobId=|REQUEST_KILL_JOB JobId=|_slurm_rpc_complete_job_allocation: JobId="
                  rf"|Time limit exhausted for JobId=){JOB_ID}[ \n]")
 
@@ -54,22 +57,31 @@ class Allocation:
     start: float
     end: Optional[float] = None   # None: still held when the logs were read
     uid: Optional[int] = None
+    het_leader: Optional[int] = None   # a heterogeneous job's component: the job it is part of
 
 
 def allocations(ctld_log: str) -> dict[int, Allocation]:
     found: dict[int, Allocation] = {}
     for when, text in stamped(ctld_log):
         alloc = ALLOC.search(text)
-        if alloc and alloc.group(3) != "(null)":
-            job = int(alloc.group(2) or alloc.group(1))
-            if job not in found:
-                found[job] = Allocation(job, tuple(expand_hostlist(alloc.group(3))), when)
-            continue
+        if alloc:
+            # The main scheduler's line, or the backfill scheduler's (which starts every
+            # heterogeneous job, and others that waited).
+            first, real, nodes = alloc.group(1, 2, 3) if alloc.group(1) else alloc.group(4, 5, 6)
+            if nodes != "(null)":
+                job = int(real or first)
+                if job not in found:
+                    leader = int(first) if real and f"JobId={first}+" in text else None
+                    found[job] = Allocation(job, tuple(expand_hostlist(nodes)), when, het_leader=leader)
+                continue
         end = END.search(text + "\n")
         if end:
             job = int(end.group(2) or end.group(1))
-            if job in found and found[job].end is None:
-                found[job].end = when
+            # Killing a heterogeneous job (by its leader's id alone) ends every component.
+            parts = [a for a in found.values() if a.het_leader == job] if end.group(2) is None else []
+            for alloc in ([found[job]] if job in found else []) + parts:
+                if alloc.end is None:
+                    alloc.end = when
     return found
 
 

@@ -3,8 +3,9 @@
 
 Every process of a soak user in a node's pid namespace gets a record, keyed by host pid
 and start time (pids are reused): its node and namespace pid, uid, comm, the SOAK_STRAY
-mark the workload put into its environment, when it was first and last seen, and how
-long it was seen stopped (state T) in one stretch.  The oracle reads the records.
+mark the workload put into its environment, when it was first and last seen, how
+long it was seen stopped (state T) in one stretch, and for the setuid program whether
+its uids differ.  The oracle reads the records.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class ProcRecord:
     stopped_since: Optional[float] = None
     longest_stop: float = 0.0
     stopped_at_end: bool = False
+    mixed_uids: bool = False          # seen with real, effective, saved and fs uids not all one
 
 
 def _stat(pid: int) -> Optional[tuple[str, str, int]]:
@@ -55,6 +57,17 @@ def _ns_pid(pid: int) -> Optional[int]:
     return None
 
 
+def _mixed_uids(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return len(set(line.split()[1:])) > 1
+    except OSError:
+        pass
+    return False
+
+
 def _stray_mark(pid: int) -> Optional[str]:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
@@ -67,9 +80,12 @@ def _stray_mark(pid: int) -> Optional[str]:
 
 
 class Sampler:
-    def __init__(self, node_namespaces: dict[str, str], uids: set[int], interval: float = 0.2):
-        """node_namespaces: node name -> its pid namespace (readlink of /proc/<pid>/ns/pid)."""
+    def __init__(self, node_namespaces: dict[str, str], uids: set[int], interval: float = 0.2,
+                 mixed_comm: str = "soak-setuid"):
+        """node_namespaces: node name -> its pid namespace (readlink of /proc/<pid>/ns/pid);
+        mixed_comm: the program whose processes' uids are read (whether they differ)."""
         self.by_ns = {ns: node for node, ns in node_namespaces.items()}
+        self.mixed_comm = mixed_comm
         self.uids = uids
         self.interval = interval
         self.records: dict[tuple[int, int], ProcRecord] = {}
@@ -132,6 +148,8 @@ class Sampler:
                 seen.add(key)
                 record.last_seen = now
                 record.comm = comm
+                if comm == self.mixed_comm and not record.mixed_uids:
+                    record.mixed_uids = _mixed_uids(pid)
                 if state in ("T", "t"):
                     if record.stopped_since is None:
                         record.stopped_since = now

@@ -3,10 +3,12 @@
 """A randomized soak of leftover.so on the e2e harness's three-node cluster, judged by an
 oracle (see tests/README.md).
 
-    soak.py [--seed N] [--minutes M] [--config NAME] [--no-faults] [--keep]
+    soak.py [--seed N] [--minutes M] [--config NAME] [--uid-base B] [--no-faults] [--keep]
 
-Runs as root, with LEFTOVER_PLUGIN naming the plugin; the caller holds
-/tmp/leftover-e2e.lock (scripts/soak.sh does).  Prints one summary; exits 1 on any
+Runs as root, with LEFTOVER_PLUGIN naming the plugin.  With the e2e harness's shared test
+accounts the caller holds /tmp/leftover-e2e.lock (scripts/soak.sh does); with --uid-base
+(or LEFTOVER_SOAK_UID_BASE) it runs as accounts of its own, uids B..B+99, that no other
+test sweeps, and needs no lock but that no other run uses the same block.  Prints one summary; exits 1 on any
 violation (printing the seed, the configuration and the events around each one), 2 when
 the harness itself failed.
 """
@@ -28,8 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracle import INVARIANTS, Oracle, Verdict, stamp  # noqa: E402
 from records import allocations, node_log, stamped  # noqa: E402
 from sampler import Sampler  # noqa: E402
-from soak_cluster import (ALIAS_OF, CONFIGS, CONTROLS, DEADLINE, NODES, USERS_IN_SOAK, SoakCluster, protected_uids,  # noqa: E402
-                          uid_of)
+from soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users  # noqa: E402
 from workload import Action, EventLog, JobWatcher, Workload, make_schedule  # noqa: E402
 from slurm_jobs import FINAL_STATES  # noqa: E402
 
@@ -39,6 +40,10 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int, default=None, help="the schedule's seed (default: a random one)")
     parser.add_argument("--minutes", type=float, default=1.0, help="how long the workload runs")
     parser.add_argument("--config", choices=sorted(CONFIGS), default="linuxproc-contain")
+    parser.add_argument("--uid-base", type=int, default=os.environ.get("LEFTOVER_SOAK_UID_BASE") or None,
+                        help="run as the soak's own accounts, uids B..B+99 (B a multiple of 100 from "
+                             f"{BLOCK_BASES.start} to {BLOCK_BASES.stop - 100}), created if missing; "
+                             "default: the e2e harness's shared test accounts")
     parser.add_argument("--no-faults", action="store_true", help="do not stop and start slurmctld")
     parser.add_argument("--parallel", type=int, default=6, help="actions running at once")
     parser.add_argument("--slack", type=float, default=1.0,
@@ -77,7 +82,7 @@ def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
                 events.add(f"drain: cancelling job {job} ({fields.get('JobName')}), still {fields.get('JobState')}")
                 soak.cluster.scancel(job)
     events.add("drain: every job ended; a last job on every node")
-    soak.cluster.run_as("lo_bob", ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",
+    soak.cluster.run_as(soak.users.ordinary[1], ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",
                                    "--ntasks-per-node=1", "/bin/true"], timeout=120)
     time.sleep(2)
     watcher.refresh()
@@ -115,8 +120,9 @@ def make_timeline(events: EventLog, ctld_text: str, node_texts: dict[str, str], 
 
 def keep_evidence(soak: SoakCluster, timeline, verdict: Verdict, args, name: str) -> Path:
     """Copies the daemons' logs and writes the timeline and every finding where the next
-    run's reaping of stale clusters does not reach (/tmp/leftover-soak-<config>-<seed>)."""
-    dest = Path(f"/tmp/leftover-soak-{name}-{args.seed}")
+    run's reaping of stale clusters does not reach: $LEFTOVER_SOAK_OUT (default /tmp; a run
+    in a release's root names a directory of the tree) /leftover-soak-<config>-<seed>[-u<uid base>]."""
+    dest = Path(os.environ.get("LEFTOVER_SOAK_OUT") or "/tmp") / f"leftover-soak-{name}-{args.seed}{soak.users.tag}"
     shutil.copytree(soak.cluster.log_dir, dest / "log", dirs_exist_ok=True)
     (dest / "timeline.txt").write_text("".join(f"{stamp(w)} {where:9} {text}\n" for w, where, text in timeline))
     (dest / "findings.txt").write_text("".join(f"({f.invariant}) {stamp(f.when)} {f.node} {f.text}\n"
@@ -131,22 +137,26 @@ def main(argv) -> int:
         print("soak.py: run as root (it starts Slurm daemons)", file=sys.stderr)
         return 2
     config = CONFIGS[args.config]
-    schedule = make_schedule(args.seed, args.minutes * 60, not args.no_faults)
+    users = soak_users(args.uid_base)
+    schedule = make_schedule(args.seed, args.minutes * 60, not args.no_faults, users)
     if args.control == "wrong-kill":
         # Sure targets: the users protected by name only, logged in on every node.
         schedule[:0] = [Action(1000 + i, 0.1, "login", user, 1, (node,), 0, ())
-                        for i, (user, node) in enumerate((u, n) for u in ("alice", ALIAS_OF) for n in NODES)]
+                        for i, (user, node) in enumerate((u, n) for u in (users.listed, users.alias_of) for n in NODES)]
     control = f" --control {args.control}" if args.control else ""
     load = f" --load {args.load}" if args.load else ""
+    load += f" --uid-base {args.uid_base}" if args.uid_base is not None else ""
     print(f"soak: seed {args.seed}, config {config.name}{control}{load}, {args.minutes:g} min, {len(schedule)} actions "
           f"(replay: tests/soak/soak.py --seed {args.seed} --minutes {args.minutes:g} --config {config.name}{control}{load})",
           flush=True)
-    soak = SoakCluster(config, args.control)
+    soak = SoakCluster(config, users, args.control)
     atexit.register(soak.cluster.stop)
     try:
         soak.start()
+        if soak.setuid_skipped:
+            print(f"soak: setuid strays skipped: {soak.setuid_skipped}")
         events = EventLog()
-        uids = {uid_of(user) for user in USERS_IN_SOAK}
+        uids = {users.uid_of(user) for user in users.everyone}
         sampler = Sampler(node_namespaces(soak), uids)
         watcher = JobWatcher(soak)
         workload = Workload(soak, events, watcher)
@@ -174,7 +184,8 @@ def main(argv) -> int:
             if "(" in user_field:
                 alloc.uid = int(user_field.split("(")[1].rstrip(")"))
         logs = {node: node_log(node, text) for node, text in node_texts.items()}
-        oracle = Oracle(allocs, logs, sampler.snapshot(), protected_uids(), workload.fault_windows, args.slack)
+        oracle = Oracle(allocs, logs, sampler.snapshot(), users.protected_uids(),
+                        (users.uid_min, users.uid_max), workload.fault_windows, args.slack)
         verdict = oracle.judge(run_end)
         timeline = make_timeline(events, ctld_text, node_texts, start)
 

@@ -22,14 +22,23 @@ import time
 import traceback
 from typing import Callable, Optional
 
-from soak_cluster import NODES, ORDINARY, PROTECTED, SoakCluster, write_root_file
+from soak_cluster import NODES, SoakCluster, SoakUsers, write_root_file
 from slurm_jobs import FINAL_STATES, parse_fields
 
-STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "shm", "file")
+# How long a client command may take beyond its job's own time: on 24.11 and 26.05 an
+# srun whose step was being created while slurmctld restarted (fault_ctld) never returns.
+CLIENT_PATIENCE = 45.0
+
+STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "hop", "setuid", "shm", "sysv", "file")
+# What leaves no process behind.
+FILE_KINDS = ("shm", "sysv", "file")
 
 SOAK_JOB = r'''#!/bin/sh
 # soak-job TAG SECONDS SCRATCH KIND...: what one task of a soak job does on its node:
 # leaves the strays and files KIND names, then sleeps SECONDS as soak-body.
+# hop: a pid hopper (soak-hopper); setuid: a stray that execs a setuid program, whose
+# effective uid is another (the soak's high user's: its real, effective and saved uids
+# differ), skipped where the setuid bit has no effect; sysv: a SysV shared memory segment.
 tag=$1; secs=$2; scratch=$3; shift 3
 bin=$(dirname "$0")
 node=${SLURMD_NODENAME:-none}
@@ -42,12 +51,24 @@ for kind in "$@"; do
     termign) ( trap '' TERM; setsid "$bin/soak-stray-ti" 300 </dev/null >/dev/null 2>&1 & ) ;;
     chain) ( setsid /bin/sh -c "\"$bin/soak-stray\" 300 & exec \"$bin/soak-stray\" 300" \
              </dev/null >/dev/null 2>&1 & ) ;;
+    hop) ( setsid "$bin/soak-hopper" 200 </dev/null >/dev/null 2>&1 & ) ;;
+    setuid) [ -u "$bin/soak-setuid" ] && ( setsid "$bin/soak-setuid" 300 </dev/null >/dev/null 2>&1 & ) ;;
     shm) echo "$tag" > "/dev/shm/soak-$tag-$node-$(id -u)" ;;
+    sysv) ipcmk -M 4099 >/dev/null ;;  # soak_cluster.SYSV_BYTES
     file) mkdir -p "$scratch/soak-$tag-$node" && echo "$tag" > "$scratch/soak-$tag-$node/f" ;;
   esac
 done
 unset SOAK_STRAY
 exec "$bin/soak-body" "$secs"
+'''
+
+SOAK_HOPPER = r'''#!/bin/sh
+# soak-hopper N: a pid hopper: lives a moment (its child soak-hop), starts its successor
+# and exits, so its successor is orphaned at once; N more hops at most.
+n=${1:-0}
+"$(dirname "$0")/soak-hop" 0.3
+[ "$n" -gt 0 ] && "$0" $((n - 1)) &
+exit 0
 '''
 
 
@@ -70,21 +91,24 @@ class Action:
         return f"a{self.index}"
 
 
-def make_schedule(seed: int, seconds: float, faults: bool) -> list[Action]:
+def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers) -> list[Action]:
     rng = random.Random(seed)
     actions: list[Action] = []
-    kinds = ["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
+    kinds = (["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
+             + ["array"] * 8 + ["het"] * 6)
     t = 0.5
     while t < seconds:
         kind = rng.choice(kinds)
-        user = rng.choice(ORDINARY) if rng.random() < 0.75 else rng.choice(tuple(PROTECTED))
+        user = rng.choice(users.ordinary) if rng.random() < 0.75 else rng.choice(tuple(users.protected))
         nnodes = rng.choices((1, 2, 3), (60, 25, 15))[0]
         if kind in ("login", "race"):
             nnodes = 1
+        elif kind == "het":
+            nnodes = 2   # a component on each of two nodes
         nodelist = tuple(sorted(rng.sample(NODES, nnodes))) if rng.random() < 0.7 or kind in ("login", "race") else ()
         strays = tuple(rng.sample(STRAY_KINDS, rng.choice((0, 1, 1, 2, 3))))
         if rng.random() < 0.3:
-            strays = tuple(rng.sample(("shm", "file"), rng.choice((1, 2))))  # files, no process
+            strays = tuple(rng.sample(FILE_KINDS, rng.choice((1, 2))))  # files, no process
         if kind == "race":
             strays = ("termign", "dfork")
         actions.append(Action(len(actions), round(t, 2), kind, user, nnodes, nodelist,
@@ -205,8 +229,9 @@ class Workload:
         self.unexpected_ends: list[str] = []
         self.cancelled: set[int] = set()
         self.job_actions: dict[int, Action] = {}
-        (soak.bin / "soak-job").write_text(SOAK_JOB)
-        (soak.bin / "soak-job").chmod(0o755)
+        for name, text in (("soak-job", SOAK_JOB), ("soak-hopper", SOAK_HOPPER)):
+            (soak.bin / name).write_text(text)
+            (soak.bin / name).chmod(0o755)
 
     # ---- running the schedule ----------------------------------------------------------
 
@@ -230,9 +255,12 @@ class Workload:
         try:
             getattr(self, f"_do_{action.kind}")(action)
         except Exception as failure:  # the soak goes on; the summary lists it
-            text = f"{action.tag} {action.kind} as {action.user}: {failure}"
-            self.harness_errors.append(text.splitlines()[0][:300])
-            self.events.add(f"harness error: {text.splitlines()[0][:300]}")
+            first = str(failure).splitlines()[0] if str(failure) else type(failure).__name__
+            if len(first) > 240:  # a command line: its start and how it ended ("did not finish in 90s")
+                first = first[:80] + " ... " + first[-150:]
+            text = f"{action.tag} {action.kind} as {action.user}: {first}"
+            self.harness_errors.append(text)
+            self.events.add(f"harness error: {text}")
             if "--verbose" in __import__("sys").argv:
                 traceback.print_exc()
         finally:
@@ -265,7 +293,7 @@ class Workload:
         argv = ["/usr/bin/srun", f"--job-name={tag}", *self._node_args(action), *extra,
                 *self._job_argv(tag, secs, kinds)]
         self.events.add(f"{tag}: srun as {action.user} {' '.join(argv[2:])}")
-        res = self.cluster.run_as(action.user, argv, timeout=secs + 90)
+        res = self.cluster.run_as(action.user, argv, timeout=secs + CLIENT_PATIENCE)
         job = None if step else self.watcher.by_name(tag, 10)
         self.events.add(f"{tag}: srun as {action.user} returned {res.returncode} (job {job})")
         if res.returncode != 0:
@@ -286,6 +314,54 @@ class Workload:
         self.events.add(f"{action.tag}: sbatch as {action.user} job {job} nodes {action.nodelist or action.nnodes} "
                         f"{action.kinds} {action.secs}s")
         self._expect_done(action, job, 2 * action.secs + 90)
+
+    def _do_array(self, action: Action) -> None:
+        """A job array: its tasks (one node each) run at once or one after another, each
+        a job of its own to slurmctld and to the nodes."""
+        tasks = action.steps + 1
+        argv = self._job_argv(action.tag + "_$SLURM_ARRAY_TASK_ID", action.secs, action.kinds)
+        script = "#!/bin/sh\n" + " ".join(argv) + "\n"
+        args = [f"--array=0-{tasks - 1}", "--nodes=1", f"--job-name={action.tag}"]
+        if action.nodelist:
+            args.append(f"--nodelist={action.nodelist[0]}")
+        job = self.cluster.sbatch(action.user, script, args)
+        self.job_actions[job] = action
+        self.events.add(f"{action.tag}: sbatch --array=0-{tasks - 1} as {action.user} job {job} "
+                        f"node {action.nodelist[:1] or 'any'} {action.kinds} {action.secs}s")
+        deadline = time.time() + tasks * (2 * action.secs + 30) + 60
+        while time.time() < deadline:
+            records = [(j, f) for j, f in list(self.watcher.jobs.items()) if f.get("ArrayJobId") == str(job)]
+            split = [f for _, f in records if f.get("ArrayTaskId", "").isdigit()]
+            if len(split) == tasks and all(f.get("JobState") in FINAL_STATES for f in split):
+                break
+            time.sleep(0.5)
+        else:
+            self.harness_errors.append(f"{action.tag}: array job {job} not done in time")
+            return
+        for task_job, fields in records:
+            self.job_actions[task_job] = action
+            self.events.add(f"{action.tag}: array task {fields.get('ArrayTaskId')} job {task_job} ended "
+                            f"{fields.get('JobState')} exit {fields.get('ExitCode')}")
+            if fields.get("JobState") != "COMPLETED" or fields.get("ExitCode") != "0:0":
+                self.unexpected_ends.append(f"{action.tag} array task {fields.get('ArrayTaskId')} job {task_job} of "
+                                            f"{action.user} on {fields.get('NodeList')}: {fields.get('JobState')} "
+                                            f"exit {fields.get('ExitCode')}")
+
+    def _do_het(self, action: Action) -> None:
+        """A heterogeneous job of two components, one node each (two jobs to the nodes,
+        one to its user), by srun."""
+        argv = ["/usr/bin/srun", f"--job-name={action.tag}"]
+        for part in range(2):
+            argv += [":"] if part else []
+            argv += ["--nodes=1", "--ntasks-per-node=1"]
+            argv += [f"--nodelist={action.nodelist[part]}"] if action.nodelist else []
+            argv += self._job_argv(f"{action.tag}h{part}", action.secs, action.kinds)
+        self.events.add(f"{action.tag}: srun as {action.user} (heterogeneous) {' '.join(argv[2:])}")
+        res = self.cluster.run_as(action.user, argv, timeout=action.secs + CLIENT_PATIENCE)
+        self.events.add(f"{action.tag}: srun as {action.user} returned {res.returncode}")
+        if res.returncode != 0:
+            self.unexpected_ends.append(f"{action.tag} heterogeneous srun as {action.user} returned "
+                                        f"{res.returncode}: {res.stderr.strip()[-200:]}")
 
     def _do_srun(self, action: Action) -> None:
         self._srun(action, action.tag, action.secs, action.kinds)
