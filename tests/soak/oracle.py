@@ -89,10 +89,12 @@ class Oracle:
 
     def check_actions(self) -> None:
         for node, log in self.logs.items():
-            first_stop: dict[int, float] = {}
+            # An evaluation stops its targets just before it decides to signal them: the
+            # decision's moment is that evaluation's own stop (another one's, earlier, is not).
+            first_stop: dict[tuple[str, int], float] = {}
             for sig in log.signals:
                 if sig.signal == "SIGSTOP":
-                    first_stop.setdefault(sig.pid, sig.when)
+                    first_stop.setdefault((sig.source, sig.pid), sig.when)
                 body = sig.comm in BODY_COMMS
                 if sig.signal == "SIGCONT" or (sig.signal == "SIGSTOP" and not body):
                     continue
@@ -107,7 +109,7 @@ class Oracle:
                     self._find(1, sig.when, node, sig.uid,
                                f"{what}: a protected user ({self.protected.get(sig.uid, 'outside the uid range')})")
                     continue
-                begin = first_stop.get(sig.pid, sig.when)
+                begin = first_stop.get((sig.source, sig.pid), sig.when)
                 if sig.when - begin > DEADLINE:
                     begin = sig.when
                 held, new = self._held(sig.uid, node, begin, sig.when, body)
@@ -118,7 +120,7 @@ class Oracle:
                     self._find(0, sig.when, node, sig.uid, f"{what}: race: {self._describe(new, node)} "
                                "started but the node did not know it yet")
                 if sig.signal == "SIGKILL":
-                    first_stop.pop(sig.pid, None)
+                    first_stop.pop((sig.source, sig.pid), None)
             for rem in log.removals:
                 what = f"removed {rem.kind} {rem.name} uid={rem.uid}"
                 if rem.uid in self.protected or not self.uid_min <= rem.uid <= self.uid_max:
@@ -170,7 +172,9 @@ class Oracle:
                 continue
             trigger, deadline = due
             gone = proc.gone_at
-            if gone is not None and gone <= deadline:
+            # The sampler sees a process go only at its next scan: alive at last_seen is
+            # what it proves, so a stray last seen by the deadline is not late.
+            if gone is not None and proc.last_seen <= deadline:
                 continue
             if deadline > run_end:
                 continue

@@ -92,6 +92,7 @@ SIGNAL = re.compile(r"leftover: (?:debug: )?(SIGTERM|SIGKILL|SIGSTOP|SIGCONT) pi
 REMOVED = re.compile(r"leftover: (?:\w+: )?cleanup: removed (\S+) (?:path='([^']*)'|id=(\S+)) uid=(\d+)")
 SUMMARY = re.compile(r"leftover: (step (\d+)\.\S+|job (\d+) epilog) \(user .*?\): (.*); lookup errors (\d+); "
                      r"([\d.]+) ms")
+SOURCE = re.compile(r"(\[\d+\.(?:\d+|batch|extern)\]) leftover:")
 KNOWS = re.compile(r"^\[(\d+)\.(?:\d+|batch|extern)\]|(?:JobId|StepId)=(\d+)|jobid \[(\d+)\]")
 
 
@@ -105,6 +106,7 @@ class Signal:
     uid: int
     comm: str
     reason: str
+    source: str  # the evaluation: "[<job>.<step>]" for a step end, "epilog" for a job epilog
 
 
 @dataclasses.dataclass
@@ -146,8 +148,10 @@ def node_log(node: str, text: str) -> NodeLog:
         if "leftover: " not in line:
             continue
         if found := SIGNAL.search(line):
+            source = SOURCE.search(line)
             out.signals.append(Signal(node, when, found.group(1), int(found.group(2)), found.group(3),
-                                      int(found.group(4)), found.group(5), found.group(6)))
+                                      int(found.group(4)), found.group(5), found.group(6),
+                                      source.group(1) if source else "epilog"))
         elif found := REMOVED.search(line):
             out.removals.append(Removal(node, when, found.group(1), found.group(2) or found.group(3),
                                         int(found.group(4))))

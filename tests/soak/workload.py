@@ -225,6 +225,9 @@ class Workload:
     def __init__(self, soak: SoakCluster, events: EventLog, watcher: JobWatcher):
         self.soak, self.cluster, self.events, self.watcher = soak, soak.cluster, events, watcher
         self.fault_windows: list[tuple[float, float]] = []
+        # One config rewrite at a time: a second one would read the first's JSON as the
+        # text to restore, and could leave the file in neither form.
+        self._conf_fault = threading.Lock()
         self.harness_errors: list[str] = []
         self.unexpected_ends: list[str] = []
         self.cancelled: set[int] = set()
@@ -448,13 +451,14 @@ class Workload:
 
     def _do_fault_conf(self, action: Action) -> None:
         """The config rewritten (atomically, as JSON, then back): no sweep may notice."""
-        text = self.soak.conf_path.read_text()
-        as_json = json.dumps(yaml_to_dict(text))
-        self.events.add("config rewritten as JSON")
-        write_root_file(self.soak.conf_path, as_json + "\n")
-        time.sleep(action.secs)
-        write_root_file(self.soak.conf_path, text)
-        self.events.add("config rewritten as YAML again")
+        with self._conf_fault:
+            text = self.soak.conf_path.read_text()
+            as_json = json.dumps(yaml_to_dict(text))
+            self.events.add("config rewritten as JSON")
+            write_root_file(self.soak.conf_path, as_json + "\n")
+            time.sleep(action.secs)
+            write_root_file(self.soak.conf_path, text)
+            self.events.add("config rewritten as YAML again")
 
     def _do_race(self, action: Action) -> None:
         """A job leaves TERM-ignoring strays; the same user's next job on the node starts
