@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "policy/evaluation.hpp"
 
+#include "errors/error_source.hpp"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -69,7 +71,7 @@ Status Evaluation::classify_by_name(const std::set<uid_t>& uids) {
             return Error::lookup(
                 fmt::format("{}: account lookup failed: {}", describe_listed(name, exemptions_.listed().at(name)),
                             failure_text(lookup.error, lookup.failure)),
-                ErrorCause::account_lookup);
+                ErrorSource::account_lookup);
     for (const uid_t uid : ask)
         if (uids.count(uid) != 0) by_name_.emplace(uid, exemptions_.classify(uid, answers_));
     return Ok{};
@@ -163,7 +165,7 @@ Result<Plan> Evaluation::operator()() {
         for (const uid_t uid : plan.kill_uids())
             if (by_name_.count(uid) == 0)
                 return Error::lookup(fmt::format("uid {} would be killed without its account lookup", uid),
-                                     ErrorCause::account_lookup);
+                                     ErrorSource::account_lookup);
     }
 
     // Only "holds an allocation" is remembered: a user cleared in one round is asked again

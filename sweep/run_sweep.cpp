@@ -47,11 +47,8 @@ public:
         const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
         if (config_.job_source == JobSource::controller) {
             if (controller_ == nullptr)
-                return failed(FailureKind::controller,
-                              Error::lookup("job_source controller: no controller connection"));
-            auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
-            if (!work.ok()) return failed(FailureKind::controller, work.error());
-            return work;
+                return Error::lookup("job_source controller: no controller connection", ErrorSource::controller);
+            return controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
         }
         if (!nodes_logged_) {
             nodes_logged_ = true;
@@ -63,13 +60,12 @@ public:
         const bool may_ask_controller = !asks_no_child() && controller_ != nullptr;
         const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
         auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
-        if (!state.ok()) return failed(FailureKind::step_socket, state.error());
+        if (!state.ok()) return state.error();
         for (const node::UnansweredStep& step : state->unanswered)
             if (unanswered_logged_.insert(step.socket_path).second)
                 log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
                                       step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
-        if (!state->unanswered.empty() && !may_ask_controller)
-            return failed(FailureKind::step_socket, unanswered_error(state->unanswered));
+        if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
         for (const node::LocalStep& step : state->live)
             if (logged_.insert(step.socket_path).second)
                 log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
@@ -85,7 +81,7 @@ public:
         auto live =
             node::live_work_from(state.value(), request_.trigger.ending_step,
                                  fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
-        if (!live.ok()) return failed(FailureKind::step_socket, live.error());
+        if (!live.ok()) return live.error();
         if (!state->unanswered.empty())
             if (auto resolved = resolve_through_controller(state->unanswered, live.value(), until); !resolved.ok())
                 return resolved.error();
@@ -109,10 +105,10 @@ public:
         return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
             log_.debug("no PrologFlags=contain: asking slurmctld whether these users hold an allocation here");
             if (controller_ == nullptr)
-                return failed(FailureKind::controller, Error::lookup("allocation check: no controller connection"));
+                return Error::lookup("allocation check: no controller connection", ErrorSource::controller);
             const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
             auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
-            if (!work.ok()) return failed(FailureKind::controller, work.error());
+            if (!work.ok()) return work.error();
             std::set<uid_t> holders;
             for (const uid_t uid : uids)
                 if (work->uids.count(uid) != 0) holders.insert(uid);
@@ -125,19 +121,6 @@ public:
     // die mid-answer. slurmctld is asked only from the job epilog, outside the step.
     bool asks_no_child() const { return request_.trigger.ending_step.has_value(); }
 
-    // What an evaluation error came from, for the metrics: the job state or slurmctld
-    // when they failed, the deadline or an account lookup when the error says so, else
-    // the scan of /proc (the one other source of errors).
-    std::optional<FailureKind> failure_of(const KillReport& report) const {
-        if (report.error) {
-            if (report.error->cause == ErrorCause::deadline) return FailureKind::deadline;
-            if (report.error->cause == ErrorCause::account_lookup) return FailureKind::account_lookup;
-            return failure_.value_or(FailureKind::proc);
-        }
-        if (report.deadline_reached) return FailureKind::deadline;
-        return std::nullopt;
-    }
-
 private:
     // A step end keeps everyone: its stepd's children must not start a helper (see asks_no_child).
     static Error unanswered_error(const std::vector<node::UnansweredStep>& unanswered) {
@@ -145,7 +128,8 @@ private:
         return Error::lookup(
             fmt::format("slurmstepd socket {} of job {}: {}{}", first.socket_path, first.job_id, first.error,
                         unanswered.size() > 1 ? fmt::format(" (and {} more sockets unanswered)", unanswered.size() - 1)
-                                              : std::string()));
+                                              : std::string()),
+            ErrorSource::step_socket);
     }
 
     // One slurmctld query for every step that could not be asked: a job slurmctld says
@@ -155,9 +139,9 @@ private:
                                       Clock::time_point until) {
         auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
         if (!work.ok())
-            return failed(FailureKind::controller,
-                          Error::lookup(fmt::format("{}; asking slurmctld instead: {}",
-                                                    unanswered_error(unanswered).message, work.error().message)));
+            return Error::lookup(fmt::format("{}; asking slurmctld instead: {}", unanswered_error(unanswered).message,
+                                             work.error().message),
+                                 ErrorSource::controller);
         for (const node::UnansweredStep& step : unanswered) {
             const auto user = work->job_users.find(step.job_id);
             const bool runs = user != work->job_users.end();
@@ -178,10 +162,6 @@ private:
         return Ok{};
     }
 
-    Error failed(FailureKind kind, Error error) {
-        failure_ = kind;
-        return error;
-    }
     std::optional<std::uint32_t> ending_job() const {
         return request_.trigger.job_ending ? request_.trigger.job_id : std::nullopt;
     }
@@ -195,7 +175,6 @@ private:
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
-    std::optional<FailureKind> failure_;
 };
 
 // One deadline per evaluation; Slurm drains a node whose step does not end in time.
@@ -291,13 +270,12 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     // After the summary: a metrics file that cannot be written is one more log line.
     // Without a valid config there is no evaluation deadline: the default query bound.
     const auto short_deadline = [] { return Clock::now() + seconds(Config{}.slurm_timeout); };
-    const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run, Clock::time_point until,
+    const auto count_in_metrics = [&](bool dry_run, Clock::time_point until,
                                       std::optional<DrainResult> drain = std::nullopt) {
         const bool users = loaded.metrics && loaded.metrics->users;
-        record_metrics(
-            loaded.metrics,
-            sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started, drain}), log,
-            until);
+        record_metrics(loaded.metrics,
+                       sample_of({trigger_of(request.trigger), report, dry_run, users, request.started, drain}), log,
+                       until);
     };
 
     if (!loaded.config.ok()) {
@@ -306,7 +284,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         name_trigger_user(nullptr, short_deadline());
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
-        count_in_metrics(FailureKind::config, false, short_deadline());
+        count_in_metrics(false, short_deadline());
         return report;
     }
     const Config& config = loaded.config.value();
@@ -317,12 +295,13 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     summary.dry_run = config.dry_run;
 
     if (!loaded.exemptions || !loaded.exemptions->ok()) {
-        report.error = loaded.exemptions ? loaded.exemptions->error() : Error::lookup("exemptions not loaded");
+        report.error = loaded.exemptions ? loaded.exemptions->error()
+                                         : Error::lookup("exemptions not loaded", ErrorSource::users_file);
         log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
         name_trigger_user(nullptr, short_deadline());
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
-        count_in_metrics(FailureKind::users_file, config.dry_run, evaluation_deadline(config, request));
+        count_in_metrics(config.dry_run, evaluation_deadline(config, request));
         return report;
     }
 
@@ -336,7 +315,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
         name_trigger_user(nullptr, short_deadline());
         summary.milliseconds = elapsed_ms();
         log.info(format_summary(summary, report));
-        if (!stop.ok()) count_in_metrics(FailureKind::proc, config.dry_run, short_deadline());
+        if (!stop.ok()) count_in_metrics(config.dry_run, short_deadline());
         return report;
     }
 
@@ -393,7 +372,7 @@ KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& requ
     name_trigger_user(&evaluation, deadline);
     summary.milliseconds = elapsed_ms();
     log.info(format_summary(summary, report, cleanup));
-    count_in_metrics(job_state.failure_of(report), config.dry_run, deadline, drain);
+    count_in_metrics(config.dry_run, deadline, drain);
     return report;
 }
 
@@ -407,27 +386,27 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     KillReport seen;  // what a check adds to the metrics: its plan, or its error; nothing signalled
     // The metrics lock is not waited for past the check's deadline (the default bound before the config is read).
     Clock::time_point metrics_until = Clock::now() + seconds(Config{}.slurm_timeout);
-    const auto recorded = [&](Result<NodeCheck> result, std::optional<FailureKind> failure) {
-        if (result.ok()) seen.first_plan = result->plan;
+    const auto recorded = [&](Result<NodeCheck> result) {
+        if (result.ok())
+            seen.first_plan = result->plan;
+        else
+            seen.error = result.error();
         const bool users = loaded.metrics && loaded.metrics->users;
         record_metrics(loaded.metrics,
-                       sample_of({MetricsTrigger::check, seen, true, users, failure, request.started, std::nullopt}),
-                       log, metrics_until);
+                       sample_of({MetricsTrigger::check, seen, true, users, request.started, std::nullopt}), log,
+                       metrics_until);
         return result;
     };
-    if (!loaded.config.ok()) return recorded(loaded.config.error(), FailureKind::config);
+    if (!loaded.config.ok()) return recorded(loaded.config.error());
     const Config& config = loaded.config.value();
     log.set_threshold(config.debuglevel);
-    if (!loaded.exemptions) return recorded(Error::lookup("exemptions not loaded"), FailureKind::users_file);
-    if (!loaded.exemptions->ok()) return recorded(loaded.exemptions->error(), FailureKind::users_file);
+    if (!loaded.exemptions) return recorded(Error::lookup("exemptions not loaded", ErrorSource::users_file));
+    if (!loaded.exemptions->ok()) return recorded(loaded.exemptions->error());
 
     // A check says what a sweep would: nothing killed on a controller host, but the
     // processes are still listed as a sweep with sweep_on_controller_host would judge them.
     auto controller_host = controller_host_stop(config, request);
-    if (!controller_host.ok()) {
-        seen.error = controller_host.error();
-        return recorded(controller_host.error(), FailureKind::proc);
-    }
+    if (!controller_host.ok()) return recorded(controller_host.error());
 
     const auto deadline = evaluation_deadline(config, request);
     metrics_until = deadline;
@@ -437,10 +416,7 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     // The users a cleanup would touch beyond the plan's targets, cleared in its one query.
     if (!config.cleanup.empty()) evaluation.ask_allocations_of(cleanup_candidates(config, request, Plan{}));
     auto plan = evaluation();
-    if (!plan.ok()) {
-        seen.error = plan.error();
-        return recorded(plan.error(), job_state.failure_of(seen));
-    }
+    if (!plan.ok()) return recorded(plan.error());
     name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
     std::optional<CleanupReport> cleanup;
     if (!*controller_host)
@@ -450,8 +426,7 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     else
         log.info(controller_host_text(**controller_host));
     return recorded(
-        NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup), *controller_host},
-        std::nullopt);
+        NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup), *controller_host});
 }
 
 }  // namespace leftover::sweep
