@@ -56,7 +56,7 @@ Result<Exemptions> Exemptions::load(const Config& config, std::set<uid_t> slurm_
         auto text = read_trusted_file(path);
         if (!text.ok()) return Error::lookup("protected users file " + text.error().message, ErrorSource::users_file);
         auto names = parse_users_file(text.value(), path);
-        if (!names.ok()) return names.error();
+        LEFTOVER_TRY(names);
         for (const auto& name : names.value()) exemptions.names_.emplace(name, path);
     }
     return exemptions;

@@ -29,7 +29,7 @@ std::string plugin_path() {
 // when it is our slurmd; another one is said in the log.
 Status add_running_host_nodes(node::NodeInfo& node) {
     auto running = node::running_slurmds("/proc");
-    if (!running.ok()) return running.error();
+    LEFTOVER_TRY(running);
     const std::string pattern = node::slurmd_spool_pattern();
     const std::string short_host = node::short_hostname();
     for (const node::RunningSlurmd& slurmd : running.value()) {
@@ -65,7 +65,7 @@ Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid) {
             "only their sockets in this spool dir (a lookup error) would show them";
     if (slurmd_pid) {
         node.slurmd_pid = slurmd_pid;
-        if (auto added = add_running_host_nodes(node); !added.ok()) return added.error();
+        LEFTOVER_TRY(add_running_host_nodes(node));
     }
     return node;
 }

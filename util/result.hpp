@@ -72,4 +72,17 @@ private:
 struct Ok {};
 using Status = Result<Ok>;
 
+// LEFTOVER_TRY(result): when `result` (a Result or Status, evaluated once) holds an
+// error, returns that error, unchanged, from the enclosing function. Only for passing an
+// error on as it is: one that needs context or is mapped is returned by hand. The
+// temporary's name is unique (__COUNTER__), so `result` may name any variable.
+#define LEFTOVER_TRY(...) LEFTOVER_TRY_AS_(LEFTOVER_TRY_JOIN_(leftover_try_, __COUNTER__), __VA_ARGS__)
+#define LEFTOVER_TRY_JOIN_(a, b) LEFTOVER_TRY_JOIN2_(a, b)
+#define LEFTOVER_TRY_JOIN2_(a, b) a##b
+#define LEFTOVER_TRY_AS_(name, ...)          \
+    do {                                     \
+        auto&& name = (__VA_ARGS__);         \
+        if (!name.ok()) return name.error(); \
+    } while (false)
+
 }  // namespace leftover
