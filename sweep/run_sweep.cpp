@@ -50,42 +50,7 @@ public:
                 return Error::lookup("job_source controller: no controller connection", ErrorSource::controller);
             return controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
         }
-        if (!nodes_logged_) {
-            nodes_logged_ = true;
-            log_.debug(fmt::format("step sockets of nodes {}", request_.node.describe_nodes()));
-            if (!request_.node.other_nodes_note.empty()) log_.debug(request_.node.other_nodes_note);
-        }
-        // In the job epilog a socket that cannot be asked is resolved through slurmctld:
-        // the local questions leave it half the time.
-        const bool may_ask_controller = !asks_no_child() && controller_ != nullptr;
-        const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
-        auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
-        if (!state.ok()) return state.error();
-        for (const node::UnansweredStep& step : state->unanswered)
-            if (unanswered_logged_.insert(step.socket_path).second)
-                log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
-                                      step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
-        if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
-        for (const node::LocalStep& step : state->live)
-            if (logged_.insert(step.socket_path).second)
-                log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
-                                       node::describe_step(step.job_id, step.step_id), step.socket_path, step.uid,
-                                       node::to_string(step.state), step.raw_state,
-                                       node::describe_protocol_version(step.stepd_version),
-                                       step.stepd_pid ? fmt::format("pid {}", *step.stepd_pid)
-                                                      : std::string("not in this pid namespace")));
-        for (const node::DeadStep& dead : state->dead)
-            if (logged_.insert(dead.socket_path).second)
-                log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
-                                      node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
-        auto live =
-            node::live_work_from(state.value(), request_.trigger.ending_step,
-                                 fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
-        if (!live.ok()) return live.error();
-        if (!state->unanswered.empty())
-            if (auto resolved = resolve_through_controller(state->unanswered, live.value(), until); !resolved.ok())
-                return resolved.error();
-        return live;
+        return read_step_sockets(until);
     }
 
     // Without PrologFlags=contain a node of a multi-node job between steps looks empty
@@ -93,7 +58,7 @@ public:
     // (slurmd's start says once that PrologFlags=contain makes this unnecessary.)
     AllocationCheck allocation_check() {
         if (config_.job_source == JobSource::controller || request_.node.prolog_contain) return {};
-        if (asks_no_child()) {
+        if (at_step_end()) {
             return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
                 log_.info(
                     fmt::format("no PrologFlags=contain: {} user(s) without a step here kept at this step end; "
@@ -108,7 +73,7 @@ public:
                 return Error::lookup("allocation check: no controller connection", ErrorSource::controller);
             const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
             auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
-            if (!work.ok()) return work.error();
+            LEFTOVER_TRY(work);
             std::set<uid_t> holders;
             for (const uid_t uid : uids)
                 if (work->uids.count(uid) != 0) holders.insert(uid);
@@ -119,10 +84,54 @@ public:
     // At a step end Slurm may kill any descendant of the ending step while its exit hook
     // runs (proctrack/linuxproc, seen on 24.11 and 26.05): a helper started then would
     // die mid-answer. slurmctld is asked only from the job epilog, outside the step.
-    bool asks_no_child() const { return request_.trigger.ending_step.has_value(); }
+    bool at_step_end() const { return request_.trigger.ending_step.has_value(); }
 
 private:
-    // A step end keeps everyone: its stepd's children must not start a helper (see asks_no_child).
+    // The node's own step sockets; in the job epilog, slurmctld for those nobody could ask.
+    Result<LiveWork> read_step_sockets(Clock::time_point until) {
+        if (!nodes_logged_) {
+            nodes_logged_ = true;
+            log_.debug(fmt::format("step sockets of nodes {}", request_.node.describe_nodes()));
+            if (!request_.node.other_nodes_note.empty()) log_.debug(request_.node.other_nodes_note);
+        }
+        // In the job epilog a socket that cannot be asked is resolved through slurmctld:
+        // the local questions leave it half the time.
+        const bool may_ask_controller = !at_step_end() && controller_ != nullptr;
+        const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
+        auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
+        LEFTOVER_TRY(state);
+        for (const node::UnansweredStep& step : state->unanswered)
+            if (unanswered_logged_.insert(step.socket_path).second)
+                log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
+                                      step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
+        if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
+        log_answers(state.value());
+        auto live =
+            node::live_work_from(state.value(), request_.trigger.ending_step,
+                                 fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
+        LEFTOVER_TRY(live);
+        if (!state->unanswered.empty())
+            LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
+        return live;
+    }
+
+    // Each live and each gone step once per sweep.
+    void log_answers(const node::LocalJobState& state) {
+        for (const node::LocalStep& step : state.live)
+            if (logged_.insert(step.socket_path).second)
+                log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
+                                       node::describe_step(step.job_id, step.step_id), step.socket_path, step.uid,
+                                       node::to_string(step.state), step.raw_state,
+                                       node::describe_protocol_version(step.stepd_version),
+                                       step.stepd_pid ? fmt::format("pid {}", *step.stepd_pid)
+                                                      : std::string("not in this pid namespace")));
+        for (const node::DeadStep& dead : state.dead)
+            if (logged_.insert(dead.socket_path).second)
+                log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
+                                      node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
+    }
+
+    // A step end keeps everyone: its stepd's children must not start a helper (see at_step_end).
     static Error unanswered_error(const std::vector<node::UnansweredStep>& unanswered) {
         const node::UnansweredStep& first = unanswered.front();
         return Error::lookup(
@@ -233,6 +242,166 @@ std::string controller_host_text(const std::string& why) {
         why);
 }
 
+// One run_sweep: the report it builds, and what every way out says (the summary line)
+// and counts (the metrics).
+class SweepRun {
+public:
+    SweepRun(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+             const AccountDatabase& accounts, Logger& log)
+        : loaded_(loaded),
+          request_(request),
+          controller_(controller),
+          accounts_(accounts),
+          log_(log),
+          summary_{request.trigger.label, request.trigger.uid, {}, false, 0} {}
+
+    KillReport run() {
+        if (!loaded_.config.ok()) return stop(loaded_.config.error(), false, short_deadline());
+        const Config& config = loaded_.config.value();
+        log_.set_threshold(config.debuglevel);
+        if (config.loaded_from.empty()) log_.info("no config file, using defaults");
+        if (request_.trigger.uid && (config.slew > 0 || config.slew_max))
+            log_.debug("slew/slew_max ignored: they delay periodic sweeps, never the plugin");
+        summary_.dry_run = config.dry_run;
+        if (!loaded_.exemptions)
+            return stop(Error::lookup("exemptions not loaded", ErrorSource::users_file), config.dry_run,
+                        evaluation_deadline(config, request_));
+        if (!loaded_.exemptions->ok())
+            return stop(loaded_.exemptions->error(), config.dry_run, evaluation_deadline(config, request_));
+        auto controller_host = controller_host_stop(config, request_);
+        if (!controller_host.ok()) return stop(controller_host.error(), config.dry_run, short_deadline());
+        if (*controller_host) {
+            log_.info(controller_host_text(**controller_host));
+            return stop(std::nullopt, config.dry_run, short_deadline());
+        }
+        return sweep(config, loaded_.exemptions->value());
+    }
+
+private:
+    // Without a valid config there is no evaluation deadline: the default query bound.
+    static Clock::time_point short_deadline() { return Clock::now() + seconds(Config{}.slurm_timeout); }
+
+    // The way out before any evaluation: the error that stops it (none on a controller
+    // host), the summary, and the error counted.
+    KillReport stop(std::optional<Error> error, bool dry_run, Clock::time_point metrics_until) {
+        if (error) {
+            log_.error(fmt::format("{}: {}; nothing killed", to_string(error->kind), error->message));
+            report_.error = std::move(error);
+        }
+        log_summary(nullptr, short_deadline());
+        if (report_.error) count_in_metrics(dry_run, metrics_until);
+        return report_;
+    }
+
+    KillReport sweep(const Config& config, const Exemptions& exemptions) {
+        const auto deadline = evaluation_deadline(config, request_);
+        JobStateSource job_state(config, request_, controller_, deadline, log_);
+        if (config.job_source == JobSource::controller && job_state.at_step_end()) {
+            log_.info(fmt::format("{}: job_source controller: slurmctld is asked in the job epilog, not at a step end",
+                                  request_.trigger.label));
+            return report_;
+        }
+        Evaluation evaluation = make_evaluation(config, exemptions, request_, accounts_, job_state);
+        const KillOptions options = kill_options(config, deadline, evaluation);
+        report_ = execute_kills([&] { return evaluation(); }, options);
+        log_outcome(config, evaluation, options.freeze_rounds);
+        const DrainContext drain_context{request_.trigger.label, request_.node.node_name,
+                                         request_.trigger.ending_step.has_value(), request_.proc_root};
+        const auto drain = drain_on_survivors(config, drain_context, report_, controller_, log_);
+        const auto cleanup = clean_up(config, exemptions, evaluation, deadline);
+        log_summary(&evaluation, deadline, cleanup);
+        count_in_metrics(config.dry_run, deadline, drain);
+        return report_;
+    }
+
+    KillOptions kill_options(const Config& config, Clock::time_point deadline, Evaluation& evaluation) {
+        KillOptions options;
+        options.proc_root = request_.proc_root;
+        options.self = request_.self;
+        options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
+        options.deadline = deadline;
+        options.dry_run = config.dry_run;
+        options.observer.on_action = [&log = log_](const KillRecord& record) {
+            log.action(level_of(record), format_action(record));
+        };
+        options.observer.on_grace_wait = [&log = log_](std::size_t count, std::chrono::milliseconds grace) {
+            log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM",
+                                 std::chrono::duration<double>(grace).count(), count));
+        };
+        options.job_state_unchanged = [&evaluation] { return evaluation.job_state_unchanged(); };
+        return options;
+    }
+
+    // What the kills came to, beyond each action: the error, survivors, lookups, deadline.
+    void log_outcome(const Config& config, const Evaluation& evaluation, int freeze_rounds) {
+        if (report_.error)
+            log_.error(
+                fmt::format("{}: {}; nothing more killed", to_string(report_.error->kind), report_.error->message));
+        for (const Decision& survivor : report_.survivors)
+            if (!config.dry_run)
+                log_.warn(fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user,
+                                      survivor.uid));
+        for (const auto& [uid, why] : evaluation.failed_lookups())
+            log_.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
+        if (report_.deadline_reached) log_.warn("the evaluation reached its deadline and stopped where it was");
+        if (report_.left_running > 0)
+            log_.warn(
+                fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
+                            "signals went out (they fork or change their pid faster than a scan sees them)",
+                            freeze_rounds, report_.left_running));
+    }
+
+    // The cleanup's trouble must not cost the sweep its summary line.
+    std::optional<CleanupTotals> clean_up(const Config& config, const Exemptions& exemptions, Evaluation& evaluation,
+                                          Clock::time_point deadline) {
+        try {
+            return clean_up_after_sweep(config, exemptions, request_, accounts_, evaluation, report_, deadline, log_);
+        } catch (const std::exception& e) {
+            log_.error(fmt::format("cleanup: stopped: {}", e.what()));
+            return std::nullopt;
+        }
+    }
+
+    void log_summary(const Evaluation* evaluation, Clock::time_point names_until,
+                     const std::optional<CleanupTotals>& cleanup = std::nullopt) {
+        name_trigger_user(evaluation, names_until);
+        summary_.milliseconds = std::chrono::duration<double, std::milli>(Clock::now() - request_.started).count();
+        log_.info(format_summary(summary_, report_, cleanup));
+    }
+
+    // The job user's name for the summary: from the evaluation when it looked the user
+    // up anyway, so a step end costs one account lookup per user, not two.
+    void name_trigger_user(const Evaluation* evaluation, Clock::time_point deadline) {
+        if (!request_.trigger.uid) return;
+        const uid_t uid = *request_.trigger.uid;
+        if (evaluation != nullptr)
+            if (auto name = evaluation->account_name(uid)) {
+                summary_.trigger_user = *name;
+                return;
+            }
+        const auto answers = accounts_.look_up({uid}, {}, deadline);
+        if (const auto found = answers.names.find(uid);
+            found != answers.names.end() && found->second.status == LookupStatus::found)
+            summary_.trigger_user = found->second.name;
+    }
+
+    // After the summary: a metrics file that cannot be written is one more log line.
+    void count_in_metrics(bool dry_run, Clock::time_point until, std::optional<DrainResult> drain = std::nullopt) {
+        const bool users = loaded_.metrics && loaded_.metrics->users;
+        record_metrics(loaded_.metrics,
+                       sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain}),
+                       log_, until);
+    }
+
+    const ConfigAndExemptions& loaded_;
+    const SweepRequest& request_;
+    node::Controller* controller_;
+    const AccountDatabase& accounts_;
+    Logger& log_;
+    SummaryInput summary_;
+    KillReport report_;
+};
+
 }  // namespace
 
 ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given,
@@ -247,133 +416,7 @@ ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, b
 
 KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
                      const AccountDatabase& accounts, Logger& log) {
-    KillReport report;
-    const auto elapsed_ms = [&] {
-        return std::chrono::duration<double, std::milli>(Clock::now() - request.started).count();
-    };
-    SummaryInput summary{request.trigger.label, request.trigger.uid, {}, false, 0};
-    // The job user's name for the summary: from the evaluation when it looked the user
-    // up anyway, so a step end costs one account lookup per user, not two.
-    const auto name_trigger_user = [&](const Evaluation* evaluation, Clock::time_point deadline) {
-        if (!request.trigger.uid) return;
-        const uid_t uid = *request.trigger.uid;
-        if (evaluation != nullptr)
-            if (auto name = evaluation->account_name(uid)) {
-                summary.trigger_user = *name;
-                return;
-            }
-        const auto answers = accounts.look_up({uid}, {}, deadline);
-        if (const auto found = answers.names.find(uid);
-            found != answers.names.end() && found->second.status == LookupStatus::found)
-            summary.trigger_user = found->second.name;
-    };
-    // After the summary: a metrics file that cannot be written is one more log line.
-    // Without a valid config there is no evaluation deadline: the default query bound.
-    const auto short_deadline = [] { return Clock::now() + seconds(Config{}.slurm_timeout); };
-    const auto count_in_metrics = [&](bool dry_run, Clock::time_point until,
-                                      std::optional<DrainResult> drain = std::nullopt) {
-        const bool users = loaded.metrics && loaded.metrics->users;
-        record_metrics(loaded.metrics,
-                       sample_of({trigger_of(request.trigger), report, dry_run, users, request.started, drain}), log,
-                       until);
-    };
-
-    if (!loaded.config.ok()) {
-        report.error = loaded.config.error();
-        log.error(fmt::format("{}: {}; nothing killed", to_string(report.error->kind), report.error->message));
-        name_trigger_user(nullptr, short_deadline());
-        summary.milliseconds = elapsed_ms();
-        log.info(format_summary(summary, report));
-        count_in_metrics(false, short_deadline());
-        return report;
-    }
-    const Config& config = loaded.config.value();
-    log.set_threshold(config.debuglevel);
-    if (config.loaded_from.empty()) log.info("no config file, using defaults");
-    if (request.trigger.uid && (config.slew > 0 || config.slew_max))
-        log.debug("slew/slew_max ignored: they delay periodic sweeps, never the plugin");
-    summary.dry_run = config.dry_run;
-
-    if (!loaded.exemptions || !loaded.exemptions->ok()) {
-        report.error = loaded.exemptions ? loaded.exemptions->error()
-                                         : Error::lookup("exemptions not loaded", ErrorSource::users_file);
-        log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
-        name_trigger_user(nullptr, short_deadline());
-        summary.milliseconds = elapsed_ms();
-        log.info(format_summary(summary, report));
-        count_in_metrics(config.dry_run, evaluation_deadline(config, request));
-        return report;
-    }
-
-    if (auto stop = controller_host_stop(config, request); !stop.ok() || *stop) {
-        if (!stop.ok()) {
-            report.error = stop.error();
-            log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
-        } else {
-            log.info(controller_host_text(**stop));
-        }
-        name_trigger_user(nullptr, short_deadline());
-        summary.milliseconds = elapsed_ms();
-        log.info(format_summary(summary, report));
-        if (!stop.ok()) count_in_metrics(config.dry_run, short_deadline());
-        return report;
-    }
-
-    const auto deadline = evaluation_deadline(config, request);
-    JobStateSource job_state(config, request, controller, deadline, log);
-    if (config.job_source == JobSource::controller && job_state.asks_no_child()) {
-        log.info(fmt::format("{}: job_source controller: slurmctld is asked in the job epilog, not at a step end",
-                             request.trigger.label));
-        return report;
-    }
-    Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state);
-
-    KillOptions options;
-    options.proc_root = request.proc_root;
-    options.self = request.self;
-    options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
-    options.deadline = deadline;
-    options.dry_run = config.dry_run;
-    options.observer.on_action = [&log](const KillRecord& record) {
-        log.action(level_of(record), format_action(record));
-    };
-    options.observer.on_grace_wait = [&log](std::size_t count, std::chrono::milliseconds grace) {
-        log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM",
-                             std::chrono::duration<double>(grace).count(), count));
-    };
-    options.job_state_unchanged = [&evaluation] { return evaluation.job_state_unchanged(); };
-    report = execute_kills([&] { return evaluation(); }, options);
-
-    if (report.error)
-        log.error(fmt::format("{}: {}; nothing more killed", to_string(report.error->kind), report.error->message));
-    for (const Decision& survivor : report.survivors)
-        if (!config.dry_run)
-            log.warn(
-                fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user, survivor.uid));
-    for (const auto& [uid, why] : evaluation.failed_lookups())
-        log.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
-    if (report.deadline_reached) log.warn("the evaluation reached its deadline and stopped where it was");
-    if (report.left_running > 0)
-        log.warn(
-            fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
-                        "signals went out (they fork or change their pid faster than a scan sees them)",
-                        options.freeze_rounds, report.left_running));
-    const DrainContext drain_context{request.trigger.label, request.node.node_name,
-                                     request.trigger.ending_step.has_value(), request.proc_root};
-    const auto drain = drain_on_survivors(config, drain_context, report, controller, log);
-    // The cleanup's trouble must not cost the sweep its summary line.
-    std::optional<CleanupTotals> cleanup;
-    try {
-        cleanup = clean_up_after_sweep(config, loaded.exemptions->value(), request, accounts, evaluation, report,
-                                       deadline, log);
-    } catch (const std::exception& e) {
-        log.error(fmt::format("cleanup: stopped: {}", e.what()));
-    }
-    name_trigger_user(&evaluation, deadline);
-    summary.milliseconds = elapsed_ms();
-    log.info(format_summary(summary, report, cleanup));
-    count_in_metrics(config.dry_run, deadline, drain);
-    return report;
+    return SweepRun(loaded, request, controller, accounts, log).run();
 }
 
 std::vector<std::string> listed_name_warnings(const Config& config, const Exemptions& exemptions,
