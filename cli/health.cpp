@@ -34,7 +34,7 @@ std::string streak_path(const std::string& state_dir) { return state_dir + "/hea
 
 Result<unsigned> read_streak(const std::string& state_dir) {
     if (::access(state_dir.c_str(), F_OK) != 0 && errno == ENOENT) return 0u;
-    if (auto ok = check_state_dir(state_dir); !ok.ok()) return ok.error();
+    LEFTOVER_TRY(check_state_dir(state_dir));
     const std::string path = streak_path(state_dir);
     const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
     if (!fd.valid()) {
@@ -62,7 +62,7 @@ Status write_streak(const std::string& state_dir, unsigned failures) {
     }
     if (::mkdir(state_dir.c_str(), 0755) != 0 && errno != EEXIST)
         return Error::lookup(fmt::format("cannot create {}: {}", state_dir, errno_text(errno)));
-    if (auto ok = check_state_dir(state_dir); !ok.ok()) return ok.error();
+    LEFTOVER_TRY(check_state_dir(state_dir));
     const std::string temporary = path + ".tmp";
     {
         const UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));

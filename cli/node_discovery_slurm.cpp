@@ -84,7 +84,7 @@ std::optional<std::string> slurmd_node_name(const std::string& short_host) {
 
 Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
     auto conf_path = slurm_conf_path();
-    if (!conf_path.ok()) return conf_path.error();
+    LEFTOVER_TRY(conf_path);
 
     static const bool registered = std::atexit(exit_status_for_bad_slurm_conf) == 0;
     (void)registered;
@@ -117,13 +117,13 @@ Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
                                    short_host};
     slurm_fini();
     auto running = node::running_slurmds("/proc");
-    if (!running.ok()) return running.error();
-    if (auto added = add_running_slurmds(node, running.value(), names); !added.ok()) return added.error();
+    LEFTOVER_TRY(running);
+    LEFTOVER_TRY(add_running_slurmds(node, running.value(), names));
 
     if (node.spool_dir.empty()) return Error::not_a_slurm_node(fmt::format("{} sets no SlurmdSpoolDir", *conf_path));
-    if (auto spool = check_spool_dir(node.spool_dir); !spool.ok()) return spool.error();
+    LEFTOVER_TRY(check_spool_dir(node.spool_dir));
     auto slurmd = read_slurmd_pid(node.slurmd_pid_file);
-    if (!slurmd.ok()) return slurmd.error();
+    LEFTOVER_TRY(slurmd);
     node.slurmd_pid = slurmd.value();
     return node;
 }

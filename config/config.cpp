@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "config/config.hpp"
 
+#include "errors/error_source.hpp"
 #include "config/config_keys.hpp"
 #include "util/trusted_file.hpp"
 
@@ -202,9 +203,9 @@ Result<Config> parse_config(const std::string& text, const std::string& origin) 
         config.loaded_from = origin;
         return config;
     } catch (const Invalid& invalid) {
-        return Error::config(invalid.message);
+        return Error::config(invalid.message, ErrorSource::config);
     } catch (const YAML::Exception& e) {
-        return Error::config(fmt::format("{}: {}", where(origin, e.mark), e.msg));
+        return Error::config(fmt::format("{}: {}", where(origin, e.mark), e.msg), ErrorSource::config);
     }
 }
 
@@ -212,7 +213,7 @@ Result<Config> load_config(const std::string& path, bool path_given) {
     auto text = read_trusted_file(path);
     if (!text.ok()) {
         if (text.error().fault == FileFault::missing && !path_given) return Config{};
-        return Error::config(text.error().message);
+        return Error::config(text.error().message, ErrorSource::config);
     }
     return parse_config(text.value(), path);
 }

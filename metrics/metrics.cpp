@@ -163,8 +163,21 @@ bool is_our_comment(std::string_view line) {
 }  // namespace
 
 const char* to_string(MetricsTrigger trigger) { return word_of(static_cast<std::size_t>(trigger), kTriggerWords); }
-const char* to_string(FailureKind kind) { return word_of(static_cast<std::size_t>(kind), kFailureWords); }
 const char* to_string(DrainResult result) { return word_of(static_cast<std::size_t>(result), kDrainWords); }
+
+const char* failure_label(ErrorSource source) {
+    switch (source) {
+        case ErrorSource::config: return "config";
+        case ErrorSource::users_file: return "users_file";
+        case ErrorSource::step_socket: return "step_socket";
+        case ErrorSource::controller: return "controller";
+        case ErrorSource::account_lookup: return "account_lookup";
+        case ErrorSource::deadline: return "deadline";
+        case ErrorSource::other:
+        case ErrorSource::proc: return "proc";
+    }
+    return "proc";
+}
 
 Metrics::Metrics() {
     for (const Family& family : kFamilies) {
@@ -197,7 +210,7 @@ void Metrics::add(const EvaluationSample& s) {
         if (reason != Reason::stray)
             bump("leftover_processes_kept_total", to_string(reason), static_cast<double>(count));
     bump("leftover_users_swept_total", "", static_cast<double>(s.users_swept));
-    if (s.failure) bump("leftover_lookup_errors_total", to_string(*s.failure), 1);
+    if (s.failure) bump("leftover_lookup_errors_total", failure_label(*s.failure), 1);
     bump("leftover_survivors_total", "", static_cast<double>(s.survivors));
     if (s.drain) bump("leftover_node_drains_total", to_string(*s.drain), 1);
     set("leftover_last_evaluation_timestamp_seconds", s.timestamp_seconds);

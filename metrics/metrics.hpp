@@ -4,6 +4,7 @@
 // collector reads it). Only our own text is parsed back; anything else is not ours.
 #pragma once
 
+#include "errors/error_source.hpp"
 #include "policy/decision.hpp"
 #include "util/result.hpp"
 
@@ -17,17 +18,6 @@ namespace leftover {
 
 // What started an evaluation: a step's end, a job's epilog, `leftover sweep`, `leftover check`.
 enum class MetricsTrigger { step, epilog, sweep, check };
-
-// Why an evaluation killed nothing (or stopped): the label of leftover_lookup_errors_total.
-enum class FailureKind {
-    config,          // the config file is invalid or untrusted
-    users_file,      // a protected users file is missing, untrusted or malformed
-    step_socket,     // a slurmstepd did not answer, the spool dir could not be read
-    controller,      // slurmctld could not be asked (job_source controller, allocation check)
-    account_lookup,  // an account lookup failed
-    deadline,        // the evaluation reached its deadline
-    proc,            // /proc could not be read, or is not slurmd's pid namespace
-};
 
 // What a drain request for this node came to (drain_on_survivors, check --health --drain):
 // the label of leftover_node_drains_total.
@@ -43,11 +33,11 @@ struct EvaluationSample {
     std::uint64_t killed_sigterm = 0;  // processes whose last signal was SIGTERM
     std::uint64_t killed_sigkill = 0;  // processes that needed (or got only) SIGKILL
     std::map<Reason, std::uint64_t> kept;
-    std::uint64_t users_swept = 0;  // users whose strays were signalled
-    std::uint64_t survivors = 0;    // strays left after a real (not dry) sweep
-    std::optional<FailureKind> failure;
-    std::uint64_t strays_found = 0;  // the first plan's kills (also in a dry run and a check)
-    double timestamp_seconds = 0;    // wall clock at the end, seconds since the epoch
+    std::uint64_t users_swept = 0;       // users whose strays were signalled
+    std::uint64_t survivors = 0;         // strays left after a real (not dry) sweep
+    std::optional<ErrorSource> failure;  // what the evaluation could not learn: see failure_label
+    std::uint64_t strays_found = 0;      // the first plan's kills (also in a dry run and a check)
+    double timestamp_seconds = 0;        // wall clock at the end, seconds since the epoch
     double duration_seconds = 0;
     std::map<std::string, std::uint64_t> killed_by_user;  // only with metrics_users: true
     std::optional<DrainResult> drain;                     // when this evaluation asked for a drain
@@ -85,7 +75,10 @@ private:
 };
 
 const char* to_string(MetricsTrigger trigger);
-const char* to_string(FailureKind kind);
+// The label of leftover_lookup_errors_total for an error from `source`, one of 7 fixed
+// words. `other` has none of its own: it counts as proc, the scan of /proc being what
+// an evaluation reads besides the sources named.
+const char* failure_label(ErrorSource source);
 const char* to_string(DrainResult result);
 
 }  // namespace leftover

@@ -138,13 +138,13 @@ Result<MetricsUpdate> update_metrics_file(const std::string& path, const Evaluat
     const std::string temp_name = name + ".tmp";  // under the lock, one writer at a time
 
     auto dir_fd = open_directory(dir, options.directory_owner);
-    if (!dir_fd.ok()) return dir_fd.error();
+    LEFTOVER_TRY(dir_fd);
     auto lock = open_lock(dir_fd->get(), lock_name, metrics_lock_path(path), options.directory_owner);
-    if (!lock.ok()) return lock.error();
-    if (auto locked = lock_within(lock->get(), metrics_lock_path(path), options); !locked.ok()) return locked.error();
+    LEFTOVER_TRY(lock);
+    LEFTOVER_TRY(lock_within(lock->get(), metrics_lock_path(path), options));
 
     auto current = read_current(dir_fd->get(), name, path);
-    if (!current.ok()) return current.error();
+    LEFTOVER_TRY(current);
     auto& [metrics, replaced_because] = current.value();
     metrics.add(sample);
 
@@ -154,8 +154,7 @@ Result<MetricsUpdate> update_metrics_file(const std::string& path, const Evaluat
     if (!temp.valid()) return failed(fmt::format("metrics file {}: cannot create", shown_temp), errno);
     // node_exporter usually runs as its own user: the file must be readable, whatever the umask.
     if (::fchmod(temp.get(), 0644) != 0) return failed(fmt::format("metrics file {}: chmod", shown_temp), errno);
-    if (auto written = write_all(temp.get(), metrics.render(options.users), shown_temp); !written.ok())
-        return written.error();
+    LEFTOVER_TRY(write_all(temp.get(), metrics.render(options.users), shown_temp));
     if (::close(temp.release()) != 0) return failed(fmt::format("metrics file {}: close", shown_temp), errno);
     if (::renameat(dir_fd->get(), temp_name.c_str(), dir_fd->get(), name.c_str()) != 0)
         return failed(fmt::format("metrics file {}: cannot rename {} over it", path, shown_temp), errno);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/controller_host.hpp"
 
+#include "errors/error_source.hpp"
 #include "node/running_slurmd.hpp"
 
 #include <fmt/format.h>
@@ -32,7 +33,8 @@ Result<std::optional<std::string>> controller_host_reason(const NodeInfo& node, 
     auto running = running_slurmctlds(proc_root, node.slurm_uids);
     if (!running.ok())
         return Error::lookup(
-            fmt::format("cannot tell whether slurmctld runs on this host: {}", running.error().message));
+            fmt::format("cannot tell whether slurmctld runs on this host: {}", running.error().message),
+            ErrorSource::proc);
     if (running->empty()) return std::optional<std::string>();
     return std::optional<std::string>(
         fmt::format("slurmctld runs on this host (pid {})", fmt::join(running.value(), ", ")));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/live_work.hpp"
 
+#include "errors/error_source.hpp"
+
 #include <fmt/format.h>
 
 namespace leftover::node {
@@ -32,10 +34,10 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
         if (step.stepd_pid) live.stepd_pids.insert(*step.stepd_pid);
     }
     if (ending_step && !ending_step_seen)
-        return Error::lookup(
-            fmt::format("the ending step {} has no answering socket in {}; the spool dir or "
-                        "node name is not the one this slurmd uses",
-                        describe_step(ending_step->job_id, ending_step->step_id), where));
+        return Error::lookup(fmt::format("the ending step {} has no answering socket in {}; the spool dir or "
+                                         "node name is not the one this slurmd uses",
+                                         describe_step(ending_step->job_id, ending_step->step_id), where),
+                             ErrorSource::step_socket);
     return live;
 }
 

@@ -25,6 +25,7 @@
 //                           REQUEST_STEP_UID = 20.
 #include "node/local_steps.hpp"
 
+#include "errors/error_source.hpp"
 #include "util/errno_text.hpp"
 #include "util/poll_timeout.hpp"
 #include "util/unique_fd.hpp"
@@ -330,7 +331,8 @@ Status list_step_sockets(const std::string& spool_dir, DIR* dir, const std::vect
         if (!entry) {
             if (errno != 0)
                 return Error::lookup(
-                    fmt::format("slurmd spool directory {}: readdir: {}", spool_dir, errno_text(errno)));
+                    fmt::format("slurmd spool directory {}: readdir: {}", spool_dir, errno_text(errno)),
+                    ErrorSource::step_socket);
             return Ok{};
         }
         const std::string file_name = entry->d_name;
@@ -343,18 +345,21 @@ Status list_step_sockets(const std::string& spool_dir, DIR* dir, const std::vect
             struct stat st {};
             if (::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
                 if (errno != ENOENT)
-                    return Error::lookup(fmt::format("slurmstepd socket {}: stat: {}", path, errno_text(errno)));
+                    return Error::lookup(fmt::format("slurmstepd socket {}: stat: {}", path, errno_text(errno)),
+                                         ErrorSource::step_socket);
                 continue;  // vanished between readdir and stat: nothing to ask
             }
             is_socket = S_ISSOCK(st.st_mode);
         }
         if (!is_socket) continue;
         if (std::find(nodes.begin(), nodes.end(), name->node) == nodes.end())
-            return Error::lookup(fmt::format(
-                "slurmstepd socket {} is of node {}, which is none of the nodes known to run on this host ({}): "
-                "the steps of its slurmd would go unseen (if no slurmd runs here as {}, the socket is stale: "
-                "remove it)",
-                path, name->node, fmt::join(nodes, ", "), name->node));
+            return Error::lookup(
+                fmt::format(
+                    "slurmstepd socket {} is of node {}, which is none of the nodes known to run on this host ({}): "
+                    "the steps of its slurmd would go unseen (if no slurmd runs here as {}, the socket is stale: "
+                    "remove it)",
+                    path, name->node, fmt::join(nodes, ", "), name->node),
+                ErrorSource::step_socket);
         out.push_back({name->step, std::move(path)});
     }
 }
@@ -365,7 +370,7 @@ Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::ste
                                       const StepdProtocol& protocol) {
     if (where.node_names.empty() ||
         std::find(where.node_names.begin(), where.node_names.end(), std::string()) != where.node_names.end())
-        return Error::lookup("slurmstepd sockets: the node name is empty");
+        return Error::lookup("slurmstepd sockets: the node name is empty", ErrorSource::step_socket);
 
     std::vector<Candidate> candidates;
     std::set<std::pair<dev_t, ino_t>> listed;  // two node names, or a symlink, may name one directory
@@ -374,21 +379,27 @@ Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::ste
         if (!dir) {
             if (errno == ENOENT && !spool.must_exist) continue;
             return Error::lookup(
-                fmt::format("slurmd spool directory {}: cannot list it: {}", spool.path, errno_text(errno)));
+                fmt::format("slurmd spool directory {}: cannot list it: {}", spool.path, errno_text(errno)),
+                ErrorSource::step_socket);
         }
         struct stat st {};
         if (::fstat(::dirfd(dir.get()), &st) != 0)
-            return Error::lookup(fmt::format("slurmd spool directory {}: stat: {}", spool.path, errno_text(errno)));
+            return Error::lookup(fmt::format("slurmd spool directory {}: stat: {}", spool.path, errno_text(errno)),
+                                 ErrorSource::step_socket);
         if (!listed.emplace(st.st_dev, st.st_ino).second) continue;
         if (where.spool_owners.count(st.st_uid) == 0)
-            return Error::lookup(fmt::format(
-                "slurmd spool directory {}: owned by uid {}, not by root or SlurmdUser: its step sockets are not "
-                "believed",
-                spool.path, st.st_uid));
+            return Error::lookup(
+                fmt::format(
+                    "slurmd spool directory {}: owned by uid {}, not by root or SlurmdUser: its step sockets are not "
+                    "believed",
+                    spool.path, st.st_uid),
+                ErrorSource::step_socket);
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-            return Error::lookup(fmt::format(
-                "slurmd spool directory {}: writable by {} (mode {:04o}): its step sockets are not believed",
-                spool.path, (st.st_mode & S_IWOTH) != 0 ? "others" : "its group", st.st_mode & 07777));
+            return Error::lookup(
+                fmt::format(
+                    "slurmd spool directory {}: writable by {} (mode {:04o}): its step sockets are not believed",
+                    spool.path, (st.st_mode & S_IWOTH) != 0 ? "others" : "its group", st.st_mode & 07777),
+                ErrorSource::step_socket);
         if (auto listing = list_step_sockets(spool.path, dir.get(), where.node_names, candidates); !listing.ok())
             return listing.error();
     }
@@ -430,7 +441,8 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
     auto state = ask_local_steps(where, deadline, protocol);
     if (state.ok() && !state->unanswered.empty()) {
         const UnansweredStep& first = state->unanswered.front();
-        return Error::lookup(fmt::format("slurmstepd socket {}: {}", first.socket_path, first.error));
+        return Error::lookup(fmt::format("slurmstepd socket {}: {}", first.socket_path, first.error),
+                             ErrorSource::step_socket);
     }
     return state;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/query_controller.hpp"
 
+#include "errors/error_source.hpp"
 #include "util/bounded_child.hpp"
 #include "util/trusted_file.hpp"
 
@@ -21,28 +22,31 @@ Result<LiveWork> parse_query_output(const std::string& text) {
         std::uint64_t job = 0;
         uid_t uid = 0;
         if (!(fields >> job_word >> job >> uid_word >> uid) || job_word != "job" || uid_word != "uid")
-            return Error::lookup(fmt::format("leftover-query: unexpected output line '{}'", line));
+            return Error::lookup(fmt::format("leftover-query: unexpected output line '{}'", line),
+                                 ErrorSource::controller);
         live.uids.insert(uid);
         live.job_ids.insert(job);
         live.job_users[job] = uid;
     }
-    return Error::lookup("leftover-query: incomplete answer (no end line)");
+    return Error::lookup("leftover-query: incomplete answer (no end line)", ErrorSource::controller);
 }
 
 Result<std::string> QueryController::ask(const std::vector<std::string>& args,
                                          std::chrono::steady_clock::time_point deadline) {
     // We run it as root: it must be as trustworthy as our config.
     if (auto trusted = check_trusted_file(helper_); !trusted.ok())
-        return Error::lookup(fmt::format("controller query helper {}", trusted.error().message));
+        return Error::lookup(fmt::format("controller query helper {}", trusted.error().message),
+                             ErrorSource::controller);
     std::vector<std::string> argv = {helper_};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
     if (!slurm_conf_.empty()) env.push_back("SLURM_CONF=" + slurm_conf_);
     auto output = run_bounded(argv, env, deadline);
-    if (!output.ok()) return Error::lookup("asking slurmctld: " + output.error().message);
+    if (!output.ok()) return Error::lookup("asking slurmctld: " + output.error().message, ErrorSource::controller);
     if (output->exit_code != 0)
         return Error::lookup(
-            fmt::format("asking slurmctld failed (exit {}): {}", output->exit_code, error_text(*output)));
+            fmt::format("asking slurmctld failed (exit {}): {}", output->exit_code, error_text(*output)),
+            ErrorSource::controller);
     return std::move(output->out);
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "policy/evaluation.hpp"
 
+#include "errors/error_source.hpp"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -69,7 +71,7 @@ Status Evaluation::classify_by_name(const std::set<uid_t>& uids) {
             return Error::lookup(
                 fmt::format("{}: account lookup failed: {}", describe_listed(name, exemptions_.listed().at(name)),
                             failure_text(lookup.error, lookup.failure)),
-                ErrorCause::account_lookup);
+                ErrorSource::account_lookup);
     for (const uid_t uid : ask)
         if (uids.count(uid) != 0) by_name_.emplace(uid, exemptions_.classify(uid, answers_));
     return Ok{};
@@ -77,7 +79,7 @@ Status Evaluation::classify_by_name(const std::set<uid_t>& uids) {
 
 Status Evaluation::read_job_state() {
     auto live = job_state_();
-    if (!live.ok()) return live.error();
+    LEFTOVER_TRY(live);
     live_ = std::move(live).value();
     live_.uids.insert(confirmed_allocations_.begin(), confirmed_allocations_.end());
     return Ok{};
@@ -85,108 +87,129 @@ Status Evaluation::read_job_state() {
 
 Result<bool> Evaluation::job_state_unchanged() {
     const LiveWork decided_on = live_;
-    if (auto read = read_job_state(); !read.ok()) return read.error();
+    LEFTOVER_TRY(read_job_state());
     return live_ == decided_on;
 }
+
+// The snapshot one evaluation decides on, and the caller's ancestors read with it.
+struct Evaluation::Snapshot {
+    ProcessTable table;
+    std::set<pid_t> caller_ancestors;
+    // The range rules for every uid, names for those already looked up this sweep; the
+    // rest look unprotected until a plan would kill them, and then they are looked up.
+    std::map<uid_t, Exemption> exemptions;
+};
 
 Result<Plan> Evaluation::operator()() {
     cleared_.clear();
     // Who has live work before the scan: their processes are kept whatever they are, so
     // they need no detail reads.
     const bool look_first = !context_.examine_live_users;
-    if (look_first)
-        if (auto read = read_job_state(); !read.ok()) return read.error();
-    const std::set<uid_t> live_before = look_first ? live_.uids : std::set<uid_t>{};
-    ScanOptions scan;
-    scan.proc_root = context_.proc_root;
-    scan.caller_pid = context_.self;
-    scan.slurm_daemon_pid = context_.slurm_daemon_pid;
-    scan.deadline = context_.deadline;
-    scan.wants_detail = [&](uid_t owner) {
-        return !exemptions_.by_uid(owner).is_protected() && live_before.count(owner) == 0;
-    };
-    scan.read_cgroup = false;  // read below, and only if some job could protect by cgroup
-    auto scanned = scan_processes(scan);
-    if (!scanned.ok()) return scanned.error();
-    ProcessTable table = std::move(scanned).value();
-
+    if (look_first) LEFTOVER_TRY(read_job_state());
+    auto scanned = scan(look_first ? live_.uids : std::set<uid_t>{});
+    LEFTOVER_TRY(scanned);
     // Processes first, job state second: a step whose processes are in the table has
     // registered its socket before they started, so its user is seen as live. (After a
     // first look, the second one comes below, once a plan would kill.)
-    if (!look_first)
-        if (auto read = read_job_state(); !read.ok()) return read.error();
+    if (!look_first) LEFTOVER_TRY(read_job_state());
+    Snapshot now = snapshot(std::move(scanned).value());
 
-    auto ancestry = read_ancestry(context_.proc_root, context_.self);
-    std::set<pid_t> caller_ancestors(ancestry.begin(), ancestry.end());
-
-    // The range rules for every uid, names for those already looked up this sweep; the
-    // rest look unprotected until a plan would kill them, and then they are looked up.
-    std::map<uid_t, Exemption> exemptions = table_exemptions(table, exemptions_, by_name_);
-    const auto input_now = [&] {
-        return DecisionInput{table,
-                             exemptions,
-                             live_,
-                             context_.event,
-                             context_.self,
-                             caller_ancestors,
-                             context_.never_touch,
-                             context_.ending_stepds};
-    };
-    const auto decide_now = [&] { return decide(input_now()); };
-    // What follows the first decision (names, job cgroups, allocations) can only keep more:
+    Plan plan = decide(input(now));
+    if (look_first && !plan.kill_uids().empty()) LEFTOVER_TRY(look_again(now, plan));
+    // What follows the first decision (job cgroups, names, allocations) can only keep more:
     // only the kills are decided again, not every process of a busy node.
-    const auto decide_kills_now = [&](Plan& plan) { decide_kills_again(input_now(), plan); };
-    Plan plan = decide_now();
-    if (look_first && !plan.kill_uids().empty()) {
-        const LiveWork first_look = live_;
-        if (auto read = read_job_state(); !read.ok()) return read.error();
-        if (!(live_ == first_look)) plan = decide_now();
-    }
-
-    // A job cgroup protects only processes of a job with a live step, and matters only
-    // for processes that would otherwise be killed: read those cgroup files, decide again.
-    if (!live_.job_ids.empty() || !live_.job_sluids.empty()) {
-        std::set<pid_t> candidates;
-        for (const Decision& d : plan.decisions)
-            if (d.verdict == Verdict::kill) candidates.insert(d.pid);
-        if (!candidates.empty()) {
-            if (auto read = read_job_cgroups(context_.proc_root, table, candidates); !read.ok()) return read.error();
-            decide_kills_now(plan);
-        }
-    }
-
-    // Account names only for the users a plan would kill, all in one bounded lookup.
-    if (const std::set<uid_t> kill_uids = plan.kill_uids(); !kill_uids.empty()) {
-        if (auto named = classify_by_name(kill_uids); !named.ok()) return named.error();
-        exemptions = table_exemptions(table, exemptions_, by_name_);
-        decide_kills_now(plan);
-        for (const uid_t uid : plan.kill_uids())
-            if (by_name_.count(uid) == 0)
-                return Error::lookup(fmt::format("uid {} would be killed without its account lookup", uid),
-                                     ErrorCause::account_lookup);
-    }
-
-    // Only "holds an allocation" is remembered: a user cleared in one round is asked again
-    // in the next, since a job of theirs may land here during grace. The users a cleanup
-    // may touch are asked in the same query: a user who left no process is never killed,
-    // and may hold an allocation all the same.
-    if (allocation_check_) {
-        std::set<uid_t> to_ask = plan.kill_uids();  // the confirmed ones are kept already
-        for (const uid_t uid : also_ask_)
-            if (live_.uids.count(uid) == 0) to_ask.insert(uid);
-        if (!to_ask.empty()) {
-            auto holders = allocation_check_(to_ask);
-            if (!holders.ok()) return holders.error();
-            for (const uid_t uid : to_ask)
-                if (holders->count(uid) == 0) cleared_.insert(uid);
-            if (!holders->empty()) {
-                confirmed_allocations_.insert(holders->begin(), holders->end());
-                live_.uids.insert(holders->begin(), holders->end());
-                decide_kills_now(plan);
-            }
-        }
-    }
+    LEFTOVER_TRY(keep_by_job_cgroup(now, plan));
+    LEFTOVER_TRY(keep_by_account_name(now, plan));
+    LEFTOVER_TRY(keep_by_allocation(now, plan));
     return plan;
+}
+
+Result<ProcessTable> Evaluation::scan(const std::set<uid_t>& live_users) const {
+    ScanOptions options;
+    options.proc_root = context_.proc_root;
+    options.caller_pid = context_.self;
+    options.slurm_daemon_pid = context_.slurm_daemon_pid;
+    options.deadline = context_.deadline;
+    options.wants_detail = [&](uid_t owner) {
+        return !exemptions_.by_uid(owner).is_protected() && live_users.count(owner) == 0;
+    };
+    options.read_cgroup = false;  // read later, and only if some job could protect by cgroup
+    return scan_processes(options);
+}
+
+Evaluation::Snapshot Evaluation::snapshot(ProcessTable table) const {
+    const auto ancestry = read_ancestry(context_.proc_root, context_.self);
+    Snapshot now{std::move(table), std::set<pid_t>(ancestry.begin(), ancestry.end()), {}};
+    now.exemptions = table_exemptions(now.table, exemptions_, by_name_);
+    return now;
+}
+
+DecisionInput Evaluation::input(const Snapshot& now) const {
+    return DecisionInput{now.table,
+                         now.exemptions,
+                         live_,
+                         context_.event,
+                         context_.self,
+                         now.caller_ancestors,
+                         context_.never_touch,
+                         context_.ending_stepds};
+}
+
+// The job state again once a plan would kill: a step that started during the scan
+// protects its user.
+Status Evaluation::look_again(const Snapshot& now, Plan& plan) {
+    const LiveWork first_look = live_;
+    LEFTOVER_TRY(read_job_state());
+    if (!(live_ == first_look)) plan = decide(input(now));
+    return Ok{};
+}
+
+// A job cgroup protects only processes of a job with a live step, and matters only
+// for processes that would otherwise be killed: read those cgroup files, decide again.
+Status Evaluation::keep_by_job_cgroup(Snapshot& now, Plan& plan) const {
+    if (live_.job_ids.empty() && live_.job_sluids.empty()) return Ok{};
+    std::set<pid_t> candidates;
+    for (const Decision& d : plan.decisions)
+        if (d.verdict == Verdict::kill) candidates.insert(d.pid);
+    if (candidates.empty()) return Ok{};
+    LEFTOVER_TRY(read_job_cgroups(context_.proc_root, now.table, candidates));
+    decide_kills_again(input(now), plan);
+    return Ok{};
+}
+
+// Account names only for the users a plan would kill, all in one bounded lookup.
+Status Evaluation::keep_by_account_name(Snapshot& now, Plan& plan) {
+    const std::set<uid_t> kill_uids = plan.kill_uids();
+    if (kill_uids.empty()) return Ok{};
+    LEFTOVER_TRY(classify_by_name(kill_uids));
+    now.exemptions = table_exemptions(now.table, exemptions_, by_name_);
+    decide_kills_again(input(now), plan);
+    for (const uid_t uid : plan.kill_uids())
+        if (by_name_.count(uid) == 0)
+            return Error::lookup(fmt::format("uid {} would be killed without its account lookup", uid),
+                                 ErrorSource::account_lookup);
+    return Ok{};
+}
+
+// Only "holds an allocation" is remembered: a user cleared in one round is asked again
+// in the next, since a job of theirs may land here during grace. The users a cleanup
+// may touch are asked in the same query: a user who left no process is never killed,
+// and may hold an allocation all the same.
+Status Evaluation::keep_by_allocation(const Snapshot& now, Plan& plan) {
+    if (!allocation_check_) return Ok{};
+    std::set<uid_t> to_ask = plan.kill_uids();  // the confirmed ones are kept already
+    for (const uid_t uid : also_ask_)
+        if (live_.uids.count(uid) == 0) to_ask.insert(uid);
+    if (to_ask.empty()) return Ok{};
+    auto holders = allocation_check_(to_ask);
+    LEFTOVER_TRY(holders);
+    for (const uid_t uid : to_ask)
+        if (holders->count(uid) == 0) cleared_.insert(uid);
+    if (holders->empty()) return Ok{};
+    confirmed_allocations_.insert(holders->begin(), holders->end());
+    live_.uids.insert(holders->begin(), holders->end());
+    decide_kills_again(input(now), plan);
+    return Ok{};
 }
 
 }  // namespace leftover

@@ -72,8 +72,17 @@ public:
     std::map<uid_t, std::string> failed_lookups() const;
 
 private:
+    struct Snapshot;
     Status classify_by_name(const std::set<uid_t>& uids);
     Status read_job_state();  // into live_, with the allocations confirmed this sweep
+    // The steps of one evaluation, in order; each keep_by_* can only keep more.
+    Result<ProcessTable> scan(const std::set<uid_t>& live_users) const;
+    Snapshot snapshot(ProcessTable table) const;
+    DecisionInput input(const Snapshot& now) const;
+    Status look_again(const Snapshot& now, Plan& plan);
+    Status keep_by_job_cgroup(Snapshot& now, Plan& plan) const;
+    Status keep_by_account_name(Snapshot& now, Plan& plan);
+    Status keep_by_allocation(const Snapshot& now, Plan& plan);
 
     const Exemptions& exemptions_;
     const AccountDatabase& accounts_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "policy/exemptions.hpp"
 
+#include "errors/error_source.hpp"
 #include "util/errno_text.hpp"
 #include "util/escape.hpp"
 #include "util/trusted_file.hpp"
@@ -35,7 +36,8 @@ Result<std::vector<std::string>> parse_users_file(const std::string& text, const
             // could drop a protection, so the whole file is refused.
             if (line.find_first_of(kBlank) != std::string::npos)
                 return Error::lookup(
-                    fmt::format("{}:{}: expected one account name per line, got '{}'", origin, line_number, line));
+                    fmt::format("{}:{}: expected one account name per line, got '{}'", origin, line_number, line),
+                    ErrorSource::users_file);
             names.push_back(line);
         }
         if (end == std::string::npos) break;
@@ -52,9 +54,9 @@ Result<Exemptions> Exemptions::load(const Config& config, std::set<uid_t> slurm_
     for (const auto& name : config.protected_users) exemptions.names_.emplace(name, "protected_users");
     for (const auto& path : config.protected_users_files) {
         auto text = read_trusted_file(path);
-        if (!text.ok()) return Error::lookup("protected users file " + text.error().message);
+        if (!text.ok()) return Error::lookup("protected users file " + text.error().message, ErrorSource::users_file);
         auto names = parse_users_file(text.value(), path);
-        if (!names.ok()) return names.error();
+        LEFTOVER_TRY(names);
         for (const auto& name : names.value()) exemptions.names_.emplace(name, path);
     }
     return exemptions;

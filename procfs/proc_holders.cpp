@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "procfs/proc_holders.hpp"
 
+#include "errors/error_source.hpp"
 #include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
 
@@ -46,7 +47,7 @@ Result<std::map<uid_t, std::vector<pid_t>>> processes_holding(const std::string&
                 fmt::format("the search of {} for processes of the cleanup's users stopped: the deadline was "
                             "reached",
                             proc_root),
-                ErrorCause::deadline);
+                ErrorSource::deadline);
         UniqueFd dir;
         int err = open_pid_dir(root.get(), pid, dir);
         if (err == ENOTDIR) return Ok{};  // not a process

@@ -2,6 +2,7 @@
 // Reads of single processes after the scan (proc_table.hpp): job cgroups of kill
 // candidates, one process's identity for the executor, the caller's own ancestry.
 #include "util/errno_text.hpp"
+#include "errors/error_source.hpp"
 #include "procfs/proc_read.hpp"
 #include "procfs/proc_table.hpp"
 
@@ -17,7 +18,8 @@ using namespace procfs;
 
 Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids) {
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (root.get() < 0) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
+    if (root.get() < 0)
+        return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)), ErrorSource::proc);
     std::string buf;
     for (const pid_t pid : pids) {
         Process* p = table.find(pid);
@@ -26,7 +28,9 @@ Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const
         // gone and the executor's identity check refuses to signal it whatever its cgroup.
         const int err = read_file(root.get(), fmt::format("{}/cgroup", pid).c_str(), buf);
         if (vanished(err)) continue;
-        if (err) return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid, errno_text(err)));
+        if (err)
+            return Error::lookup(fmt::format("cannot read {}/{}/cgroup: {}", proc_root, pid, errno_text(err)),
+                                 ErrorSource::proc);
         p->job_cgroup = slurm_job_cgroup(buf);
     }
     return Ok{};

@@ -4,6 +4,7 @@
 // caller wants, and the ancestry of those resolved lazily.
 #include "procfs/proc_table.hpp"
 
+#include "errors/error_source.hpp"
 #include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
 
@@ -88,14 +89,14 @@ Error Scanner::failure(pid_t pid, const char* file, int err) const {
     const auto what = err == EBADMSG ? std::string("unexpected contents") : errno_text(err);
     const auto path =
         *file ? fmt::format("{}/{}/{}", options_.proc_root, pid, file) : fmt::format("{}/{}", options_.proc_root, pid);
-    return Error::lookup(fmt::format("cannot read {}: {}", path, what));
+    return Error::lookup(fmt::format("cannot read {}: {}", path, what), ErrorSource::proc);
 }
 
 Status Scanner::check_deadline(std::string_view progress) const {
     if (std::chrono::steady_clock::now() < options_.deadline) return Ok{};
     return Error::lookup(
         fmt::format("the scan of {} stopped {}: the evaluation's deadline was reached", options_.proc_root, progress),
-        ErrorCause::deadline);
+        ErrorSource::deadline);
 }
 
 Status Scanner::list() {
@@ -341,7 +342,9 @@ Status Scanner::resolve_ancestry() {
 
 Result<ProcessTable> scan_processes(const ScanOptions& options) {
     UniqueFd root(::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (root.get() < 0) return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root, errno_text(errno)));
+    if (root.get() < 0)
+        return Error::lookup(fmt::format("cannot open {}: {}", options.proc_root, errno_text(errno)),
+                             ErrorSource::proc);
     if (auto view = check_view(root.get(), options); !view) return view.error();
     Scanner scanner(root.get(), options);
     for (auto step : {&Scanner::list, &Scanner::load_details, &Scanner::resolve_ancestry})

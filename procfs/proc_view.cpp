@@ -3,6 +3,7 @@
 // pid namespace. A /proc of another namespace, or one mounted with hidepid=, would
 // give a plausible but partial table; the sweep must then decide nothing at all.
 #include "util/errno_text.hpp"
+#include "errors/error_source.hpp"
 #include "procfs/proc_read.hpp"
 #include "procfs/proc_table.hpp"
 
@@ -24,12 +25,13 @@ constexpr unsigned cap_sys_ptrace = 19;
 Status check_self(int root, const ScanOptions& options) {
     std::string link;
     if (const int err = read_link(root, "self", link))
-        return Error::lookup(fmt::format("cannot resolve {}/self: {}", options.proc_root, errno_text(err)));
+        return Error::lookup(fmt::format("cannot resolve {}/self: {}", options.proc_root, errno_text(err)),
+                             ErrorSource::proc);
     if (parse_pid(link) != options.caller_pid)
-        return Error::lookup(
-            fmt::format("{}/self names pid '{}' but the caller is pid {}: "
-                        "this /proc belongs to another pid namespace",
-                        options.proc_root, link, options.caller_pid));
+        return Error::lookup(fmt::format("{}/self names pid '{}' but the caller is pid {}: "
+                                         "this /proc belongs to another pid namespace",
+                                         options.proc_root, link, options.caller_pid),
+                             ErrorSource::proc);
     return Ok{};
 }
 
@@ -82,35 +84,43 @@ bool exempt(std::string_view status, const HidePid& hide) {
 Status check_hidepid(int root, const ScanOptions& options) {
     struct statfs fs {};
     if (::fstatfs(root, &fs) != 0)
-        return Error::lookup(fmt::format("cannot statfs {}: {}", options.proc_root, errno_text(errno)));
+        return Error::lookup(fmt::format("cannot statfs {}: {}", options.proc_root, errno_text(errno)),
+                             ErrorSource::proc);
     const bool procfs = fs.f_type == PROC_SUPER_MAGIC;
     std::string text;
     const int err = read_file(root, "self/mountinfo", text);
     if (err == ENOENT && !procfs) return Ok{};  // a fake tree that models no mounts
-    if (err) return Error::lookup(fmt::format("cannot read {}/self/mountinfo: {}", options.proc_root, errno_text(err)));
+    if (err)
+        return Error::lookup(fmt::format("cannot read {}/self/mountinfo: {}", options.proc_root, errno_text(err)),
+                             ErrorSource::proc);
 
     char* resolved = ::realpath(options.proc_root.c_str(), nullptr);
-    if (!resolved) return Error::lookup(fmt::format("cannot resolve {}: {}", options.proc_root, errno_text(errno)));
+    if (!resolved)
+        return Error::lookup(fmt::format("cannot resolve {}: {}", options.proc_root, errno_text(errno)),
+                             ErrorSource::proc);
     const std::string mount_point = resolved;
     std::free(resolved);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
 
     const auto mount = find_mount(text, mount_point);
     if (!mount || mount->fstype != "proc") {
         if (!procfs) return Ok{};
-        return Error::lookup(
-            fmt::format("{} is a procfs but {}/self/mountinfo has no proc mount on {}: "
-                        "cannot tell whether hidepid= hides processes",
-                        options.proc_root, options.proc_root, mount_point));
+        return Error::lookup(fmt::format("{} is a procfs but {}/self/mountinfo has no proc mount on {}: "
+                                         "cannot tell whether hidepid= hides processes",
+                                         options.proc_root, options.proc_root, mount_point),
+                             ErrorSource::proc);
     }
     const auto hide = hidepid_of(mount->super_options);
     if (!hide) return Ok{};
     if (const int status_err = read_file(root, "self/status", text))
-        return Error::lookup(fmt::format("cannot read {}/self/status: {}", options.proc_root, errno_text(status_err)));
+        return Error::lookup(fmt::format("cannot read {}/self/status: {}", options.proc_root, errno_text(status_err)),
+                             ErrorSource::proc);
     if (exempt(text, *hide)) return Ok{};
-    return Error::lookup(fmt::format(
-        "{} is mounted with hidepid={}: the caller may not see every process (it needs to be root with "
-        "CAP_SYS_PTRACE{})",
-        options.proc_root, hide->mode, hide->gid ? fmt::format(" or in group {}", *hide->gid) : std::string()));
+    return Error::lookup(
+        fmt::format("{} is mounted with hidepid={}: the caller may not see every process (it needs to be root with "
+                    "CAP_SYS_PTRACE{})",
+                    options.proc_root, hide->mode,
+                    hide->gid ? fmt::format(" or in group {}", *hide->gid) : std::string()),
+        ErrorSource::proc);
 }
 
 bool is_slurm_daemon(std::string_view program) {
@@ -125,18 +135,19 @@ Status check_slurm_daemon(int root, const ScanOptions& options, pid_t daemon) {
     const auto path = fmt::format("{}/exe", daemon);
     if (const int err = read_link(root, path.c_str(), link)) {
         if (vanished(err))
-            return Error::lookup(
-                fmt::format("Slurm daemon pid {} is not in {}: it has exited, or the pid is from "
-                            "another pid namespace",
-                            daemon, options.proc_root));
+            return Error::lookup(fmt::format("Slurm daemon pid {} is not in {}: it has exited, or the pid is from "
+                                             "another pid namespace",
+                                             daemon, options.proc_root),
+                                 ErrorSource::proc);
         return Error::lookup(fmt::format("cannot read {}/{} of Slurm daemon pid {}: {}", options.proc_root, path,
-                                         daemon, errno_text(err)));
+                                         daemon, errno_text(err)),
+                             ErrorSource::proc);
     }
     if (!is_slurm_daemon(exe_program(link)))
-        return Error::lookup(
-            fmt::format("pid {} in {} runs {}, not slurmd or slurmstepd: a stale pid file, or a pid "
-                        "from another pid namespace",
-                        daemon, options.proc_root, link));
+        return Error::lookup(fmt::format("pid {} in {} runs {}, not slurmd or slurmstepd: a stale pid file, or a pid "
+                                         "from another pid namespace",
+                                         daemon, options.proc_root, link),
+                             ErrorSource::proc);
     return Ok{};
 }
 
@@ -146,16 +157,18 @@ Status check_pid_namespace(int root, const ScanOptions& options) {
     if (auto status = check_slurm_daemon(root, options, daemon); !status) return status;
     std::string mine, theirs;
     if (const int err = read_link(root, "self/ns/pid", mine))
-        return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", options.proc_root, errno_text(err)));
+        return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", options.proc_root, errno_text(err)),
+                             ErrorSource::proc);
     const auto path = fmt::format("{}/ns/pid", daemon);
     if (const int err = read_link(root, path.c_str(), theirs))
         return Error::lookup(fmt::format("cannot read the pid namespace of Slurm daemon pid {} ({}/{}): {}", daemon,
-                                         options.proc_root, path, errno_text(err)));
+                                         options.proc_root, path, errno_text(err)),
+                             ErrorSource::proc);
     if (mine != theirs)
-        return Error::lookup(
-            fmt::format("the caller runs in pid namespace {} but Slurm daemon pid {} in {}: "
-                        "its processes are not all visible here",
-                        mine, daemon, theirs));
+        return Error::lookup(fmt::format("the caller runs in pid namespace {} but Slurm daemon pid {} in {}: "
+                                         "its processes are not all visible here",
+                                         mine, daemon, theirs),
+                             ErrorSource::proc);
     return Ok{};
 }
 

@@ -69,7 +69,7 @@ void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t
     request.self = ::getpid();
     request.ending_stepds = std::move(ending_stepds);
     request.started = started;
-    // A step end never asks slurmctld (run_sweep.cpp, asks_no_child): no helper path to find.
+    // A step end never asks slurmctld (run_sweep.cpp, at_step_end): no helper path to find.
     const auto controller = step_end ? nullptr : make_controller(node.value());
     sweep::run_sweep(load_once(args, node.value()), request, controller.get(), *accounts, log);
 }

@@ -57,7 +57,7 @@ Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid) {
             "only their sockets in this spool dir (a lookup error) would show them";
     if (slurmd_pid) {
         node.slurmd_pid = slurmd_pid;
-        if (auto added = add_running_host_nodes(node); !added.ok()) return added.error();
+        LEFTOVER_TRY(add_running_host_nodes(node));
     }
     return node;
 }

@@ -21,9 +21,12 @@ MetricsTrigger trigger_of(const Trigger& trigger) {
 EvaluationSample sample_of(const SampleInput& in) {
     EvaluationSample sample;
     sample.trigger = in.trigger;
-    sample.failure = in.failure;
     sample.drain = in.drain;
     const KillReport& report = in.report;
+    if (report.error)
+        sample.failure = report.error->source;
+    else if (report.deadline_reached)
+        sample.failure = ErrorSource::deadline;
     // Each process once, under the last signal it got (SIGTERM, then SIGKILL if it lived on).
     std::map<pid_t, const KillRecord*> last_signal;
     for (const KillRecord& record : report.actions)

@@ -17,11 +17,12 @@ struct SampleInput {
     const KillReport& report;
     bool dry_run = false;
     bool users = false;  // metrics_users: count kills per user name
-    std::optional<FailureKind> failure;
     std::chrono::steady_clock::time_point started;
     std::optional<DrainResult> drain;  // when the sweep asked slurmctld to drain the node
 };
 
+// The failure counted is the report's error's source (or the deadline, when the
+// evaluation stopped at it with no error).
 EvaluationSample sample_of(const SampleInput& input);
 
 // step, epilog or sweep, from what ended.

@@ -47,49 +47,10 @@ public:
         const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
         if (config_.job_source == JobSource::controller) {
             if (controller_ == nullptr)
-                return failed(FailureKind::controller,
-                              Error::lookup("job_source controller: no controller connection"));
-            auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
-            if (!work.ok()) return failed(FailureKind::controller, work.error());
-            return work;
+                return Error::lookup("job_source controller: no controller connection", ErrorSource::controller);
+            return controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
         }
-        if (!nodes_logged_) {
-            nodes_logged_ = true;
-            log_.debug(fmt::format("step sockets of nodes {}", request_.node.describe_nodes()));
-            if (!request_.node.other_nodes_note.empty()) log_.debug(request_.node.other_nodes_note);
-        }
-        // In the job epilog a socket that cannot be asked is resolved through slurmctld:
-        // the local questions leave it half the time.
-        const bool may_ask_controller = !asks_no_child() && controller_ != nullptr;
-        const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
-        auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
-        if (!state.ok()) return failed(FailureKind::step_socket, state.error());
-        for (const node::UnansweredStep& step : state->unanswered)
-            if (unanswered_logged_.insert(step.socket_path).second)
-                log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
-                                      step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
-        if (!state->unanswered.empty() && !may_ask_controller)
-            return failed(FailureKind::step_socket, unanswered_error(state->unanswered));
-        for (const node::LocalStep& step : state->live)
-            if (logged_.insert(step.socket_path).second)
-                log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
-                                       node::describe_step(step.job_id, step.step_id), step.socket_path, step.uid,
-                                       node::to_string(step.state), step.raw_state,
-                                       node::describe_protocol_version(step.stepd_version),
-                                       step.stepd_pid ? fmt::format("pid {}", *step.stepd_pid)
-                                                      : std::string("not in this pid namespace")));
-        for (const node::DeadStep& dead : state->dead)
-            if (logged_.insert(dead.socket_path).second)
-                log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
-                                      node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
-        auto live =
-            node::live_work_from(state.value(), request_.trigger.ending_step,
-                                 fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
-        if (!live.ok()) return failed(FailureKind::step_socket, live.error());
-        if (!state->unanswered.empty())
-            if (auto resolved = resolve_through_controller(state->unanswered, live.value(), until); !resolved.ok())
-                return resolved.error();
-        return live;
+        return read_step_sockets(until);
     }
 
     // Without PrologFlags=contain a node of a multi-node job between steps looks empty
@@ -97,7 +58,7 @@ public:
     // (slurmd's start says once that PrologFlags=contain makes this unnecessary.)
     AllocationCheck allocation_check() {
         if (config_.job_source == JobSource::controller || request_.node.prolog_contain) return {};
-        if (asks_no_child()) {
+        if (at_step_end()) {
             return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
                 log_.info(
                     fmt::format("no PrologFlags=contain: {} user(s) without a step here kept at this step end; "
@@ -109,10 +70,10 @@ public:
         return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
             log_.debug("no PrologFlags=contain: asking slurmctld whether these users hold an allocation here");
             if (controller_ == nullptr)
-                return failed(FailureKind::controller, Error::lookup("allocation check: no controller connection"));
+                return Error::lookup("allocation check: no controller connection", ErrorSource::controller);
             const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
             auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
-            if (!work.ok()) return failed(FailureKind::controller, work.error());
+            LEFTOVER_TRY(work);
             std::set<uid_t> holders;
             for (const uid_t uid : uids)
                 if (work->uids.count(uid) != 0) holders.insert(uid);
@@ -123,29 +84,61 @@ public:
     // At a step end Slurm may kill any descendant of the ending step while its exit hook
     // runs (proctrack/linuxproc, seen on 24.11 and 26.05): a helper started then would
     // die mid-answer. slurmctld is asked only from the job epilog, outside the step.
-    bool asks_no_child() const { return request_.trigger.ending_step.has_value(); }
-
-    // What an evaluation error came from, for the metrics: the job state or slurmctld
-    // when they failed, the deadline or an account lookup when the error says so, else
-    // the scan of /proc (the one other source of errors).
-    std::optional<FailureKind> failure_of(const KillReport& report) const {
-        if (report.error) {
-            if (report.error->cause == ErrorCause::deadline) return FailureKind::deadline;
-            if (report.error->cause == ErrorCause::account_lookup) return FailureKind::account_lookup;
-            return failure_.value_or(FailureKind::proc);
-        }
-        if (report.deadline_reached) return FailureKind::deadline;
-        return std::nullopt;
-    }
+    bool at_step_end() const { return request_.trigger.ending_step.has_value(); }
 
 private:
-    // A step end keeps everyone: its stepd's children must not start a helper (see asks_no_child).
+    // The node's own step sockets; in the job epilog, slurmctld for those nobody could ask.
+    Result<LiveWork> read_step_sockets(Clock::time_point until) {
+        if (!nodes_logged_) {
+            nodes_logged_ = true;
+            log_.debug(fmt::format("step sockets of nodes {}", request_.node.describe_nodes()));
+            if (!request_.node.other_nodes_note.empty()) log_.debug(request_.node.other_nodes_note);
+        }
+        // In the job epilog a socket that cannot be asked is resolved through slurmctld:
+        // the local questions leave it half the time.
+        const bool may_ask_controller = !at_step_end() && controller_ != nullptr;
+        const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
+        auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
+        LEFTOVER_TRY(state);
+        for (const node::UnansweredStep& step : state->unanswered)
+            if (unanswered_logged_.insert(step.socket_path).second)
+                log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
+                                      step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
+        if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
+        log_answers(state.value());
+        auto live =
+            node::live_work_from(state.value(), request_.trigger.ending_step,
+                                 fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
+        LEFTOVER_TRY(live);
+        if (!state->unanswered.empty())
+            LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
+        return live;
+    }
+
+    // Each live and each gone step once per sweep.
+    void log_answers(const node::LocalJobState& state) {
+        for (const node::LocalStep& step : state.live)
+            if (logged_.insert(step.socket_path).second)
+                log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
+                                       node::describe_step(step.job_id, step.step_id), step.socket_path, step.uid,
+                                       node::to_string(step.state), step.raw_state,
+                                       node::describe_protocol_version(step.stepd_version),
+                                       step.stepd_pid ? fmt::format("pid {}", *step.stepd_pid)
+                                                      : std::string("not in this pid namespace")));
+        for (const node::DeadStep& dead : state.dead)
+            if (logged_.insert(dead.socket_path).second)
+                log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
+                                      node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
+    }
+
+    // A step end keeps everyone: its stepd's children must not start a helper (see at_step_end).
     static Error unanswered_error(const std::vector<node::UnansweredStep>& unanswered) {
         const node::UnansweredStep& first = unanswered.front();
         return Error::lookup(
             fmt::format("slurmstepd socket {} of job {}: {}{}", first.socket_path, first.job_id, first.error,
                         unanswered.size() > 1 ? fmt::format(" (and {} more sockets unanswered)", unanswered.size() - 1)
-                                              : std::string()));
+                                              : std::string()),
+            ErrorSource::step_socket);
     }
 
     // One slurmctld query for every step that could not be asked: a job slurmctld says
@@ -155,9 +148,9 @@ private:
                                       Clock::time_point until) {
         auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
         if (!work.ok())
-            return failed(FailureKind::controller,
-                          Error::lookup(fmt::format("{}; asking slurmctld instead: {}",
-                                                    unanswered_error(unanswered).message, work.error().message)));
+            return Error::lookup(fmt::format("{}; asking slurmctld instead: {}", unanswered_error(unanswered).message,
+                                             work.error().message),
+                                 ErrorSource::controller);
         for (const node::UnansweredStep& step : unanswered) {
             const auto user = work->job_users.find(step.job_id);
             const bool runs = user != work->job_users.end();
@@ -178,10 +171,6 @@ private:
         return Ok{};
     }
 
-    Error failed(FailureKind kind, Error error) {
-        failure_ = kind;
-        return error;
-    }
     std::optional<std::uint32_t> ending_job() const {
         return request_.trigger.job_ending ? request_.trigger.job_id : std::nullopt;
     }
@@ -195,7 +184,6 @@ private:
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
-    std::optional<FailureKind> failure_;
 };
 
 // One deadline per evaluation; Slurm drains a node whose step does not end in time.
@@ -254,6 +242,166 @@ std::string controller_host_text(const std::string& why) {
         why);
 }
 
+// One run_sweep: the report it builds, and what every way out says (the summary line)
+// and counts (the metrics).
+class SweepRun {
+public:
+    SweepRun(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+             const AccountDatabase& accounts, Logger& log)
+        : loaded_(loaded),
+          request_(request),
+          controller_(controller),
+          accounts_(accounts),
+          log_(log),
+          summary_{request.trigger.label, request.trigger.uid, {}, false, 0} {}
+
+    KillReport run() {
+        if (!loaded_.config.ok()) return stop(loaded_.config.error(), false, short_deadline());
+        const Config& config = loaded_.config.value();
+        log_.set_threshold(config.debuglevel);
+        if (config.loaded_from.empty()) log_.info("no config file, using defaults");
+        if (request_.trigger.uid && (config.slew > 0 || config.slew_max))
+            log_.debug("slew/slew_max ignored: they delay periodic sweeps, never the plugin");
+        summary_.dry_run = config.dry_run;
+        if (!loaded_.exemptions)
+            return stop(Error::lookup("exemptions not loaded", ErrorSource::users_file), config.dry_run,
+                        evaluation_deadline(config, request_));
+        if (!loaded_.exemptions->ok())
+            return stop(loaded_.exemptions->error(), config.dry_run, evaluation_deadline(config, request_));
+        auto controller_host = controller_host_stop(config, request_);
+        if (!controller_host.ok()) return stop(controller_host.error(), config.dry_run, short_deadline());
+        if (*controller_host) {
+            log_.info(controller_host_text(**controller_host));
+            return stop(std::nullopt, config.dry_run, short_deadline());
+        }
+        return sweep(config, loaded_.exemptions->value());
+    }
+
+private:
+    // Without a valid config there is no evaluation deadline: the default query bound.
+    static Clock::time_point short_deadline() { return Clock::now() + seconds(Config{}.slurm_timeout); }
+
+    // The way out before any evaluation: the error that stops it (none on a controller
+    // host), the summary, and the error counted.
+    KillReport stop(std::optional<Error> error, bool dry_run, Clock::time_point metrics_until) {
+        if (error) {
+            log_.error(fmt::format("{}: {}; nothing killed", to_string(error->kind), error->message));
+            report_.error = std::move(error);
+        }
+        log_summary(nullptr, short_deadline());
+        if (report_.error) count_in_metrics(dry_run, metrics_until);
+        return report_;
+    }
+
+    KillReport sweep(const Config& config, const Exemptions& exemptions) {
+        const auto deadline = evaluation_deadline(config, request_);
+        JobStateSource job_state(config, request_, controller_, deadline, log_);
+        if (config.job_source == JobSource::controller && job_state.at_step_end()) {
+            log_.info(fmt::format("{}: job_source controller: slurmctld is asked in the job epilog, not at a step end",
+                                  request_.trigger.label));
+            return report_;
+        }
+        Evaluation evaluation = make_evaluation(config, exemptions, request_, accounts_, job_state);
+        const KillOptions options = kill_options(config, deadline, evaluation);
+        report_ = execute_kills([&] { return evaluation(); }, options);
+        log_outcome(config, evaluation, options.stop_rounds);
+        const DrainContext drain_context{request_.trigger.label, request_.node.node_name,
+                                         request_.trigger.ending_step.has_value(), request_.proc_root};
+        const auto drain = drain_on_survivors(config, drain_context, report_, controller_, log_);
+        const auto cleanup = clean_up(config, exemptions, evaluation, deadline);
+        log_summary(&evaluation, deadline, cleanup);
+        count_in_metrics(config.dry_run, deadline, drain);
+        return report_;
+    }
+
+    KillOptions kill_options(const Config& config, Clock::time_point deadline, Evaluation& evaluation) {
+        KillOptions options;
+        options.proc_root = request_.proc_root;
+        options.self = request_.self;
+        options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
+        options.deadline = deadline;
+        options.dry_run = config.dry_run;
+        options.observer.on_action = [&log = log_](const KillRecord& record) {
+            log.action(level_of(record), format_action(record));
+        };
+        options.observer.on_grace_wait = [&log = log_](std::size_t count, std::chrono::milliseconds grace) {
+            log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM",
+                                 std::chrono::duration<double>(grace).count(), count));
+        };
+        options.job_state_unchanged = [&evaluation] { return evaluation.job_state_unchanged(); };
+        return options;
+    }
+
+    // What the kills came to, beyond each action: the error, survivors, lookups, deadline.
+    void log_outcome(const Config& config, const Evaluation& evaluation, int stop_rounds) {
+        if (report_.error)
+            log_.error(
+                fmt::format("{}: {}; nothing more killed", to_string(report_.error->kind), report_.error->message));
+        for (const Decision& survivor : report_.survivors)
+            if (!config.dry_run)
+                log_.warn(fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user,
+                                      survivor.uid));
+        for (const auto& [uid, why] : evaluation.failed_lookups())
+            log_.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
+        if (report_.deadline_reached) log_.warn("the evaluation reached its deadline and stopped where it was");
+        if (report_.left_running > 0)
+            log_.warn(
+                fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
+                            "signals went out (they fork or change their pid faster than a scan sees them)",
+                            stop_rounds, report_.left_running));
+    }
+
+    // The cleanup's trouble must not cost the sweep its summary line.
+    std::optional<CleanupTotals> clean_up(const Config& config, const Exemptions& exemptions, Evaluation& evaluation,
+                                          Clock::time_point deadline) {
+        try {
+            return clean_up_after_sweep(config, exemptions, request_, accounts_, evaluation, report_, deadline, log_);
+        } catch (const std::exception& e) {
+            log_.error(fmt::format("cleanup: stopped: {}", e.what()));
+            return std::nullopt;
+        }
+    }
+
+    void log_summary(const Evaluation* evaluation, Clock::time_point names_until,
+                     const std::optional<CleanupTotals>& cleanup = std::nullopt) {
+        name_trigger_user(evaluation, names_until);
+        summary_.milliseconds = std::chrono::duration<double, std::milli>(Clock::now() - request_.started).count();
+        log_.info(format_summary(summary_, report_, cleanup));
+    }
+
+    // The job user's name for the summary: from the evaluation when it looked the user
+    // up anyway, so a step end costs one account lookup per user, not two.
+    void name_trigger_user(const Evaluation* evaluation, Clock::time_point deadline) {
+        if (!request_.trigger.uid) return;
+        const uid_t uid = *request_.trigger.uid;
+        if (evaluation != nullptr)
+            if (auto name = evaluation->account_name(uid)) {
+                summary_.trigger_user = *name;
+                return;
+            }
+        const auto answers = accounts_.look_up({uid}, {}, deadline);
+        if (const auto found = answers.names.find(uid);
+            found != answers.names.end() && found->second.status == LookupStatus::found)
+            summary_.trigger_user = found->second.name;
+    }
+
+    // After the summary: a metrics file that cannot be written is one more log line.
+    void count_in_metrics(bool dry_run, Clock::time_point until, std::optional<DrainResult> drain = std::nullopt) {
+        const bool users = loaded_.metrics && loaded_.metrics->users;
+        record_metrics(loaded_.metrics,
+                       sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain}),
+                       log_, until);
+    }
+
+    const ConfigAndExemptions& loaded_;
+    const SweepRequest& request_;
+    node::Controller* controller_;
+    const AccountDatabase& accounts_;
+    Logger& log_;
+    SummaryInput summary_;
+    KillReport report_;
+};
+
 }  // namespace
 
 ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given,
@@ -268,133 +416,7 @@ ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, b
 
 KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
                      const AccountDatabase& accounts, Logger& log) {
-    KillReport report;
-    const auto elapsed_ms = [&] {
-        return std::chrono::duration<double, std::milli>(Clock::now() - request.started).count();
-    };
-    SummaryInput summary{request.trigger.label, request.trigger.uid, {}, false, 0};
-    // The job user's name for the summary: from the evaluation when it looked the user
-    // up anyway, so a step end costs one account lookup per user, not two.
-    const auto name_trigger_user = [&](const Evaluation* evaluation, Clock::time_point deadline) {
-        if (!request.trigger.uid) return;
-        const uid_t uid = *request.trigger.uid;
-        if (evaluation != nullptr)
-            if (auto name = evaluation->account_name(uid)) {
-                summary.trigger_user = *name;
-                return;
-            }
-        const auto answers = accounts.look_up({uid}, {}, deadline);
-        if (const auto found = answers.names.find(uid);
-            found != answers.names.end() && found->second.status == LookupStatus::found)
-            summary.trigger_user = found->second.name;
-    };
-    // After the summary: a metrics file that cannot be written is one more log line.
-    // Without a valid config there is no evaluation deadline: the default query bound.
-    const auto short_deadline = [] { return Clock::now() + seconds(Config{}.slurm_timeout); };
-    const auto count_in_metrics = [&](std::optional<FailureKind> failure, bool dry_run, Clock::time_point until,
-                                      std::optional<DrainResult> drain = std::nullopt) {
-        const bool users = loaded.metrics && loaded.metrics->users;
-        record_metrics(
-            loaded.metrics,
-            sample_of({trigger_of(request.trigger), report, dry_run, users, failure, request.started, drain}), log,
-            until);
-    };
-
-    if (!loaded.config.ok()) {
-        report.error = loaded.config.error();
-        log.error(fmt::format("{}: {}; nothing killed", to_string(report.error->kind), report.error->message));
-        name_trigger_user(nullptr, short_deadline());
-        summary.milliseconds = elapsed_ms();
-        log.info(format_summary(summary, report));
-        count_in_metrics(FailureKind::config, false, short_deadline());
-        return report;
-    }
-    const Config& config = loaded.config.value();
-    log.set_threshold(config.debuglevel);
-    if (config.loaded_from.empty()) log.info("no config file, using defaults");
-    if (request.trigger.uid && (config.slew > 0 || config.slew_max))
-        log.debug("slew/slew_max ignored: they delay periodic sweeps, never the plugin");
-    summary.dry_run = config.dry_run;
-
-    if (!loaded.exemptions || !loaded.exemptions->ok()) {
-        report.error = loaded.exemptions ? loaded.exemptions->error() : Error::lookup("exemptions not loaded");
-        log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
-        name_trigger_user(nullptr, short_deadline());
-        summary.milliseconds = elapsed_ms();
-        log.info(format_summary(summary, report));
-        count_in_metrics(FailureKind::users_file, config.dry_run, evaluation_deadline(config, request));
-        return report;
-    }
-
-    if (auto stop = controller_host_stop(config, request); !stop.ok() || *stop) {
-        if (!stop.ok()) {
-            report.error = stop.error();
-            log.error(fmt::format("lookup error: {}; nothing killed", report.error->message));
-        } else {
-            log.info(controller_host_text(**stop));
-        }
-        name_trigger_user(nullptr, short_deadline());
-        summary.milliseconds = elapsed_ms();
-        log.info(format_summary(summary, report));
-        if (!stop.ok()) count_in_metrics(FailureKind::proc, config.dry_run, short_deadline());
-        return report;
-    }
-
-    const auto deadline = evaluation_deadline(config, request);
-    JobStateSource job_state(config, request, controller, deadline, log);
-    if (config.job_source == JobSource::controller && job_state.asks_no_child()) {
-        log.info(fmt::format("{}: job_source controller: slurmctld is asked in the job epilog, not at a step end",
-                             request.trigger.label));
-        return report;
-    }
-    Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state);
-
-    KillOptions options;
-    options.proc_root = request.proc_root;
-    options.self = request.self;
-    options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
-    options.deadline = deadline;
-    options.dry_run = config.dry_run;
-    options.observer.on_action = [&log](const KillRecord& record) {
-        log.action(level_of(record), format_action(record));
-    };
-    options.observer.on_grace_wait = [&log](std::size_t count, std::chrono::milliseconds grace) {
-        log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM",
-                             std::chrono::duration<double>(grace).count(), count));
-    };
-    options.job_state_unchanged = [&evaluation] { return evaluation.job_state_unchanged(); };
-    report = execute_kills([&] { return evaluation(); }, options);
-
-    if (report.error)
-        log.error(fmt::format("{}: {}; nothing more killed", to_string(report.error->kind), report.error->message));
-    for (const Decision& survivor : report.survivors)
-        if (!config.dry_run)
-            log.warn(
-                fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user, survivor.uid));
-    for (const auto& [uid, why] : evaluation.failed_lookups())
-        log.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
-    if (report.deadline_reached) log.warn("the evaluation reached its deadline and stopped where it was");
-    if (report.left_running > 0)
-        log.warn(
-            fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "
-                        "signals went out (they fork or change their pid faster than a scan sees them)",
-                        options.stop_rounds, report.left_running));
-    const DrainContext drain_context{request.trigger.label, request.node.node_name,
-                                     request.trigger.ending_step.has_value(), request.proc_root};
-    const auto drain = drain_on_survivors(config, drain_context, report, controller, log);
-    // The cleanup's trouble must not cost the sweep its summary line.
-    std::optional<CleanupTotals> cleanup;
-    try {
-        cleanup = clean_up_after_sweep(config, loaded.exemptions->value(), request, accounts, evaluation, report,
-                                       deadline, log);
-    } catch (const std::exception& e) {
-        log.error(fmt::format("cleanup: stopped: {}", e.what()));
-    }
-    name_trigger_user(&evaluation, deadline);
-    summary.milliseconds = elapsed_ms();
-    log.info(format_summary(summary, report, cleanup));
-    count_in_metrics(job_state.failure_of(report), config.dry_run, deadline, drain);
-    return report;
+    return SweepRun(loaded, request, controller, accounts, log).run();
 }
 
 std::vector<std::string> listed_name_warnings(const Config& config, const Exemptions& exemptions,
@@ -407,27 +429,27 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     KillReport seen;  // what a check adds to the metrics: its plan, or its error; nothing signalled
     // The metrics lock is not waited for past the check's deadline (the default bound before the config is read).
     Clock::time_point metrics_until = Clock::now() + seconds(Config{}.slurm_timeout);
-    const auto recorded = [&](Result<NodeCheck> result, std::optional<FailureKind> failure) {
-        if (result.ok()) seen.first_plan = result->plan;
+    const auto recorded = [&](Result<NodeCheck> result) {
+        if (result.ok())
+            seen.first_plan = result->plan;
+        else
+            seen.error = result.error();
         const bool users = loaded.metrics && loaded.metrics->users;
         record_metrics(loaded.metrics,
-                       sample_of({MetricsTrigger::check, seen, true, users, failure, request.started, std::nullopt}),
-                       log, metrics_until);
+                       sample_of({MetricsTrigger::check, seen, true, users, request.started, std::nullopt}), log,
+                       metrics_until);
         return result;
     };
-    if (!loaded.config.ok()) return recorded(loaded.config.error(), FailureKind::config);
+    if (!loaded.config.ok()) return recorded(loaded.config.error());
     const Config& config = loaded.config.value();
     log.set_threshold(config.debuglevel);
-    if (!loaded.exemptions) return recorded(Error::lookup("exemptions not loaded"), FailureKind::users_file);
-    if (!loaded.exemptions->ok()) return recorded(loaded.exemptions->error(), FailureKind::users_file);
+    if (!loaded.exemptions) return recorded(Error::lookup("exemptions not loaded", ErrorSource::users_file));
+    if (!loaded.exemptions->ok()) return recorded(loaded.exemptions->error());
 
     // A check says what a sweep would: nothing killed on a controller host, but the
     // processes are still listed as a sweep with sweep_on_controller_host would judge them.
     auto controller_host = controller_host_stop(config, request);
-    if (!controller_host.ok()) {
-        seen.error = controller_host.error();
-        return recorded(controller_host.error(), FailureKind::proc);
-    }
+    if (!controller_host.ok()) return recorded(controller_host.error());
 
     const auto deadline = evaluation_deadline(config, request);
     metrics_until = deadline;
@@ -437,10 +459,7 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     // The users a cleanup would touch beyond the plan's targets, cleared in its one query.
     if (!config.cleanup.empty()) evaluation.ask_allocations_of(cleanup_candidates(config, request, Plan{}));
     auto plan = evaluation();
-    if (!plan.ok()) {
-        seen.error = plan.error();
-        return recorded(plan.error(), job_state.failure_of(seen));
-    }
+    if (!plan.ok()) return recorded(plan.error());
     name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
     std::optional<CleanupReport> cleanup;
     if (!*controller_host)
@@ -450,8 +469,7 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     else
         log.info(controller_host_text(**controller_host));
     return recorded(
-        NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup), *controller_host},
-        std::nullopt);
+        NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup), *controller_host});
 }
 
 }  // namespace leftover::sweep

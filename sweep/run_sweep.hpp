@@ -5,6 +5,7 @@
 
 #include "cleanup/cleanup.hpp"
 #include "config/config.hpp"
+#include "errors/error_source.hpp"
 #include "node/controller.hpp"
 #include "kill/executor.hpp"
 #include "policy/exemptions.hpp"
@@ -26,7 +27,7 @@ namespace leftover::sweep {
 
 // Config and exemptions, read once per step (in task_exit when there is one).
 struct ConfigAndExemptions {
-    Result<Config> config = Error::config("not loaded");
+    Result<Config> config = Error::config("not loaded", ErrorSource::config);
     std::optional<Result<Exemptions>> exemptions;  // only when the config is valid
     std::optional<MetricsSettings> metrics;        // also from a config that failed to load
 };

@@ -61,8 +61,7 @@ std::string error_text(const ChildOutput& output) {
 Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                                 Clock::time_point deadline) {
     Pipe out, err;
-    for (Pipe* pipe : {&out, &err})
-        if (auto opened = open_pipe(*pipe); !opened.ok()) return opened.error();
+    for (Pipe* pipe : {&out, &err}) LEFTOVER_TRY(open_pipe(*pipe));
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);

@@ -15,21 +15,23 @@ enum class ErrorKind {
     not_a_slurm_node,  // the command runs where no slurmd's state can be read
 };
 
-// Where a lookup error came from, where the kind alone does not tell (for the metrics).
-enum class ErrorCause {
-    other,
-    deadline,        // the evaluation's deadline passed
-    account_lookup,  // an account database lookup failed
-};
+// What could not be learned (the config, a step socket, /proc...), named where the error
+// is made: the metrics count an error by it. Its values are leftover's own words, so
+// util declares the type only and errors/error_source.hpp defines them; util's own
+// errors keep the value-initialised one, `other`, and a caller that knows what it was
+// reading says so in the error it makes of them.
+enum class ErrorSource : unsigned char;
 
 struct Error {
     ErrorKind kind;
     std::string message;  // names the file, key or source and what was expected
-    ErrorCause cause = ErrorCause::other;
+    ErrorSource source{};
 
-    static Error config(std::string msg) { return {ErrorKind::config, std::move(msg)}; }
-    static Error lookup(std::string msg, ErrorCause cause = ErrorCause::other) {
-        return {ErrorKind::lookup, std::move(msg), cause};
+    static Error config(std::string msg, ErrorSource source = {}) {
+        return {ErrorKind::config, std::move(msg), source};
+    }
+    static Error lookup(std::string msg, ErrorSource source = {}) {
+        return {ErrorKind::lookup, std::move(msg), source};
     }
     static Error not_a_slurm_node(std::string msg) { return {ErrorKind::not_a_slurm_node, std::move(msg)}; }
 };
@@ -69,5 +71,18 @@ private:
 // For operations that return nothing but may fail.
 struct Ok {};
 using Status = Result<Ok>;
+
+// LEFTOVER_TRY(result): when `result` (a Result or Status, evaluated once) holds an
+// error, returns that error, unchanged, from the enclosing function. Only for passing an
+// error on as it is: one that needs context or is mapped is returned by hand. The
+// temporary's name is unique (__COUNTER__), so `result` may name any variable.
+#define LEFTOVER_TRY(...) LEFTOVER_TRY_AS_(LEFTOVER_TRY_JOIN_(leftover_try_, __COUNTER__), __VA_ARGS__)
+#define LEFTOVER_TRY_JOIN_(a, b) LEFTOVER_TRY_JOIN2_(a, b)
+#define LEFTOVER_TRY_JOIN2_(a, b) a##b
+#define LEFTOVER_TRY_AS_(name, ...)          \
+    do {                                     \
+        auto&& name = (__VA_ARGS__);         \
+        if (!name.ok()) return name.error(); \
+    } while (false)
 
 }  // namespace leftover

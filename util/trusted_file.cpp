@@ -81,7 +81,7 @@ Result<UniqueFd, FileError> open_trusted_parent(const std::string& path, uid_t r
 // descriptor and what fstat said of it.
 Result<std::pair<UniqueFd, struct stat>, FileError> open_trusted(const std::string& path, uid_t required_owner) {
     auto parent = open_trusted_parent(path, required_owner);
-    if (!parent.ok()) return parent.error();
+    LEFTOVER_TRY(parent);
     const std::string file = std::filesystem::path(path).filename().string();
     // O_NOFOLLOW refuses a symlink at the last component; O_NONBLOCK keeps a fifo from
     // blocking the open before fstat can reject it.
@@ -134,7 +134,7 @@ Status check_trusted_file(const std::string& path, uid_t required_owner) {
 
 Result<std::string, FileError> read_trusted_file(const std::string& path, uid_t required_owner) {
     auto opened = open_trusted(path, required_owner);
-    if (!opened.ok()) return opened.error();
+    LEFTOVER_TRY(opened);
     const int fd = opened.value().first.get();
     const struct stat before = opened.value().second;
 

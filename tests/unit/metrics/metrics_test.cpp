@@ -41,7 +41,7 @@ TEST_CASE("metrics: samples add up in the counters, the last one sets the gauges
     metrics.add(one_kill());
     EvaluationSample failed;
     failed.trigger = MetricsTrigger::step;
-    failed.failure = FailureKind::config;
+    failed.failure = ErrorSource::config;
     failed.timestamp_seconds = 1764600060;
     metrics.add(failed);
     metrics.add(one_kill());
@@ -121,12 +121,19 @@ TEST_CASE("metrics: text that is not ours is refused, saying where") {
                   "ELF\n") == "line 1: no value");
 }
 
-TEST_CASE("metrics: the words of triggers and failure kinds") {
+TEST_CASE("metrics: the words of triggers and error sources") {
     CHECK(std::string(to_string(MetricsTrigger::step)) == "step");
     CHECK(std::string(to_string(MetricsTrigger::check)) == "check");
-    CHECK(std::string(to_string(FailureKind::users_file)) == "users_file");
-    CHECK(std::string(to_string(FailureKind::account_lookup)) == "account_lookup");
-    CHECK(std::string(to_string(FailureKind::proc)) == "proc");
+    CHECK(std::string(failure_label(ErrorSource::users_file)) == "users_file");
+    CHECK(std::string(failure_label(ErrorSource::account_lookup)) == "account_lookup");
+    CHECK(std::string(failure_label(ErrorSource::proc)) == "proc");
+    CHECK(std::string(failure_label(ErrorSource::other)) == "proc");
+    // Every source's label is one of the fixed series, there from the start.
+    const Metrics fresh;
+    for (const ErrorSource source :
+         {ErrorSource::other, ErrorSource::config, ErrorSource::users_file, ErrorSource::step_socket,
+          ErrorSource::controller, ErrorSource::account_lookup, ErrorSource::deadline, ErrorSource::proc})
+        CHECK(fresh.series().at("leftover_lookup_errors_total").count(failure_label(source)) == 1);
 }
 
 TEST_CASE("metrics: processes kept for an unreadable ancestry are counted and written") {

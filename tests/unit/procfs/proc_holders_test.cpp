@@ -2,6 +2,7 @@
 // processes_holding (procfs/proc_holders.cpp) on a fake /proc: which processes hold a
 // uid as any of their four uids, read from every status file whoever owns the entry.
 #include "procfs/proc_holders.hpp"
+#include "errors/error_source.hpp"
 #include "support/fake_proc.hpp"
 
 #include <doctest/doctest.h>
@@ -49,7 +50,7 @@ TEST_CASE("processes holding a uid: a status that cannot be read or parsed, and 
     SUBCASE("the deadline") {
         const auto held = processes_holding(fake.root(), {41630}, std::chrono::steady_clock::now());
         REQUIRE_FALSE(held.ok());
-        CHECK(held.error().cause == ErrorCause::deadline);
+        CHECK(held.error().source == ErrorSource::deadline);
     }
     SUBCASE("no proc root") { CHECK_FALSE(processes_holding(fake.root() + "/nonexistent", {41630}).ok()); }
 }

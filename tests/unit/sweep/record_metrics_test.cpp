@@ -26,7 +26,7 @@ KillRecord action(pid_t pid, int signal, Outcome outcome, std::string user = "lo
 Decision decision(pid_t pid, Verdict verdict, Reason reason) { return decision_for(pid, 0, verdict, reason); }
 
 SampleInput input(const KillReport& report, bool dry_run, bool users) {
-    return {MetricsTrigger::epilog, report, dry_run, users, std::nullopt, {}, std::nullopt};
+    return {MetricsTrigger::epilog, report, dry_run, users, {}, std::nullopt};
 }
 
 }  // namespace
@@ -51,6 +51,15 @@ TEST_CASE("metrics sample: each process once, under the last signal it got, and 
     CHECK_FALSE(sample.failure);
     CHECK(sample.timestamp_seconds > 1.7e9);
     CHECK(sample_of(input(report, false, false)).killed_by_user.empty());
+}
+
+TEST_CASE("metrics sample: a failed evaluation counts its error's source, or the deadline it stopped at") {
+    KillReport report;
+    CHECK_FALSE(sample_of(input(report, false, false)).failure);
+    report.deadline_reached = true;
+    CHECK(sample_of(input(report, false, false)).failure == ErrorSource::deadline);
+    report.error = Error::lookup("slurmstepd socket x: timed out", ErrorSource::step_socket);
+    CHECK(sample_of(input(report, false, false)).failure == ErrorSource::step_socket);
 }
 
 TEST_CASE("metrics sample: a dry run signals nothing and leaves no survivors to count") {

@@ -317,7 +317,8 @@ TEST_CASE("run_sweep: a config or lookup error is counted by its kind, and nothi
     }
     SUBCASE("controller: slurmctld does not answer (no PrologFlags=contain)") {
         pipeline.request.node.prolog_contain = false;
-        pipeline.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
+        pipeline.controller.error =
+            Error::lookup("asking slurmctld: did not finish before the deadline", ErrorSource::controller);
         pipeline.run(metrics_line + "grace: 0\n");
         kind = "controller";
     }
