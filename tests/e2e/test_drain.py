@@ -58,8 +58,9 @@ def cluster(make_cluster, conf_dir):
 # slurmd's REQUEST_STEP_TERMINATE to the extern step (req.c, _handle_terminate) starts a new
 # step_terminate_monitor thread just as the extern step's step_terminate_monitor_stop
 # (step_terminate_monitor.c) has unlocked and joins the static tid, now the new monitor's,
-# which waits its full timeout. 22.05's extern step does not wait for the other steps; 25.11
-# and later join the tid copied under the lock (Slurm commit bfef7ee71c).
+# which waits its full timeout. 22.05's extern step does not wait for the other steps; 25.05.1
+# fixed the monitor (Slurm commit 9d4a9dbadd, "Correctly wait for step terminate monitor
+# thread"; 24.11.7 still has the race).
 STEP_END_BOUND = "grace: 0\nslurm_timeout: 1.5\n"
 
 
