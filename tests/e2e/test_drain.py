@@ -51,16 +51,16 @@ def cluster(make_cluster, conf_dir):
 # A step end that meets the frozen stray lasts its whole evaluation deadline (grace +
 # slurm_timeout + 1 s). These keep it at 2.5 s, well under the 3.67 s after which Slurm 24.11
 # may leave the job COMPLETING for UnkillableStepTimeout (60 s) and drain the node "Kill task
-# failed": there slurmd (req.c, _rpc_terminate_job) and the extern step (mgr.c,
-# _spawn_job_container) both wait for the job's other steps in pause_for_job_completion
-# (slurmd_common.c) with the same max_time MAX(KillWait, 5) and the same sleeps, so when a
-# step is still ending at their last check (3.67 s), both give up at 4.67 s in lock-step:
-# slurmd's REQUEST_STEP_TERMINATE to the extern step (req.c, _handle_terminate) starts a new
-# step_terminate_monitor thread just as the extern step's step_terminate_monitor_stop
-# (step_terminate_monitor.c) has unlocked and joins the static tid, now the new monitor's,
-# which waits its full timeout. 22.05's extern step does not wait for the other steps; 25.05.1
-# fixed the monitor (Slurm commit 9d4a9dbadd, "Correctly wait for step terminate monitor
-# thread"; 24.11.7 still has the race).
+# failed": there slurmd (slurmd/req.c, _rpc_terminate_job) and the extern step
+# (slurmstepd/mgr.c, _spawn_job_container) both wait for the job's other steps in
+# pause_for_job_completion (slurmd_common.c) with the same max_time MAX(KillWait, 5) and the
+# same sleeps, so when a step is still ending at their last check (3.67 s), both give up at
+# 4.67 s in lock-step: slurmd's REQUEST_STEP_TERMINATE to the extern step (slurmstepd/req.c,
+# _handle_terminate) starts a new step_terminate_monitor thread just as the extern step's
+# step_terminate_monitor_stop (step_terminate_monitor.c) has unlocked and joins the static
+# tid, now the new monitor's, which waits its full timeout. 22.05's extern step does not wait
+# for the other steps; 25.05.1 fixed the monitor (Slurm commit 9d4a9dbadd, "Correctly wait
+# for step terminate monitor thread"; 24.11.7 still has the race).
 STEP_END_BOUND = "grace: 0\nslurm_timeout: 1.5\n"
 
 
