@@ -15,9 +15,10 @@
 
 namespace leftover::node {
 
-// Slurm itself sets no length on a node's reason (22.05 to 26.05 pack and keep it whole),
-// but `sinfo -R` shows 20 characters by default and `scontrol show node` one line: a
-// reason stays short, the count and the user first.
+// slurmctld sets no length on a node's reason (22.05 to 26.05 pack and keep it whole);
+// slurmdbd keeps it in a tinytext column (255 bytes); `sinfo -R` shows 20 characters by
+// default and `scontrol show node` one line: a reason stays short, the count and the
+// user first.
 inline constexpr std::size_t kMaxDrainReason = 128;
 
 // What slurmctld says of the node before any drain. A node already drained or draining,
@@ -37,9 +38,10 @@ struct Survivor {
     char state = '?';  // from stat: D (uninterruptible), T, ...
 };
 
-// "leftover: 2 processes of bob survived SIGKILL (D)": users by count, most first; names
-// escaped (a user name is the user's choice); at most kMaxDrainReason bytes, users that do
-// not fit summed up as "+N more".
+// "leftover: 2 processes of bob survived SIGKILL (D)": users by count, most first; in a
+// name only letters, digits and . _ - @ $ stay, every other byte is \xNN (a name must not
+// read as a second user, a key=value pair or scontrol's " [user@time]"); at most
+// kMaxDrainReason bytes, users that do not fit summed up as "+N more".
 std::string survivors_reason(const std::vector<Survivor>& survivors);
 
 // Any text as a reason: one line, escaped, cut to kMaxDrainReason ("..." at the end).

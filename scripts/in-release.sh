@@ -77,6 +77,9 @@ shift
 . "$top/scripts/lib.sh"
 require_root "namespaces, mounts, chroot"
 root=$("$top/scripts/release-root.sh" "$suite" | tail -n1) || exit $?
+# Its real path: when build/roots is a symlink to roots kept elsewhere, the roots are not in
+# the tree, and hiding "build/roots" inside would hide (through the symlink) the overlay itself.
+root=$(cd "$root" && pwd -P)
 base=$(dirname "$root")
 # An empty directory on the host; each run mounts its own tmpfs on it in its own
 # mount namespace, so runs at once do not meet.

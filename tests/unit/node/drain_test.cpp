@@ -29,7 +29,46 @@ TEST_CASE("drain reason: a hostile user name is escaped, never a second line or 
     CHECK(reason.find('\'') == std::string::npos);
     CHECK(reason.find('\x1b') == std::string::npos);
     for (const char c : reason) CHECK((c >= 0x20 && c < 0x7f));
-    CHECK(reason.find("bob\\x0aState=RESUME \\x27x\\x27\\x1b[2J\\xff") != std::string::npos);
+    CHECK(reason ==
+          "leftover: 1 process of bob\\x0aState\\x3dRESUME\\x20\\x27x\\x27\\x1b\\x5b2J\\xff survived SIGKILL (D)");
+}
+
+// slurm_update_node carries the reason as one packed string and slurmctld keeps it as sent
+// (24.11 node_mgr.c, update_node), so no byte needs escaping on the way. What an admin or a
+// script reads must not be forged by a name: `scontrol -o show node` prints
+// "Reason=<reason> [<user>@<time>]" among space-separated key=value pairs, a new line for
+// each line of the reason (api/node_info.c, slurm_sprint_node_table), the reason lists the
+// users with ", ", and bytes that are not UTF-8 trouble terminals and JSON output.
+TEST_CASE("drain reason: a name cannot forge a second user, a key=value pair, a quote or who set it") {
+    CHECK(survivors_reason({{41002, "bob, alice", 'D'}}) ==
+          "leftover: 1 process of bob\\x2c\\x20alice survived SIGKILL (D)");
+    CHECK(survivors_reason({{41002, "x State=IDLE", 'D'}}) ==
+          "leftover: 1 process of x\\x20State\\x3dIDLE survived SIGKILL (D)");
+    CHECK(survivors_reason({{41002, "\"bob\"", 'D'}}) == "leftover: 1 process of \\x22bob\\x22 survived SIGKILL (D)");
+    CHECK(survivors_reason({{41002, "b [root@2026-12-03T09:00:00]", 'D'}}) ==
+          "leftover: 1 process of b\\x20\\x5broot@2026-12-03T09\\x3a00\\x3a00\\x5d survived SIGKILL (D)");
+    CHECK(survivors_reason({{41002, "\xc3\xa9t\xe9", 'D'}}) ==
+          "leftover: 1 process of \\xc3\\xa9t\\xe9 survived SIGKILL (D)");
+    CHECK(survivors_reason({{41002, "a\\x2c", 'D'}}) == "leftover: 1 process of a\\x5cx2c survived SIGKILL (D)");
+    // The usual account names stay as they are, machine and domain accounts too.
+    CHECK(survivors_reason({{41002, "lo_drain", 'D'},
+                            {41003, "svc-web.01", 'D'},
+                            {41004, "HOST$", 'D'},
+                            {41005, "ann@ad.example", 'D'}}) ==
+          "leftover: 4 processes of HOST$, ann@ad.example, lo_drain, svc-web.01 survived SIGKILL (D)");
+}
+
+TEST_CASE("drain reason: the bound fits what Slurm keeps of a reason, escaped names included") {
+    // slurmdbd's event table keeps a node's reason as tinytext, 255 bytes (accounting_storage_mysql.c,
+    // event_table_fields, 22.05 to 26.05); slurmctld itself sets no limit.
+    static_assert(kMaxDrainReason <= 255);
+    std::vector<Survivor> hostile;
+    for (uid_t uid = 41001; uid < 41040; ++uid)
+        hostile.push_back({uid, std::string(40, ',') + std::to_string(uid), 'D'});
+    const std::string reason = survivors_reason(hostile);
+    CHECK(reason.size() <= kMaxDrainReason);
+    CHECK(reason.ends_with(" more survived SIGKILL (D)"));
+    CHECK(reason.find(",,") == std::string::npos);
 }
 
 TEST_CASE("drain reason: never longer than the bound, however many users or however long a name") {
