@@ -133,9 +133,10 @@ constexpr ConfigKey kConfigKeys[] = {
      .field = &Config::drain_on_survivors,
      .type = "bool",
      .default_text = "false",
-     .doc = "after a job epilog's sweep or `leftover sweep` that left processes alive after SIGKILL (uninterruptible "
-            "sleep, a frozen cgroup), drain this node through slurmctld with a reason such as `leftover: 2 processes "
-            "of bob survived SIGKILL (D)`, unless it is drained, draining or down already; see [Monitoring](#monitoring)"},
+     .doc =
+         "after a job epilog's sweep or `leftover sweep` that left processes alive after SIGKILL (uninterruptible "
+         "sleep, a frozen cgroup), drain this node through slurmctld with a reason such as `leftover: 2 processes "
+         "of bob survived SIGKILL (D)`, unless it is drained, draining or down already; see [Monitoring](#monitoring)"},
 };
 
 // Whole numbers without a fraction, others as written ("2", "0.5").

@@ -14,7 +14,7 @@
 # (uids 41001-41099, plus 900 and 61000), which every test cluster's plugin sweeps: each
 # configuration holds /tmp/leftover-e2e.lock while its cluster runs (LEFTOVER_SOAK_NO_LOCK=1:
 # the caller holds it already).
-# --uid-base B (or LEFTOVER_SOAK_UID_BASE=B), B a multiple of 100 from 41100 to 59900: the
+# --uid-base B (or LEFTOVER_SOAK_UID_BASE=B), B a multiple of 100 from 46000 to 59900: the
 # soak runs as a block of accounts of its own, uids B..B+99 (lo<B/100>_ann, _bob, .kim,
 # Xkim, _prot, _bobby with its alias _alias, _low at B and _high at B+99; created if
 # missing), and its leftover.conf sweeps only B+1..B+98, so its plugin signals and removes
@@ -25,11 +25,11 @@
 # runs beside other e2e tests and other soaks, each with its own block; a second run with
 # the same block waits for the first (/tmp/leftover-soak-uids-B.lock). Its logs are
 # $LEFTOVER_SOAK_OUT/leftover-soak-<config>-uB.log. A long run beside other work, e.g.:
-#   scripts/soak.sh --minutes 30 --seed 7 --configs "linuxproc-contain cgroup" --uid-base 41200
+#   scripts/soak.sh --minutes 30 --seed 7 --configs "linuxproc-contain cgroup" --uid-base 46200
 # In a release's root (scripts/test.sh does this after the release's tests; the roots have
 # no cgroup v1, so linuxproc only):
 #   LEFTOVER_PLUGIN=$PWD/build/sid/spank/leftover.so LEFTOVER_SOAK_OUT=$PWD/build/sid/soak \
-#     scripts/in-release.sh sid scripts/soak.sh --configs linuxproc-contain --uid-base 41400
+#     scripts/in-release.sh sid scripts/soak.sh --configs linuxproc-contain --uid-base 46400
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 minutes=1

@@ -124,12 +124,12 @@ LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
 # The soak in a release's root: one configuration, linuxproc with PrologFlags=contain (the
 # roots cannot run proctrack/cgroup, which needs cgroup v1), as a block of accounts of its
 # own (soak.sh --uid-base), which no other test's sweep reaches: it needs no e2e lock.
-declare -A soak_uid_base=([trixie]=41800 [sid]=41900)
+declare -A soak_uid_base=([trixie]=46800 [sid]=46900)
 release_soak() {
   local suite=$1
   LEFTOVER_PLUGIN="$top/build/$suite/spank/leftover.so" LEFTOVER_SOAK_OUT="$top/build/$suite/soak" \
     scripts/in-release.sh "$suite" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
-    --seed "${LEFTOVER_SOAK_SEED:-2026}" --configs linuxproc-contain --uid-base "${soak_uid_base[$suite]:-41700}"
+    --seed "${LEFTOVER_SOAK_SEED:-2026}" --configs linuxproc-contain --uid-base "${soak_uid_base[$suite]:-46700}"
 }
 
 for suite in "${releases[@]}"; do
