@@ -63,14 +63,14 @@ Result<LiveWork> QueryController::jobs_on_nodes(const std::vector<std::string>& 
         args.push_back(std::to_string(*ending_job));
     }
     auto output = ask(args, deadline);
-    if (!output.ok()) return output.error();
+    LEFTOVER_TRY(output);
     return parse_query_output(output.value());
 }
 
 Result<DrainAnswer> QueryController::drain_node(const std::string& node, const std::string& reason,
                                                 std::chrono::steady_clock::time_point deadline) {
     auto output = ask({"drain", "--node", node, "--reason", reason}, deadline);
-    if (!output.ok()) return output.error();
+    LEFTOVER_TRY(output);
     return parse_drain_output(output.value());
 }
 

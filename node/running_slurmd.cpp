@@ -180,7 +180,7 @@ Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root)
     const Status scanned = scan_daemons(proc_root, "slurmd", {0}, [&](pid_t pid, const std::string& cmdline) {
         found.push_back({pid, parse_slurmd_options(split_cmdline(cmdline))});
     });
-    if (!scanned.ok()) return scanned.error();
+    LEFTOVER_TRY(scanned);
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
     return found;
 }
@@ -191,7 +191,7 @@ Result<std::vector<pid_t>> running_slurmctlds(const std::string& proc_root, cons
     std::vector<pid_t> found;
     const Status scanned =
         scan_daemons(proc_root, "slurmctld", trusted, [&](pid_t pid, const std::string&) { found.push_back(pid); });
-    if (!scanned.ok()) return scanned.error();
+    LEFTOVER_TRY(scanned);
     std::sort(found.begin(), found.end());
     return found;
 }

@@ -65,7 +65,7 @@ Result<std::map<uid_t, std::vector<pid_t>>> processes_holding(const std::string&
             if (uids.count(uid) != 0) holders[uid].push_back(pid);
         return Ok{};
     });
-    if (!listed) return listed.error();
+    LEFTOVER_TRY(listed);
     for (auto& [uid, pids] : holders) std::sort(pids.begin(), pids.end());
     return holders;
 }

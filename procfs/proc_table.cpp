@@ -170,7 +170,7 @@ Status Scanner::load_details() {
             return in_time;
         ++read;
         const auto loaded = load_detail(p);
-        if (!loaded) return loaded.error();
+        LEFTOVER_TRY(loaded);
         if (!*loaded) gone.insert(p.pid);
     }
     std::erase_if(table_.processes, [&](const Process& p) { return gone.count(p.pid) != 0; });
@@ -231,7 +231,7 @@ Status Scanner::resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>
         return Ok{};
     };
     const auto slot = ancestor(pid);
-    if (!slot) return slot.error();
+    LEFTOVER_TRY(slot);
     std::optional<AncestryEntry>& seen = **slot;
     if (!seen || seen->chain != AncestryEntry::Chain::unresolved) return pop();
     AncestryEntry& n = *seen;
@@ -244,7 +244,7 @@ Status Scanner::resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>
         return pop();
     }
     const auto parent_slot = ancestor(n.ppid);
-    if (!parent_slot) return parent_slot.error();
+    LEFTOVER_TRY(parent_slot);
     const std::optional<AncestryEntry>& parent = **parent_slot;
     if (parent && parent->chain == AncestryEntry::Chain::unresolved) {
         stack.push_back(n.ppid);
@@ -260,7 +260,7 @@ Status Scanner::resolve_one(std::vector<pid_t>& stack, std::unordered_set<pid_t>
         }
         pid_t ppid = 0;
         const auto alive = refresh(pid, n.start_time, ppid);
-        if (!alive) return alive.error();
+        LEFTOVER_TRY(alive);
         if (!*alive) {
             seen.reset();
             return pop();
@@ -300,7 +300,7 @@ Result<bool> Scanner::walk(Process& p) {
         if (p.ppid <= 0) return true;
         if (p.ppid == p.pid) break;
         const auto parent = resolved(p.ppid);
-        if (!parent) return parent.error();
+        LEFTOVER_TRY(parent);
         const AncestryEntry* found = *parent;
         if (found && found->start_time <= p.start_time) {
             if (found->chain == AncestryEntry::Chain::unreadable || found->depth + 1 > max_ancestry_depth) break;
@@ -311,7 +311,7 @@ Result<bool> Scanner::walk(Process& p) {
         // The parent is gone or younger than p (a reused pid): p was reparented.
         pid_t ppid = 0;
         const auto alive = refresh(p.pid, p.start_time, ppid);
-        if (!alive) return alive.error();
+        LEFTOVER_TRY(alive);
         if (!*alive) return false;
         if (ppid == p.ppid) return true;  // the parent really is missing: the chain ends
         p.ppid = ppid;
@@ -331,7 +331,7 @@ Status Scanner::resolve_ancestry() {
             return in_time;
         ++walked;
         const auto kept = walk(p);
-        if (!kept) return kept.error();
+        LEFTOVER_TRY(kept);
         if (!*kept) gone.insert(p.pid);
     }
     std::erase_if(table_.processes, [&](const Process& p) { return gone.count(p.pid) != 0; });

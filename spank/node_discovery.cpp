@@ -30,7 +30,7 @@ std::string plugin_path() {
 // dir we read is a lookup error all the same (local_steps.hpp).
 Status add_running_host_nodes(node::NodeInfo& node) {
     auto running = node::running_slurmds("/proc");
-    if (!running.ok()) return running.error();
+    LEFTOVER_TRY(running);
     const node::SlurmdNaming naming{std::nullopt, node::full_hostname(), node::slurmd_spool_pattern(),
                                     node::short_hostname()};
     for (const std::string& unknown : node::add_running_nodes(node, running.value(), naming))
