@@ -77,6 +77,11 @@ private:
     Error failure(pid_t pid, const char* file, int err) const;
     // `progress` says how far the scan got, for the log: what it left unread.
     Status check_deadline(std::string_view progress = "while listing it") const;
+    // One pass over the listed processes that `wanted` selects, each checked against the
+    // deadline first (`done` names the pass for the log); a process `step` finds gone
+    // (false) leaves the table.
+    template <class Wanted, class Step>
+    Status pass(Wanted wanted, std::string_view done, Step step);
 
     int root_;
     const ScanOptions& options_;
@@ -159,22 +164,26 @@ Result<bool> Scanner::load_detail(Process& p) {
     return true;
 }
 
-Status Scanner::load_details() {
+template <class Wanted, class Step>
+Status Scanner::pass(Wanted wanted, std::string_view done, Step step) {
     std::unordered_set<pid_t> gone;
-    std::size_t read = 0;
+    std::size_t count = 0;
     for (Process& p : table_.processes) {
-        if (!options_.wants_detail(p.owner)) continue;
-        if (auto in_time =
-                check_deadline(fmt::format("after reading {} of {} processes listed", read, table_.processes.size()));
-            !in_time)
-            return in_time;
-        ++read;
-        const auto loaded = load_detail(p);
-        LEFTOVER_TRY(loaded);
-        if (!*loaded) gone.insert(p.pid);
+        if (!wanted(p)) continue;
+        LEFTOVER_TRY(
+            check_deadline(fmt::format("after {} {} of {} processes listed", done, count, table_.processes.size())));
+        ++count;
+        const Result<bool> kept = step(p);
+        LEFTOVER_TRY(kept);
+        if (!*kept) gone.insert(p.pid);
     }
     std::erase_if(table_.processes, [&](const Process& p) { return gone.count(p.pid) != 0; });
     return Ok{};
+}
+
+Status Scanner::load_details() {
+    return pass([&](const Process& p) { return options_.wants_detail(p.owner); }, "reading",
+                [&](Process& p) { return load_detail(p); });
 }
 
 // A process as the walk sees it right now, read once and cached. slurmstepd is decided
@@ -321,21 +330,8 @@ Result<bool> Scanner::walk(Process& p) {
 }
 
 Status Scanner::resolve_ancestry() {
-    std::unordered_set<pid_t> gone;
-    std::size_t walked = 0;
-    for (Process& p : table_.processes) {
-        if (!p.detailed) continue;
-        if (auto in_time = check_deadline(
-                fmt::format("after the parent chains of {} of {} processes listed", walked, table_.processes.size()));
-            !in_time)
-            return in_time;
-        ++walked;
-        const auto kept = walk(p);
-        LEFTOVER_TRY(kept);
-        if (!*kept) gone.insert(p.pid);
-    }
-    std::erase_if(table_.processes, [&](const Process& p) { return gone.count(p.pid) != 0; });
-    return Ok{};
+    return pass([](const Process& p) { return p.detailed; }, "the parent chains of",
+                [&](Process& p) { return walk(p); });
 }
 
 }  // namespace
