@@ -101,7 +101,7 @@ std::vector<std::string> add_running_nodes(NodeInfo& node, const std::vector<Run
 
 namespace {
 
-// Calls `found(pid, command line)` for every live process under proc_root whose
+// Calls `found(pid, parent pid, command line)` for every live process under proc_root whose
 // /proc directory one of `owners` owns, whose executable is `program` (slurm_program_name)
 // and that shares the caller's pid namespace. A process that exits meanwhile is
 // skipped; anything else that cannot be read is a lookup error.
@@ -156,6 +156,11 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
             return failed("ns/pid", err);
         }
         if (its_namespace != my_namespace) return Ok{};
+        procfs::StatFields stat;
+        if (const int err = procfs::read_stat(pid_dir.get(), pid, stat, text)) {
+            if (procfs::vanished(err)) return Ok{};
+            return failed("stat", err);
+        }
         if (const int err = procfs::read_file(pid_dir.get(), "cmdline", text)) {
             if (procfs::vanished(err)) return Ok{};
             return failed("cmdline", err);
@@ -168,7 +173,7 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
         std::string exe_after;
         if (const int err = procfs::read_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe)
             return Ok{};
-        found(pid, text);
+        found(pid, stat.ppid, text);
         return Ok{};
     });
 }
@@ -177,10 +182,22 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
 
 Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root) {
     std::vector<RunningSlurmd> found;
-    const Status scanned = scan_daemons(proc_root, "slurmd", {0}, [&](pid_t pid, const std::string& cmdline) {
-        found.push_back({pid, parse_slurmd_options(split_cmdline(cmdline))});
-    });
+    std::vector<std::pair<pid_t, pid_t>> parents;  // (pid, parent pid)
+    const Status scanned =
+        scan_daemons(proc_root, "slurmd", {0}, [&](pid_t pid, pid_t ppid, const std::string& cmdline) {
+            found.push_back({pid, parse_slurmd_options(split_cmdline(cmdline))});
+            parents.emplace_back(pid, ppid);
+        });
     LEFTOVER_TRY(scanned);
+    // A slurmd's forked child (a prolog, an epilog, a step on its way to exec
+    // slurmstepd) is not a daemon of its own, and may have rewritten its command line
+    // (26.05): a slurmd whose parent is a slurmd is left out.
+    std::set<pid_t> daemons;
+    for (const auto& [pid, ppid] : parents) daemons.insert(pid);
+    std::set<pid_t> children;
+    for (const auto& [pid, ppid] : parents)
+        if (daemons.count(ppid) != 0) children.insert(pid);
+    std::erase_if(found, [&](const RunningSlurmd& slurmd) { return children.count(slurmd.pid) != 0; });
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
     return found;
 }
@@ -189,8 +206,8 @@ Result<std::vector<pid_t>> running_slurmctlds(const std::string& proc_root, cons
     std::set<uid_t> trusted = owners;
     trusted.insert(0);
     std::vector<pid_t> found;
-    const Status scanned =
-        scan_daemons(proc_root, "slurmctld", trusted, [&](pid_t pid, const std::string&) { found.push_back(pid); });
+    const Status scanned = scan_daemons(proc_root, "slurmctld", trusted,
+                                        [&](pid_t pid, pid_t, const std::string&) { found.push_back(pid); });
     LEFTOVER_TRY(scanned);
     std::sort(found.begin(), found.end());
     return found;

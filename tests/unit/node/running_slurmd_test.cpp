@@ -74,6 +74,18 @@ TEST_CASE("fault catalogue: every root slurmd of this pid namespace is found, wi
     CHECK((*found)[3].options == named("lo-c"));
 }
 
+TEST_CASE("running slurmd: a slurmd's forked child, its command line rewritten, is not a slurmd of its own") {
+    FakeProc proc;
+    proc.write_file("100/cmdline", cmdline({"slurmd", "-N", "caller"}));
+    proc.add_process({.pid = 300, .ppid = 100, .uids = {0, 0, 0, 0}, .comm = "slurmd", .exe = "/usr/sbin/slurmd"});
+    proc.write_file("300/cmdline", cmdline({"slurmd: epilog"}));
+    proc.set_pid_ns(300, "pid:[4026531836]");
+    auto found = running_slurmds(proc.root());
+    REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
+    REQUIRE(found->size() == 1);
+    CHECK((*found)[0].pid == 100);
+}
+
 TEST_CASE("running slurmd: an unreadable /proc is a lookup error") {
     auto found = running_slurmds("/nonexistent-proc");
     REQUIRE_FALSE(found.ok());
