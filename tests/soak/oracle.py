@@ -41,6 +41,10 @@ class Verdict:
         return [f for f in self.findings if f.invariant == invariant]
 
 
+# How long before its SIGKILL the executor's fresh look may have read the node.
+KILL_LOOK = 0.25
+
+
 class Oracle:
     def __init__(self, allocs: dict[int, Allocation], logs: dict[str, NodeLog], procs: list[ProcRecord],
                  protected: dict[int, str], uid_range: tuple[int, int], fault_windows: list[tuple[float, float]],
@@ -112,6 +116,10 @@ class Oracle:
                 begin = first_stop.get((sig.source, sig.pid), sig.when)
                 if sig.when - begin > DEADLINE:
                     begin = sig.when
+                if sig.signal == "SIGKILL":
+                    # After grace the executor takes a fresh look before it kills: that
+                    # look, not the stop before SIGTERM, is the SIGKILL's decision.
+                    begin = max(begin, sig.when - KILL_LOOK)
                 held, new = self._held(sig.uid, node, begin, sig.when, body)
                 if held:
                     self._find(1, sig.when, node, sig.uid, f"{what}: the user held {self._describe(held, node)}"
