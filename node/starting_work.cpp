@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "node/starting_work.hpp"
+
+#include "procfs/proc_read.hpp"
+#include "util/errno_text.hpp"
+#include "util/unique_fd.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace leftover::node {
+namespace {
+
+struct Daemon {
+    pid_t ppid = 0;
+    bool stepd = false;  // slurmstepd; else slurmd
+};
+
+// argv[0], argv[1], ... of a cmdline file.
+bool has_args(std::string_view cmdline, std::string_view first, std::string_view second) {
+    const auto end0 = cmdline.find('\0');
+    if (end0 == std::string_view::npos) return false;
+    const std::string_view rest = cmdline.substr(end0 + 1);
+    return rest.starts_with(std::string(first) + '\0' + std::string(second));
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root,
+                                                     const std::set<pid_t>& answering_stepds,
+                                                     const std::set<pid_t>& not_doubt, std::size_t unplaced_stepds) {
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
+    std::map<pid_t, Daemon> daemons;
+    std::string buf;
+    const auto failed = [&](pid_t pid, const char* file, int err) {
+        return Error::lookup(fmt::format("cannot read {}/{}/{}: {}", proc_root, pid, file, errno_text(err)));
+    };
+    // One listing, root's processes only: the owner without opening the directory.
+    const Status listed = procfs::for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {
+        struct stat st {};
+        if (::fstatat(root.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (procfs::vanished(errno)) return Ok{};
+            return failed(pid, "", errno);
+        }
+        if (st.st_uid != 0 || !S_ISDIR(st.st_mode)) return Ok{};
+        UniqueFd dir;
+        if (const int err = procfs::open_pid_dir(root.get(), pid, dir)) {
+            if (procfs::vanished(err)) return Ok{};
+            return failed(pid, "", err);
+        }
+        procfs::StatFields stat;
+        if (const int err = procfs::read_stat(dir.get(), pid, stat, buf)) {
+            if (procfs::vanished(err)) return Ok{};
+            return failed(pid, "stat", err);
+        }
+        if (stat.kernel_thread() || stat.state == 'Z' || stat.state == 'X') return Ok{};
+        if (const int err = procfs::read_link(dir.get(), "exe", buf)) {
+            // No exe link: a kernel thread or a process on its way out; neither sets up work.
+            if (procfs::vanished(err) || err == EINVAL) return Ok{};
+            return failed(pid, "exe", err);
+        }
+        const std::string_view program = procfs::slurm_program_name(procfs::exe_program(buf));
+        if (program == "slurmstepd" || program == "slurmd") daemons[pid] = {stat.ppid, program == "slurmstepd"};
+        return Ok{};
+    });
+    LEFTOVER_TRY(listed);
+
+    const auto is = [&](pid_t pid, bool stepd) {
+        const auto found = daemons.find(pid);
+        return found != daemons.end() && found->second.stepd == stepd;
+    };
+    for (const auto& [pid, daemon] : daemons) {
+        if (not_doubt.count(pid) != 0) continue;
+        if (daemon.stepd && (answering_stepds.count(pid) != 0 || is(daemon.ppid, true))) continue;
+        if (!daemon.stepd && !is(daemon.ppid, false)) continue;  // a slurmd daemon itself
+        const std::string cmdline_path = fmt::format("{}/cmdline", pid);
+        if (const int err = procfs::read_file(root.get(), cmdline_path.c_str(), buf)) {
+            if (procfs::vanished(err)) continue;
+            return failed(pid, "cmdline", err);
+        }
+        if (buf.empty()) continue;  // exited meanwhile
+        if (daemon.stepd) {
+            if (has_args(buf, "spank", "epilog")) continue;  // another job ending
+            if (unplaced_stepds > 0) {
+                --unplaced_stepds;
+                continue;
+            }
+            return std::optional<std::string>(fmt::format("slurmstepd pid {} has no step socket yet", pid));
+        }
+        if (buf.find("epilog") != std::string::npos) continue;  // 26.05's title of an epilog fork
+        return std::optional<std::string>(
+            fmt::format("slurmd pid {}, a fork of slurmd pid {}, may be starting a step", pid, daemon.ppid));
+    }
+    return std::optional<std::string>();
+}
+
+}  // namespace leftover::node
