@@ -143,6 +143,16 @@ bool KillRun::no_job_starting() {
         waited = true;
         const auto left = options_.deadline - Clock::now();
         std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(5), left));
+        // A fresh look at the job state: job_starting judges by the last one, which
+        // cannot show a step whose socket appeared since.
+        if (!options_.job_state_unchanged) {
+            if (!replan()) return false;
+            continue;
+        }
+        if (const auto unchanged = options_.job_state_unchanged(); !unchanged.ok()) {
+            report_.error = unchanged.error();
+            return false;
+        }
     }
 }
 

@@ -7,7 +7,9 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <map>
 #include <string_view>
 
@@ -19,7 +21,23 @@ namespace {
 struct Daemon {
     pid_t ppid = 0;
     bool stepd = false;  // slurmstepd; else slurmd
+    bool young = true;   // started within kSetUpWithin
 };
+
+// Setting a step up takes milliseconds, a prolog seconds: a slurmstepd without a socket
+// for longer is stuck or foreign (its socket removed, a spool dir nobody named), and
+// would hold every sweep of the node to its deadline.
+constexpr double kSetUpWithin = 120.0;  // seconds
+
+// Seconds since boot from <proc_root>/uptime; nullopt when it cannot be read (no age
+// limit then).
+std::optional<double> uptime(int root, std::string& buf) {
+    if (procfs::read_file(root, "uptime", buf) != 0) return std::nullopt;
+    char* end = nullptr;
+    const double seconds = std::strtod(buf.c_str(), &end);
+    if (end == buf.c_str() || seconds <= 0) return std::nullopt;
+    return seconds;
+}
 
 // argv[0], argv[1], ... of a cmdline file.
 bool has_args(std::string_view cmdline, std::string_view first, std::string_view second) {
@@ -38,6 +56,8 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
     if (!root.valid()) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
     std::map<pid_t, Daemon> daemons;
     std::string buf;
+    const auto now = uptime(root.get(), buf);
+    const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
     const auto failed = [&](pid_t pid, const char* file, int err) {
         return Error::lookup(fmt::format("cannot read {}/{}/{}: {}", proc_root, pid, file, errno_text(err)));
     };
@@ -66,7 +86,8 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
             return failed(pid, "exe", err);
         }
         const std::string_view program = procfs::slurm_program_name(procfs::exe_program(buf));
-        if (program == "slurmstepd" || program == "slurmd") daemons[pid] = {stat.ppid, program == "slurmstepd"};
+        const bool young = !now || ticks <= 0 || *now - static_cast<double>(stat.start_time) / ticks < kSetUpWithin;
+        if (program == "slurmstepd" || program == "slurmd") daemons[pid] = {stat.ppid, program == "slurmstepd", young};
         return Ok{};
     });
     LEFTOVER_TRY(listed);
@@ -76,7 +97,7 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
         return found != daemons.end() && found->second.stepd == stepd;
     };
     for (const auto& [pid, daemon] : daemons) {
-        if (not_doubt.count(pid) != 0) continue;
+        if (not_doubt.count(pid) != 0 || !daemon.young) continue;
         if (daemon.stepd && (answering_stepds.count(pid) != 0 || is(daemon.ppid, true))) continue;
         if (!daemon.stepd && !is(daemon.ppid, false)) continue;  // a slurmd daemon itself
         const std::string cmdline_path = fmt::format("{}/cmdline", pid);

@@ -45,22 +45,24 @@ TEST_CASE("fault catalogue: a user whose job was starting as the sweep looked ke
     Sweeper sweeper(41134);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     bool answers = false;  // the new job's slurmstepd, on its socket
-    sweeper.job_state = [&answers] {
+    bool seen = false;     // by the last look at the job state
+    sweeper.job_state = [&] {
+        seen = answers;
         LiveWork live;
-        if (answers) live.uids.insert(41134);
+        if (seen) live.uids.insert(41134);
         return Result<LiveWork>(live);
     };
     int asked = 0;
+    // As the product's: judged by the last look, whose sockets cannot show a stepd that
+    // answers only since. Its socket appears while the round waits.
     sweeper.job_starting = [&] {
-        // Its socket appears while the round waits.
-        if (++asked < 3)
-            return Result<std::optional<std::string>>(std::string("slurmstepd pid 4243 has no step socket yet"));
-        answers = true;
-        return Result<std::optional<std::string>>(std::optional<std::string>());
+        if (++asked == 2) answers = true;
+        if (seen) return Result<std::optional<std::string>>(std::optional<std::string>());
+        return Result<std::optional<std::string>>(std::string("slurmstepd pid 4243 has no step socket yet"));
     };
-    const KillReport report = sweeper.run(2000ms);
+    const KillReport report = sweeper.run(2000ms, false, real_system_calls(), 4000ms);
     INFO(format_actions(report));
-    CHECK(asked >= 3);
+    CHECK(asked >= 2);
     CHECK(action_for(report, stray, SIGTERM) == nullptr);
     CHECK(action_for(report, stray, SIGKILL) == nullptr);
     CHECK_FALSE(report.job_starting.has_value());

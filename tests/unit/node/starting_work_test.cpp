@@ -53,6 +53,11 @@ TEST_CASE("fault catalogue: a slurmstepd with no step socket yet is a job starti
     CHECK(node.starting({200, 300}) == std::nullopt);  // it answers now
     // A stepd whose socket could not be asked (or names a pid of another namespace) is that one.
     CHECK(node.starting({200}, 1) == std::nullopt);
+    // Without a socket for minutes it is stuck, not starting (it started 10 s after boot).
+    node.proc.write_file("uptime", "100000.00 1.00\n");
+    CHECK(node.starting() == std::nullopt);
+    node.proc.write_file("uptime", "20.00 1.00\n");
+    CHECK(node.starting() == "slurmstepd pid 300 has no step socket yet");
 }
 
 TEST_CASE("starting work: the caller's own process and its ancestors are no doubt, another slurmd fork is") {
