@@ -45,7 +45,7 @@ struct Node {
 
 }  // namespace
 
-TEST_CASE("fault catalogue: a slurmstepd with no step socket yet is a job starting; one that answers is not") {
+TEST_CASE("fault catalogue: a slurmstepd with no step socket yet is a job starting, one that answers is not") {
     Node node;
     CHECK(node.starting() == std::nullopt);  // the caller, its slurmd fork, an answering stepd and its task
     node.add(300, 1, "/usr/sbin/slurmstepd-wlm", {"/usr/sbin/slurmstepd"});
