@@ -396,7 +396,6 @@ void KillRun::record_dry_run() {
 // false: the run ends here (an evaluation failed, the deadline passed).
 bool KillRun::term_and_grace() {
     if (!stop_targets() || !no_job_starting() || deadline_passed()) return false;
-    if (!has_kills()) return false;
     auto pinned = signal_round(SIGTERM);
     if (!pinned.empty() && options_.observer.on_grace_wait)
         options_.observer.on_grace_wait(pinned.size(), options_.grace);
