@@ -80,12 +80,15 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
             return failed(pid, "stat", err);
         }
         if (stat.kernel_thread() || stat.state == 'Z' || stat.state == 'X') return Ok{};
+        // An exe link even root cannot read (pid 1's in some containers): the name the
+        // kernel took from the executable, as running_slurmds counts it.
+        std::string_view program;
         if (const int err = procfs::read_link(dir.get(), "exe", buf)) {
-            // No exe link: a kernel thread or a process on its way out; neither sets up work.
-            if (procfs::vanished(err) || err == EINVAL) return Ok{};
-            return failed(pid, "exe", err);
+            if (procfs::vanished(err)) return Ok{};
+            program = procfs::slurm_program_name(stat.comm);
+        } else {
+            program = procfs::slurm_program_name(procfs::exe_program(buf));
         }
-        const std::string_view program = procfs::slurm_program_name(procfs::exe_program(buf));
         const bool young = !now || ticks <= 0 || *now - static_cast<double>(stat.start_time) / ticks < kSetUpWithin;
         if (program == "slurmstepd" || program == "slurmd") daemons[pid] = {stat.ppid, program == "slurmstepd", young};
         return Ok{};

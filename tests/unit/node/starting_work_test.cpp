@@ -67,6 +67,17 @@ TEST_CASE("starting work: the caller's own process and its ancestors are no doub
     CHECK(node.starting() == "slurmd pid 61, a fork of slurmd pid 50, may be starting a step");
 }
 
+TEST_CASE("starting work: an exe link root cannot read is judged by the process's name, not an error") {
+    Node node;
+    node.proc.add_process({.pid = 500, .ppid = 1, .uids = {0, 0, 0, 0}, .comm = "systemd", .exe = ""});
+    node.proc.write_file("500/exe", "");  // a regular file: readlink fails with EINVAL
+    CHECK(node.starting() == std::nullopt);
+    node.proc.add_process({.pid = 501, .ppid = 1, .uids = {0, 0, 0, 0}, .comm = "slurmstepd", .exe = ""});
+    node.proc.write_file("501/exe", "");
+    node.proc.write_file("501/cmdline", cmdline({"slurmstepd"}));
+    CHECK(node.starting() == "slurmstepd pid 501 has no step socket yet");
+}
+
 TEST_CASE("starting work: another job's spank epilog and 26.05's epilog fork are a job ending, no doubt") {
     Node node;
     node.add(301, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd", "spank", "epilog"});
