@@ -57,6 +57,8 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
     std::map<pid_t, Daemon> daemons;
     std::string buf;
     const auto now = uptime(root.get(), buf);
+    std::string my_namespace;  // unread: every daemon counts
+    procfs::read_link(root.get(), "self/ns/pid", my_namespace);
     const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
     const auto failed = [&](pid_t pid, const char* file, int err) {
         return Error::lookup(fmt::format("cannot read {}/{}/{}: {}", proc_root, pid, file, errno_text(err)));
@@ -109,6 +111,11 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
             return failed(pid, "cmdline", err);
         }
         if (buf.empty()) continue;  // exited meanwhile
+        // A daemon of another pid namespace is another host's, as for running_slurmds.
+        if (std::string ns; !my_namespace.empty() &&
+                            procfs::read_link(root.get(), fmt::format("{}/ns/pid", pid).c_str(), ns) == 0 &&
+                            ns != my_namespace)
+            continue;
         if (daemon.stepd) {
             if (has_args(buf, "spank", "epilog")) continue;  // another job ending
             if (unplaced_stepds > 0) {

@@ -24,6 +24,7 @@ namespace leftover::node {
 //    way to exec), unless it runs `slurmstepd spank epilog` (a job ending), or
 //  - a slurmd whose parent is a slurmd: a fork on its way to exec slurmstepd or a
 //    prolog, unless its command line says it runs an epilog (26.05 rewrites it).
+// Only a daemon of the caller's pid namespace counts (another one is another host's).
 // Either started within the last two minutes (by <proc_root>/uptime): one without a socket
 // for longer is stuck, not starting, and must not hold every sweep to its deadline.
 // `not_doubt`: the caller and its ancestors (a job epilog runs inside such a fork).

@@ -35,6 +35,7 @@ struct Node {
     void add(pid_t pid, pid_t ppid, const std::string& exe, const std::vector<std::string>& argv) {
         proc.add_process({.pid = pid, .ppid = ppid, .uids = {0, 0, 0, 0}, .comm = "slurm", .exe = exe});
         proc.write_file(std::to_string(pid) + "/cmdline", cmdline(argv));
+        proc.set_pid_ns(pid, "pid:[4026531836]");
     }
     std::optional<std::string> starting(const std::set<pid_t>& answering = {200}, std::size_t unplaced = 0) {
         auto found = work_being_set_up(proc.root(), answering, {100, 60, 50, 1}, unplaced);
@@ -78,10 +79,14 @@ TEST_CASE("starting work: an exe link root cannot read is judged by the process'
     CHECK(node.starting() == "slurmstepd pid 501 has no step socket yet");
 }
 
-TEST_CASE("starting work: another job's spank epilog and 26.05's epilog fork are a job ending, no doubt") {
+TEST_CASE("starting work: a spank epilog, an epilog fork, another pid namespace's stepd are no doubt") {
     Node node;
     node.add(301, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd", "spank", "epilog"});
     node.add(62, 50, "/usr/sbin/slurmd", {"slurmd: epilog"});
+    CHECK(node.starting() == std::nullopt);
+    // Another host's: a node in a pid namespace of its own, its /proc seen from outside.
+    node.add(303, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    node.proc.set_pid_ns(303, "pid:[4026532999]");
     CHECK(node.starting() == std::nullopt);
     node.add(302, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd", "spank", "prolog"});
     CHECK(node.starting() == "slurmstepd pid 302 has no step socket yet");
