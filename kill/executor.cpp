@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <csignal>
 #include <map>
+#include <thread>
 #include <utility>
 
 namespace leftover {
@@ -46,6 +47,7 @@ private:
     bool replan();
     bool deadline_passed();
     bool stop_targets();
+    bool no_job_starting();
     bool hold_stopped(std::vector<Decision>& stoppable, std::vector<PidRef> pinned);
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
     bool plan_still_holds(const std::set<uid_t>& swept);
@@ -112,6 +114,46 @@ bool KillRun::deadline_passed() {
     if (!past(options_.deadline)) return false;
     report_.deadline_reached = true;
     return true;
+}
+
+// The last look before a round: no job may be on its way onto the node (its slurmstepd
+// not answering yet, so the look could not show its user). While one is, wait; once it
+// is gone or answers, a fresh plan (its user may be live now) and a new stop. true: the
+// round may signal. false: an evaluation failed, or the deadline came with a job still
+// starting (nothing is signalled; finish() continues what is stopped).
+bool KillRun::no_job_starting() {
+    if (!options_.job_starting) return true;
+    for (bool waited = false;;) {
+        auto starting = options_.job_starting();
+        if (!starting.ok()) {
+            report_.error = starting.error();
+            return false;
+        }
+        if (!starting.value()) {
+            if (!waited) return true;
+            if (!replan() || !stop_targets() || deadline_passed()) return false;
+            waited = false;
+            continue;
+        }
+        if (past(options_.deadline)) {
+            report_.job_starting = std::move(*starting.value());
+            report_.deadline_reached = true;
+            return false;
+        }
+        waited = true;
+        const auto left = options_.deadline - Clock::now();
+        std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(5), left));
+        // A fresh look at the job state: job_starting judges by the last one, which
+        // cannot show a step whose socket appeared since.
+        if (!options_.job_state_unchanged) {
+            if (!replan()) return false;
+            continue;
+        }
+        if (const auto unchanged = options_.job_state_unchanged(); !unchanged.ok()) {
+            report_.error = unchanged.error();
+            return false;
+        }
+    }
 }
 
 // Stops every target of the plan, scans again and stops the targets that are new (a
@@ -315,8 +357,11 @@ std::vector<PidRef> KillRun::signal_round(int signal) {
 
 // The survivors: the last plan's targets, less those seen to exit since it was made.
 void KillRun::finish() {
-    continue_all(report_.error ? "not killed: the sweep stopped at an error"
-                               : "not killed: the sweep ended before its kill");
+    const std::string starting =
+        report_.job_starting ? "not signalled: a job is starting on this node (" + *report_.job_starting + ")" : "";
+    continue_all(report_.error          ? "not killed: the sweep stopped at an error"
+                 : report_.job_starting ? starting.c_str()
+                                        : "not killed: the sweep ended before its kill");
     if (report_.error) return;
     for (Decision& d : plan_->kills())
         if (signaller_.exited().count(d.pid) == 0) report_.survivors.push_back(std::move(d));
@@ -350,7 +395,7 @@ void KillRun::record_dry_run() {
 // Stop, SIGTERM (and SIGCONT to the stopped), grace, then a fresh plan for SIGKILL.
 // false: the run ends here (an evaluation failed, the deadline passed).
 bool KillRun::term_and_grace() {
-    if (!stop_targets() || deadline_passed()) return false;
+    if (!stop_targets() || !no_job_starting() || deadline_passed()) return false;
     auto pinned = signal_round(SIGTERM);
     if (!pinned.empty() && options_.observer.on_grace_wait)
         options_.observer.on_grace_wait(pinned.size(), options_.grace);
@@ -373,7 +418,7 @@ void KillRun::kill_rounds() {
 // Stop, SIGKILL, wait for the exits, a fresh plan. false: the run ends here (nothing
 // left to kill after the stop, an evaluation failed, the deadline passed).
 bool KillRun::kill_round() {
-    if (!stop_targets() || deadline_passed() || !has_kills()) return false;
+    if (!stop_targets() || !no_job_starting() || deadline_passed() || !has_kills()) return false;
     auto pinned = signal_round(SIGKILL);
     signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
     // A stray that forks keeps making new ones: decide again on a fresh scan.

@@ -67,6 +67,12 @@ struct KillOptions {
     // holds and no new evaluation is made (on a node of thousands, the costly part of a
     // sweep). Unset: a new evaluation after every stop round.
     std::function<Result<bool>()> job_state_unchanged;
+    // Right before each signal round, after the last look at the job state: a job or step
+    // being set up on this node that the look could not show yet (its slurmstepd has no
+    // step socket), said as a clause; nullopt when there is none. While there is one the
+    // round waits (to the deadline at most) and then decides again, its user possibly
+    // live now; at the deadline nothing is signalled. Unset: not asked.
+    std::function<Result<std::optional<std::string>>()> job_starting;
 };
 
 struct KillReport {
@@ -75,6 +81,8 @@ struct KillReport {
     std::vector<Decision> survivors;  // strays still there at the end
     std::optional<Error> error;       // an evaluation failed: killing stopped there
     bool deadline_reached = false;
+    // The deadline came while a job was being set up here: the clause job_starting said.
+    std::optional<std::string> job_starting;
     int rounds = 0;
     std::size_t evaluations = 0;
     int stop_rounds = 0;  // SIGSTOP rounds, all phases together

@@ -7,6 +7,8 @@
 #include "sweep/report.hpp"
 #include "sweep/drain_node.hpp"
 #include "node/controller_host.hpp"
+#include "node/starting_work.hpp"
+#include "procfs/proc_table.hpp"
 
 #include <fmt/format.h>
 
@@ -86,6 +88,16 @@ public:
     // die mid-answer. slurmctld is asked only from the job epilog, outside the step.
     bool at_step_end() const { return request_.trigger.ending_step.has_value(); }
 
+    // A job or step being set up here that the last look at the step sockets could not
+    // show (see node/starting_work.hpp). slurmctld knows a job before the node does: with
+    // job_source controller there is nothing to ask.
+    Result<std::optional<std::string>> job_starting() const {
+        if (config_.job_source == JobSource::controller) return std::optional<std::string>();
+        std::set<pid_t> caller{request_.self};
+        for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller.insert(pid);
+        return node::work_being_set_up(request_.proc_root, answering_stepds_, caller, unplaced_stepds_);
+    }
+
 private:
     // The node's own step sockets; in the job epilog, slurmctld for those nobody could ask.
     Result<LiveWork> read_step_sockets(Clock::time_point until) {
@@ -100,6 +112,7 @@ private:
         const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
         auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
         LEFTOVER_TRY(state);
+        remember_stepds(state.value());
         for (const node::UnansweredStep& step : state->unanswered)
             if (unanswered_logged_.insert(step.socket_path).second)
                 log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
@@ -113,6 +126,17 @@ private:
         if (!state->unanswered.empty())
             LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
         return live;
+    }
+
+    // The stepds the look found (ending ones too), for job_starting.
+    void remember_stepds(const node::LocalJobState& state) {
+        answering_stepds_.clear();
+        unplaced_stepds_ = state.unanswered.size();
+        for (const node::LocalStep& step : state.live)
+            if (step.stepd_pid)
+                answering_stepds_.insert(*step.stepd_pid);
+            else
+                ++unplaced_stepds_;
     }
 
     // Each live and each gone step once per sweep.
@@ -184,6 +208,8 @@ private:
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
+    std::set<pid_t> answering_stepds_;  // of the last look
+    std::size_t unplaced_stepds_ = 0;   // sockets of the last look whose stepd's pid is not known
 };
 
 // One deadline per evaluation; Slurm drains a node whose step does not end in time.
@@ -302,7 +328,7 @@ private:
             return report_;
         }
         Evaluation evaluation = make_evaluation(config, exemptions, request_, accounts_, job_state);
-        const KillOptions options = kill_options(config, deadline, evaluation);
+        const KillOptions options = kill_options(config, deadline, evaluation, job_state);
         report_ = execute_kills([&] { return evaluation(); }, options);
         log_outcome(config, evaluation, options.stop_rounds);
         const DrainContext drain_context{request_.trigger.label, request_.node.node_name,
@@ -314,7 +340,8 @@ private:
         return report_;
     }
 
-    KillOptions kill_options(const Config& config, Clock::time_point deadline, Evaluation& evaluation) {
+    KillOptions kill_options(const Config& config, Clock::time_point deadline, Evaluation& evaluation,
+                             const JobStateSource& job_state) {
         KillOptions options;
         options.proc_root = request_.proc_root;
         options.self = request_.self;
@@ -329,6 +356,7 @@ private:
                                  std::chrono::duration<double>(grace).count(), count));
         };
         options.job_state_unchanged = [&evaluation] { return evaluation.job_state_unchanged(); };
+        options.job_starting = [&job_state] { return job_state.job_starting(); };
         return options;
     }
 
@@ -343,7 +371,10 @@ private:
                                       survivor.uid));
         for (const auto& [uid, why] : evaluation.failed_lookups())
             log_.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
-        if (report_.deadline_reached) log_.warn("the evaluation reached its deadline and stopped where it was");
+        if (report_.job_starting)
+            log_.warn(fmt::format("not signalled: a job is starting on this node ({})", *report_.job_starting));
+        else if (report_.deadline_reached)
+            log_.warn("the evaluation reached its deadline and stopped where it was");
         if (report_.left_running > 0)
             log_.warn(
                 fmt::format("stopping the targets gave up after {} rounds: {} process(es) still ran when the "

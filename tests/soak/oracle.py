@@ -24,7 +24,8 @@ INVARIANTS = {
 
 @dataclasses.dataclass
 class Finding:
-    # 0: not a violation, a race the node could not see; -1: excused by a lookup error
+    # 0: not a violation, a race the node could not see; -1: excused by a lookup error, or by
+    # a sweep that logged it signalled nothing while a job was starting on the node
     invariant: int
     when: float
     node: str
@@ -85,6 +86,9 @@ class Oracle:
 
     def _lookup_error_near(self, node: str, begin: float, end: float) -> bool:
         return any(s.lookup_errors and begin - 1.0 <= s.when <= end for s in self.logs[node].summaries)
+
+    def _job_starting_near(self, node: str, begin: float, end: float) -> Optional[str]:
+        return next((line for when, line in self.logs[node].job_starting if begin - 1.0 <= when <= end), None)
 
     def _find(self, invariant: int, when: float, node: str, uid: Optional[int], text: str) -> None:
         self.findings.append(Finding(invariant, when, node, uid, text))
@@ -190,6 +194,11 @@ class Oracle:
                 self._find(-1, deadline, proc.node, proc.uid, f"stray {proc.stray} pid={proc.ns_pid} outlived its "
                            "deadline, excused by a lookup error")
                 continue
+            if starting := self._job_starting_near(proc.node, trigger, deadline):
+                why = starting[starting.index("not signalled"):]
+                self._find(-1, deadline, proc.node, proc.uid, f"stray {proc.stray} pid={proc.ns_pid} outlived its "
+                           f"deadline, excused: the sweep said \"{why}\"")
+                continue
             late = "still there at the end" if gone is None else f"gone {gone - trigger:.1f}s after"
             self._find(2, deadline, proc.node, proc.uid,
                        f"stray {proc.stray} pid={proc.ns_pid} (host {proc.host_pid}) comm={proc.comm} uid={proc.uid}: "
@@ -252,7 +261,7 @@ class Oracle:
             "longest evaluation ms": round(max((s.ms for log in self.logs.values() for s in log.summaries),
                                                default=0)),
             "races seen": sum(1 for f in self.findings if f.invariant == 0),
-            "strays excused by lookup errors": sum(1 for f in self.findings if f.invariant == -1),
+            "strays excused (lookup errors, jobs starting)": sum(1 for f in self.findings if f.invariant == -1),
         }
         return Verdict(sorted(self.findings, key=lambda f: f.when), counts)
 

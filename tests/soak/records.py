@@ -135,6 +135,9 @@ class NodeLog:
     removals: list[Removal] = dataclasses.field(default_factory=list)
     summaries: list[Summary] = dataclasses.field(default_factory=list)
     errors: list[tuple[float, str]] = dataclasses.field(default_factory=list)
+    # "not signalled: a job is starting on this node (...)": a round that waited to its
+    # deadline for a job being set up, and signalled nothing
+    job_starting: list[tuple[float, str]] = dataclasses.field(default_factory=list)
     knows_job: dict[int, float] = dataclasses.field(default_factory=dict)
 
 
@@ -158,6 +161,8 @@ def node_log(node: str, text: str) -> NodeLog:
         elif found := SUMMARY.search(line):
             out.summaries.append(Summary(node, when, found.group(1), int(found.group(2) or found.group(3)),
                                          int(found.group(5)), float(found.group(6)), line))
+        if "leftover: " in line and "not signalled: a job is starting on this node" in line:
+            out.job_starting.append((when, line))
         if re.search(r"lookup error|error: leftover|leftover: .*survived the sweep", line):
             out.errors.append((when, line))
     return out

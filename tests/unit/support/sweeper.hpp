@@ -31,7 +31,8 @@ struct Sweeper {
     Config config;
     FakeAccounts accounts;
     std::function<Result<LiveWork>()> job_state = [] { return Result<LiveWork>(LiveWork{}); };
-    AllocationCheck allocation_check;  // unset: PrologFlags=contain
+    AllocationCheck allocation_check;                                  // unset: PrologFlags=contain
+    std::function<Result<std::optional<std::string>>()> job_starting;  // unset: not asked
     KillObserver observer;
     int stop_rounds = KillOptions{}.stop_rounds;
     bool unchanged_job_state_saves = true;
@@ -67,6 +68,7 @@ struct Sweeper {
         options.self = ::getpid();
         deadline = options.deadline = std::chrono::steady_clock::now() + budget;
         options.observer = observer;
+        options.job_starting = job_starting;
         // As run_sweep: a stop round that met every target and nothing new ends on the
         // job state alone; unchanged_job_state_saves off: a new evaluation every time.
         if (unchanged_job_state_saves)

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "node/starting_work.hpp"
+
+#include "procfs/proc_read.hpp"
+#include "util/errno_text.hpp"
+#include "util/unique_fd.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace leftover::node {
+namespace {
+
+struct Daemon {
+    pid_t ppid = 0;
+    bool stepd = false;  // slurmstepd; else slurmd
+    bool young = true;   // started within kSetUpWithin
+};
+
+// Setting a step up takes milliseconds, a prolog seconds: a slurmstepd without a socket
+// for longer is stuck or foreign (its socket removed, a spool dir nobody named), and
+// would hold every sweep of the node to its deadline.
+constexpr double kSetUpWithin = 120.0;  // seconds
+
+// Seconds since boot from <proc_root>/uptime; nullopt when it cannot be read (no age
+// limit then).
+std::optional<double> uptime(int root, std::string& buf) {
+    if (procfs::read_file(root, "uptime", buf) != 0) return std::nullopt;
+    char* end = nullptr;
+    const double seconds = std::strtod(buf.c_str(), &end);
+    if (end == buf.c_str() || seconds <= 0) return std::nullopt;
+    return seconds;
+}
+
+// argv[0], argv[1], ... of a cmdline file.
+bool has_args(std::string_view cmdline, std::string_view first, std::string_view second) {
+    const auto end0 = cmdline.find('\0');
+    if (end0 == std::string_view::npos) return false;
+    const std::string_view rest = cmdline.substr(end0 + 1);
+    return rest.starts_with(std::string(first) + '\0' + std::string(second));
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root,
+                                                     const std::set<pid_t>& answering_stepds,
+                                                     const std::set<pid_t>& not_doubt, std::size_t unplaced_stepds) {
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
+    std::map<pid_t, Daemon> daemons;
+    std::string buf;
+    const auto now = uptime(root.get(), buf);
+    std::string my_namespace;  // unread: every daemon counts
+    procfs::read_link(root.get(), "self/ns/pid", my_namespace);
+    const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    const auto failed = [&](pid_t pid, const char* file, int err) {
+        return Error::lookup(fmt::format("cannot read {}/{}/{}: {}", proc_root, pid, file, errno_text(err)));
+    };
+    // One listing, root's processes only: the owner without opening the directory.
+    const Status listed = procfs::for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {
+        struct stat st {};
+        if (::fstatat(root.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (procfs::vanished(errno)) return Ok{};
+            return failed(pid, "", errno);
+        }
+        if (st.st_uid != 0 || !S_ISDIR(st.st_mode)) return Ok{};
+        UniqueFd dir;
+        if (const int err = procfs::open_pid_dir(root.get(), pid, dir)) {
+            if (procfs::vanished(err)) return Ok{};
+            return failed(pid, "", err);
+        }
+        procfs::StatFields stat;
+        if (const int err = procfs::read_stat(dir.get(), pid, stat, buf)) {
+            if (procfs::vanished(err)) return Ok{};
+            return failed(pid, "stat", err);
+        }
+        if (stat.kernel_thread() || stat.state == 'Z' || stat.state == 'X') return Ok{};
+        // An exe link even root cannot read (pid 1's in some containers): the name the
+        // kernel took from the executable, as running_slurmds counts it.
+        std::string_view program;
+        if (const int err = procfs::read_link(dir.get(), "exe", buf)) {
+            if (procfs::vanished(err)) return Ok{};
+            program = procfs::slurm_program_name(stat.comm);
+        } else {
+            program = procfs::slurm_program_name(procfs::exe_program(buf));
+        }
+        const bool young = !now || ticks <= 0 || *now - static_cast<double>(stat.start_time) / ticks < kSetUpWithin;
+        if (program == "slurmstepd" || program == "slurmd") daemons[pid] = {stat.ppid, program == "slurmstepd", young};
+        return Ok{};
+    });
+    LEFTOVER_TRY(listed);
+
+    const auto is = [&](pid_t pid, bool stepd) {
+        const auto found = daemons.find(pid);
+        return found != daemons.end() && found->second.stepd == stepd;
+    };
+    for (const auto& [pid, daemon] : daemons) {
+        if (not_doubt.count(pid) != 0 || !daemon.young) continue;
+        if (daemon.stepd && (answering_stepds.count(pid) != 0 || is(daemon.ppid, true))) continue;
+        if (!daemon.stepd && !is(daemon.ppid, false)) continue;  // a slurmd daemon itself
+        const std::string cmdline_path = fmt::format("{}/cmdline", pid);
+        if (const int err = procfs::read_file(root.get(), cmdline_path.c_str(), buf)) {
+            if (procfs::vanished(err)) continue;
+            return failed(pid, "cmdline", err);
+        }
+        if (buf.empty()) continue;  // exited meanwhile
+        // A daemon of another pid namespace is another host's, as for running_slurmds.
+        if (std::string ns; !my_namespace.empty() &&
+                            procfs::read_link(root.get(), fmt::format("{}/ns/pid", pid).c_str(), ns) == 0 &&
+                            ns != my_namespace)
+            continue;
+        if (daemon.stepd) {
+            if (has_args(buf, "spank", "epilog")) continue;  // another job ending
+            if (unplaced_stepds > 0) {
+                --unplaced_stepds;
+                continue;
+            }
+            return std::optional<std::string>(fmt::format("slurmstepd pid {} has no step socket yet", pid));
+        }
+        if (buf.find("epilog") != std::string::npos) continue;  // 26.05's title of an epilog fork
+        return std::optional<std::string>(
+            fmt::format("slurmd pid {}, a fork of slurmd pid {}, may be starting a step", pid, daemon.ppid));
+    }
+    return std::optional<std::string>();
+}
+
+}  // namespace leftover::node

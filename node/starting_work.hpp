@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Work being set up on this node that the step sockets cannot show yet: slurmd forks,
+// then execs slurmstepd, which loads its plugins and only then listens on its step
+// socket. A user's next job is in that window for some milliseconds; a sweep that
+// signals then would take the user for one without work.
+#pragma once
+
+#include "util/result.hpp"
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace leftover::node {
+
+// The first sign, in pid order, that a job or step is being set up under proc_root, said
+// as a clause ("slurmstepd pid N has no step socket yet"); nullopt when there is none.
+// A sign is a root process that is
+//  - a slurmstepd whose pid is none of `answering_stepds` (the last look's step sockets)
+//    and whose parent is no slurmstepd (a stepd's own child is its step's task on the
+//    way to exec), unless it runs `slurmstepd spank epilog` (a job ending), or
+//  - a slurmd whose parent is a slurmd: a fork on its way to exec slurmstepd or a
+//    prolog, unless its command line says it runs an epilog (26.05 rewrites it).
+// Only a daemon of the caller's pid namespace counts (another one is another host's).
+// Either started within the last two minutes (by <proc_root>/uptime): one without a socket
+// for longer is stuck, not starting, and must not hold every sweep to its deadline.
+// `not_doubt`: the caller and its ancestors (a job epilog runs inside such a fork).
+// `unplaced_stepds`: step sockets of the last look whose stepd's pid it could not learn
+// (unanswered, or in another pid namespace): that many such slurmstepds are theirs.
+// A process that exits meanwhile is skipped; one that cannot be read is a lookup error.
+Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root,
+                                                     const std::set<pid_t>& answering_stepds,
+                                                     const std::set<pid_t>& not_doubt, std::size_t unplaced_stepds = 0);
+
+}  // namespace leftover::node

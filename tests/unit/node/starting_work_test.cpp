@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "node/starting_work.hpp"
+
+#include "support/fake_proc.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace leftover;
+using namespace leftover::node;
+using namespace leftover::test;
+
+namespace {
+
+std::string cmdline(const std::vector<std::string>& argv) {
+    std::string text;
+    for (const std::string& arg : argv) text += arg + '\0';
+    return text;
+}
+
+// A node: slurmd 50, the caller (100) running `slurmstepd spank epilog` inside slurmd's
+// fork 60, and a running step whose slurmstepd 200 answers on its socket, with its
+// task 201 on the way to exec.
+struct Node {
+    FakeProc proc;
+    Node() {
+        add(50, 1, "/usr/sbin/slurmd", {"/usr/sbin/slurmd", "-D"});
+        add(60, 50, "/usr/sbin/slurmd", {"/usr/sbin/slurmd", "-D"});
+        add(100, 60, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd", "spank", "epilog"});
+        add(200, 1, "/usr/sbin/slurmstepd", {"slurmstepd: [7.0]"});
+        add(201, 200, "/usr/sbin/slurmstepd", {"slurmstepd: [7.0]"});
+    }
+    void add(pid_t pid, pid_t ppid, const std::string& exe, const std::vector<std::string>& argv) {
+        proc.add_process({.pid = pid, .ppid = ppid, .uids = {0, 0, 0, 0}, .comm = "slurm", .exe = exe});
+        proc.write_file(std::to_string(pid) + "/cmdline", cmdline(argv));
+        proc.set_pid_ns(pid, "pid:[4026531836]");
+    }
+    std::optional<std::string> starting(const std::set<pid_t>& answering = {200}, std::size_t unplaced = 0) {
+        auto found = work_being_set_up(proc.root(), answering, {100, 60, 50, 1}, unplaced);
+        REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
+        return found.value();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("fault catalogue: a slurmstepd with no step socket yet is a job starting, one that answers is not") {
+    Node node;
+    CHECK(node.starting() == std::nullopt);  // the caller, its slurmd fork, an answering stepd and its task
+    node.add(300, 1, "/usr/sbin/slurmstepd-wlm", {"/usr/sbin/slurmstepd"});
+    CHECK(node.starting() == "slurmstepd pid 300 has no step socket yet");
+    CHECK(node.starting({200, 300}) == std::nullopt);  // it answers now
+    // A stepd whose socket could not be asked (or names a pid of another namespace) is that one.
+    CHECK(node.starting({200}, 1) == std::nullopt);
+    // Without a socket for minutes it is stuck, not starting (it started 10 s after boot).
+    node.proc.write_file("uptime", "100000.00 1.00\n");
+    CHECK(node.starting() == std::nullopt);
+    node.proc.write_file("uptime", "20.00 1.00\n");
+    CHECK(node.starting() == "slurmstepd pid 300 has no step socket yet");
+}
+
+TEST_CASE("starting work: the caller's own process and its ancestors are no doubt, another slurmd fork is") {
+    Node node;
+    CHECK(node.starting() == std::nullopt);
+    node.add(61, 50, "/usr/sbin/slurmd", {"/usr/sbin/slurmd", "-D"});
+    CHECK(node.starting() == "slurmd pid 61, a fork of slurmd pid 50, may be starting a step");
+}
+
+TEST_CASE("starting work: an exe link root cannot read is judged by the process's name, not an error") {
+    Node node;
+    node.proc.add_process({.pid = 500, .ppid = 1, .uids = {0, 0, 0, 0}, .comm = "systemd", .exe = ""});
+    node.proc.write_file("500/exe", "");  // a regular file: readlink fails with EINVAL
+    CHECK(node.starting() == std::nullopt);
+    node.proc.add_process({.pid = 501, .ppid = 1, .uids = {0, 0, 0, 0}, .comm = "slurmstepd", .exe = ""});
+    node.proc.write_file("501/exe", "");
+    node.proc.write_file("501/cmdline", cmdline({"slurmstepd"}));
+    CHECK(node.starting() == "slurmstepd pid 501 has no step socket yet");
+}
+
+TEST_CASE("starting work: a spank epilog, an epilog fork, another pid namespace's stepd are no doubt") {
+    Node node;
+    node.add(301, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd", "spank", "epilog"});
+    node.add(62, 50, "/usr/sbin/slurmd", {"slurmd: epilog"});
+    CHECK(node.starting() == std::nullopt);
+    // Another host's: a node in a pid namespace of its own, its /proc seen from outside.
+    node.add(303, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    node.proc.set_pid_ns(303, "pid:[4026532999]");
+    CHECK(node.starting() == std::nullopt);
+    node.add(302, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd", "spank", "prolog"});
+    CHECK(node.starting() == "slurmstepd pid 302 has no step socket yet");
+}
+
+TEST_CASE("starting work: a user's program named slurmstepd is no doubt, and an unreadable /proc is an error") {
+    Node node;
+    node.proc.add_process({.pid = 400, .ppid = 1, .uids = {1000, 1000, 1000, 1000}, .exe = "/home/u/slurmstepd"});
+    node.proc.write_file("400/cmdline", cmdline({"slurmstepd"}));
+    CHECK(node.starting() == std::nullopt);
+    auto found = work_being_set_up("/nonexistent-proc", {}, {});
+    REQUIRE_FALSE(found.ok());
+    CHECK(found.error().kind == ErrorKind::lookup);
+}
