@@ -106,8 +106,11 @@ std::optional<std::string> send_all(int fd, const void* data, std::size_t size,
     return std::nullopt;
 }
 
+// `failed_errno`, when given, gets the errno of a failed recv (0 otherwise).
 std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
-                                    std::chrono::steady_clock::time_point deadline, const char* what) {
+                                    std::chrono::steady_clock::time_point deadline, const char* what,
+                                    int* failed_errno = nullptr) {
+    if (failed_errno) *failed_errno = 0;
     auto* p = static_cast<unsigned char*>(data);
     std::size_t done = 0;
     while (done < size) {
@@ -122,7 +125,9 @@ std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
             if (auto err = wait_ready(fd, POLLIN, deadline, what)) return err;
             continue;
         }
-        return fmt::format("{}: {}", what, errno_text(errno));
+        const int err = errno;
+        if (failed_errno) *failed_errno = err;
+        return fmt::format("{}: {}", what, errno_text(err));
     }
     return std::nullopt;
 }
@@ -130,9 +135,10 @@ std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
 // One request of the protocol: an int out, a reply of `reply_size` bytes back.
 std::optional<std::string> exchange(int fd, std::int32_t request, void* reply, std::size_t reply_size,
                                     std::chrono::steady_clock::time_point deadline, const char* sending,
-                                    const char* reading) {
+                                    const char* reading, int* failed_errno = nullptr) {
+    if (failed_errno) *failed_errno = 0;
     if (auto msg = send_all(fd, &request, sizeof(request), deadline, sending)) return msg;
-    return recv_all(fd, reply, reply_size, deadline, reading);
+    return recv_all(fd, reply, reply_size, deadline, reading, failed_errno);
 }
 
 struct StepAnswer {
@@ -210,12 +216,17 @@ std::optional<QueryOutcome> connect_step(const std::string& path, std::chrono::s
 
 // The handshake, then the step's owner and state, into `out`; an error message when the
 // stepd does not answer them as its version says it should.
+// `handshake_reset` is set when the stepd reset the connection instead of answering the
+// handshake (see query_step).
 std::optional<std::string> ask_owner_and_state(int fd, std::chrono::steady_clock::time_point deadline,
-                                               const StepdProtocol& protocol, StepAnswer& out) {
+                                               const StepdProtocol& protocol, StepAnswer& out, bool& handshake_reset) {
     std::int32_t their_version = 0;
+    int recv_errno = 0;
     if (auto msg = exchange(fd, protocol.version, &their_version, sizeof(their_version), deadline,
-                            "sending the protocol version", "reading the protocol version reply"))
+                            "sending the protocol version", "reading the protocol version reply", &recv_errno)) {
+        handshake_reset = recv_errno == ECONNRESET;
         return msg;
+    }
     if (auto msg = stepd_version_error(protocol, their_version)) return msg;
 
     std::uint32_t uid = 0;
@@ -262,17 +273,35 @@ std::optional<std::string> ask_sluid(int fd, std::chrono::steady_clock::time_poi
     return std::nullopt;
 }
 
-QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time_point deadline,
-                        const StepdProtocol& protocol) {
+QueryOutcome query_step_once(const std::string& path, std::chrono::steady_clock::time_point deadline,
+                             const StepdProtocol& protocol, bool& handshake_reset) {
     UniqueFd fd;
     if (auto not_connected = connect_step(path, deadline, fd)) return std::move(*not_connected);
     StepAnswer answer{};
-    std::optional<std::string> msg = ask_owner_and_state(fd.get(), deadline, protocol, answer);
+    std::optional<std::string> msg = ask_owner_and_state(fd.get(), deadline, protocol, answer, handshake_reset);
     if (!msg) msg = ask_stepd_pid(fd.get(), deadline, answer);
     if (!msg) msg = ask_sluid(fd.get(), deadline, answer);
     if (msg) return {std::nullopt, std::move(msg)};
     // Closing the connection is the EOF that ends req.c's request loop.
     return {answer, std::nullopt};
+}
+
+// A reset instead of the handshake reply is what a step that is ending gives: req.c's
+// _msg_socket_readable() closes the listening socket once the step's tasks are done
+// (then unlinks it), and Linux resets every connection still waiting in its backlog.
+// A live stepd never does that (_handle_accept() reads the version first and answers
+// even a refusal), but a reset alone does not prove the listener closed, so the socket
+// is asked once more: only a connect that nobody takes (ECONNREFUSED) or a socket gone
+// (ENOENT) makes the step dead; anything else stays what that second try found.
+QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time_point deadline,
+                        const StepdProtocol& protocol) {
+    bool handshake_reset = false;
+    QueryOutcome first = query_step_once(path, deadline, protocol, handshake_reset);
+    if (!handshake_reset) return first;
+    bool reset_again = false;
+    QueryOutcome second = query_step_once(path, deadline, protocol, reset_again);
+    if (second.answer || !second.error) return second;
+    return first;
 }
 
 std::optional<std::uint32_t> parse_u32(std::string_view text) {

@@ -40,7 +40,8 @@ struct LocalStep {
 };
 
 // A step socket nobody listens on any more (connect: ECONNREFUSED), or which
-// vanished while we looked (ENOENT): its slurmstepd is gone.
+// vanished while we looked (ENOENT): its slurmstepd is gone. Also when the stepd reset
+// the handshake and a second connect found it so (the step ending under our question).
 struct DeadStep {
     std::uint32_t job_id = 0;
     std::uint32_t step_id = 0;

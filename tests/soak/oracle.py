@@ -207,10 +207,15 @@ class Oracle:
 
     def _due(self, proc: ProcRecord) -> Optional[tuple[float, float]]:
         """(the first job end on the stray's node after which its user held nothing there
-        for a whole deadline, that deadline's end), or None."""
+        for a whole deadline, that deadline's end), or None.
+
+        Only an end at or after the stray's start counts: leftover looks at a node when a
+        job there ends (its last look is the epilog, which follows slurmctld's end), so a
+        stray started after an end, even by a few ms (a login planted just after another
+        job's epilog looked), is due at the next end, not that one."""
         mine = self._allocs_of(proc.uid, proc.node)
         ends = sorted(a.end for a in self.allocs if proc.node in a.nodes and a.end is not None
-                      and a.end >= proc.first_seen - 0.5)
+                      and a.end >= proc.started)
         for end in ends:
             deadline = end + self.window
             if any(a.start <= deadline and (a.end is None or a.end > end) for a in mine):

@@ -3,7 +3,7 @@
 
 Every process of a soak user in a node's pid namespace gets a record, keyed by host pid
 and start time (pids are reused): its node and namespace pid, uid, comm, the SOAK_STRAY
-mark the workload put into its environment, when it was first and last seen, how
+mark the workload put into its environment, when it started, was first and last seen, how
 long it was seen stopped (state T) in one stretch, and for the setuid program whether
 its uids differ.  The oracle reads the records.
 """
@@ -32,6 +32,7 @@ class ProcRecord:
     longest_stop: float = 0.0
     stopped_at_end: bool = False
     mixed_uids: bool = False          # seen with real, effective, saved and fs uids not all one
+    started: float = 0.0              # wall time of its start (/proc/<pid>/stat), to 10 ms
 
 
 def _stat(pid: int) -> Optional[tuple[str, str, int]]:
@@ -44,6 +45,14 @@ def _stat(pid: int) -> Optional[tuple[str, str, int]]:
     close = text.rindex(")")
     fields = text[close + 2:].split()
     return text[text.index("(") + 1:close], fields[0], int(fields[19])
+
+
+def _uptime() -> float:
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _ns_pid(pid: int) -> Optional[int]:
@@ -142,6 +151,9 @@ class Sampler:
                     if node is None or ns_pid is None:
                         continue
                     record = ProcRecord(node, pid, ns_pid, uid, comm, _stray_mark(pid), now, now)
+                    # The start is in ticks since boot, as /proc/uptime counts: its age now,
+                    # taken from this scan's wall time, is exact where first_seen lags a scan.
+                    record.started = now - max(0.0, _uptime() - start / _TICKS)
                     self.records[key] = record
                 if state == "Z":
                     continue  # gone as far as anyone is concerned

@@ -421,6 +421,60 @@ TEST_CASE("a connection closed before the handshake reply is a lookup error") {
     CHECK(result.error().message.find(spool.file("n1_22.0")) != std::string::npos);
 }
 
+namespace {
+
+// A slurmstepd whose step ends under a client's question, as req.c's
+// _msg_socket_readable() ends it: the listening socket is closed with the client's
+// connection still waiting in its backlog (which resets it), then unlinked.
+class EndingListener {
+public:
+    explicit EndingListener(const std::string& path) : path_(path), listener_(leftover::test::bind_unix(path)) {
+        REQUIRE(::listen(listener_.get(), 4) == 0);
+        thread_ = std::thread([this] {
+            pollfd pfd{listener_.get(), POLLIN, 0};
+            // A connection waits in the backlog; give the client its moment to send.
+            if (::poll(&pfd, 1, 5000) == 1) ::poll(nullptr, 0, 50);
+            listener_.reset();
+            ::unlink(path_.c_str());
+        });
+    }
+    ~EndingListener() { thread_.join(); }
+    EndingListener(const EndingListener&) = delete;
+    EndingListener& operator=(const EndingListener&) = delete;
+
+private:
+    std::string path_;
+    UniqueFd listener_;
+    std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("a step ending under the question (handshake reset, then nobody listens) is a dead step") {
+    TempDir spool;
+    EndingListener ending(spool.file("n1_23.4294967292"));
+    FakeStepd live(spool.file("n1_24.0"), 900, kStateRunning);
+
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+    REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+    REQUIRE(result->dead.size() == 1);
+    CHECK(result->dead[0].job_id == 23);
+    CHECK(result->dead[0].step_id == kExternStep);
+    REQUIRE(result->live.size() == 1);
+    CHECK(result->live[0].job_id == 24);
+}
+
+TEST_CASE("a stepd that drops the handshake but still listens stays a lookup error") {
+    TempDir spool;
+    FakeStepd step(spool.file("n1_25.0"), 1, kStateRunning, Behaviour::close_at_once);
+
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().kind == ErrorKind::lookup);
+    CHECK(result.error().message.find(spool.file("n1_25.0")) != std::string::npos);
+    CHECK(step.connections() >= 1);
+}
+
 TEST_CASE("a refused handshake or an impossible state is a lookup error") {
     SUBCASE("handshake answered with SLURM_ERROR") {
         TempDir spool;
