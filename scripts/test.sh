@@ -12,19 +12,22 @@
 # fuzzing is scripts/fuzz.sh, not run here.
 # Ends with the time of each stage (* ran in the background) and one line per release.
 #
-# The compiles are the critical path on two cores (a cold run compiles the project eight
-# times: the host's build, its RPM, each release's build and RPM, the ASan build, and
-# clang-tidy reads it all), so after the host's build they run one after another in the
-# background, in the order the tests need them: trixie, sid, the ASan build, the host's
-# RPM, clang-tidy last (no test waits for it). Meanwhile the foreground runs each test
-# stage as soon as its build is there: the host's e2e tests, each release's tests, the
-# ASan unit tests and fuzz corpus, the host's package tests (tests/e2e/test_packages.py,
-# held back from the host's e2e run until its RPM exists). Every test that starts
-# processes of the shared test accounts (unit tests, e2e) holds /tmp/leftover-e2e.lock,
-# so none overlap. The soaks run in blocks of accounts of their own (soak.sh --uid-base:
-# host 46600, trixie 46800, sid 46900), which no other test's sweep reaches and whose
-# sweeps reach nothing else: each starts in the background once its build's tests are
-# done and runs beside the next stage. Logs of background stages: build/suite/.
+# The compiles are the critical path on two cores: a cold run compiles the project eight
+# times (the host's build, its RPM, each release's build and RPM, the ASan build, and
+# clang-tidy reads it all). So they start at once, beside the host's build, in two
+# background chains that yield the CPU to the foreground: the releases' builds (trixie,
+# then sid) at nice 19, and at SCHED_IDLE, in the gaps the others leave, the ASan build,
+# the host's packages (from the host's build) and clang-tidy, which the shortest tests or
+# none wait for. The foreground runs each test stage as soon as its build is there: the
+# host's e2e tests, each release's tests, the ASan unit tests and fuzz corpus, the host's
+# package tests (tests/e2e/test_packages.py, held back from the host's e2e run until the
+# RPM exists). Every test that starts processes of the shared test accounts (unit tests,
+# e2e) holds /tmp/leftover-e2e.lock, so none overlap. The soaks run in blocks of accounts
+# of their own (soak.sh --uid-base: host 46600, trixie 46800, sid 46900), which no other
+# test's sweep reaches and whose sweeps reach nothing else, in the background: the host's
+# after the host's e2e tests (which share its pid namespace and cgroup hierarchy), a
+# release's beside that release's tests. Logs of the background stages: build/suite/.
+# A cold run on two cores takes about 22 minutes.
 # LEFTOVER_OVERLAP=0 runs everything one after another.
 # LEFTOVER_RELEASES="trixie sid" (the default) chooses the other releases; "" skips them.
 set -euo pipefail
@@ -101,15 +104,19 @@ stage layers /usr/bin/python3 scripts/check-layers.py || failed=1
 
 # One build for the e2e tests and the packages (prefix /usr), and the benchmark program
 # too, so that a change that breaks it fails here (bench/run runs it).
-stage "host build" scripts/build.sh build/release -DLEFTOVER_TESTS=OFF -DLEFTOVER_BENCH=ON \
-  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_EXPORT_COMPILE_COMMANDS=ON || failed=1
+host_build() {
+  stage "host build" scripts/build.sh build/release -DLEFTOVER_TESTS=OFF -DLEFTOVER_BENCH=ON \
+    -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_EXPORT_COMPILE_COMMANDS=ON || failed=1
+}
+[ "$overlap" = 1 ] || host_build
 
 # What compiles and touches no test account, in two chains that yield the CPU to the
-# tests (whose waits for Slurm's log lines are bounded): the releases' builds, which the
-# longest tests wait for, at nice 19; the ASan build, the host's packages (.deb from the
-# host's build, the RPM by rpmbuild with the distribution's flags, their hardening
-# checked) and clang-tidy, which no test waits for, at SCHED_IDLE, in the gaps the
-# first chain leaves (its links, configures and packaging run on one core).
+# tests and the host's build (the tests' waits for Slurm's log lines are bounded): the
+# releases' builds, which the longest tests wait for, at nice 19; the ASan build, the
+# host's packages (.deb from the host's build, the RPM by rpmbuild with the distribution's
+# flags, their hardening checked) and clang-tidy, which the shortest tests or none wait
+# for, at SCHED_IDLE, in the gaps the others leave (links, configures and packaging run
+# on one core).
 releases_chain() {
   # shellcheck disable=SC2031
   [ "$in_background" = 0 ] || renice -n 19 -p "$BASHPID" >/dev/null || true
@@ -121,6 +128,7 @@ host_chain() {
   # shellcheck disable=SC2031
   [ "$in_background" = 0 ] || chrt --idle -p 0 "$BASHPID" >/dev/null || renice -n 19 -p "$BASHPID" >/dev/null || true
   quiet_stage "asan build" scripts/build.sh build/asan -DLEFTOVER_SANITIZE=ON || true
+  while [ ! -f "$logs/host build.rc" ]; do sleep 2; done
   quiet_stage "host packages" scripts/package.sh build/release || true
   quiet_stage "clang-tidy" scripts/lint.sh --tidy build/release || true
 }
@@ -131,6 +139,7 @@ background host_chain
 for name in "asan build" "host packages" clang-tidy; do job_of[$name]=$last_job; done
 # Whether a background stage has ended (or its job died without saying how).
 ended() { [ -f "$logs/$1.rc" ] || ! kill -0 "${job_of[$1]}" 2>/dev/null; }
+[ "$overlap" = 0 ] || host_build
 
 soaks=()
 # The randomized soak with its oracle: the positive controls that the oracle must catch,
@@ -177,10 +186,13 @@ release_tests() {
   rc=$(cat "$logs/$suite build.rc" 2>/dev/null || echo 1)
   build_rc=$rc
   cp "$logs/$suite build.log" "build/test-$suite.log" 2>/dev/null || : >"build/test-$suite.log"
+  # The soak beside the release's own tests (each in namespaces of its own over the root),
+  # or after them with LEFTOVER_OVERLAP=0.
+  [ "$rc" -ne 0 ] || [ "$overlap" = 0 ] || start_soak "$suite soak" "build/soak-$suite.log" release_soak "$suite"
   if [ "$rc" -eq 0 ]; then
     stage "$suite tests" scripts/test-release.sh "$suite" --tests-only "$@" 2>&1 | tee -a "build/test-$suite.log" || rc=$?
   fi
-  if [ "$build_rc" -eq 0 ] && [ "$rc" -ne 77 ]; then
+  if [ "$build_rc" -eq 0 ] && [ "$rc" -ne 77 ] && [ "$overlap" = 0 ]; then
     start_soak "$suite soak" "build/soak-$suite.log" release_soak "$suite"
   fi
   case $rc in
