@@ -294,7 +294,7 @@ while IFS=$'\t' read -r name begin took rc in; do
   mark=" "
   [ "$in" = 1 ] && mark="*"
   printf '  %-28s %5d %5d%s%s\n' "$name" "$begin" "$took" "$mark" "$(case $rc in 0) ;; 77) echo "  skipped" ;; *) echo "  FAILED (exit $rc)" ;; esac)"
-done < <(sort -t$'\t' -k2,2n "$logs/times")
+done < <(sort -s -t$'\t' -k2,2n "$logs/times")
 echo "== total $((SECONDS - start)) s"
 echo
 echo "== summary"
