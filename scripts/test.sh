@@ -27,7 +27,6 @@
 # test's sweep reaches and whose sweeps reach nothing else, in the background: the host's
 # after the host's e2e tests (which share its pid namespace and cgroup hierarchy), a
 # release's beside that release's tests. Logs of the background stages: build/suite/.
-# A cold run on two cores takes about 22 minutes.
 # LEFTOVER_OVERLAP=0 runs everything one after another.
 # LEFTOVER_RELEASES="trixie sid" (the default) chooses the other releases; "" skips them.
 set -euo pipefail
