@@ -10,12 +10,23 @@
 # the same for Slurm 24.11 and 26.05 in Debian trixie and sid roots, each in namespaces of
 # its own (scripts/test-release.sh), and the soak in one configuration there. Long
 # fuzzing is scripts/fuzz.sh, not run here.
-# Ends with the time of each stage and one line per release.
+# Ends with the time of each stage (* ran in the background) and one line per release.
 #
-# Compiling overlaps the end-to-end tests, which mostly wait on Slurm: while the host's
-# e2e tests run, the releases' builds, the ASan build and clang-tidy run one after
-# another in the background (logs in build/suite/); every test that starts processes of
-# the test accounts (unit tests, e2e) holds /tmp/leftover-e2e.lock, so none overlap.
+# The compiles are the critical path on two cores: a cold run compiles the project eight
+# times (the host's build, its RPM, each release's build and RPM, the ASan build, and
+# clang-tidy reads it all). So they start at once, beside the host's build, in two
+# background chains that yield the CPU to the foreground: the releases' builds (trixie,
+# then sid) at nice 19, and at SCHED_IDLE, in the gaps the others leave, the ASan build,
+# the host's packages (from the host's build) and clang-tidy, which the shortest tests or
+# none wait for. The foreground runs each test stage as soon as its build is there: the
+# host's e2e tests, each release's tests, the ASan unit tests and fuzz corpus, the host's
+# package tests (tests/e2e/test_packages.py, held back from the host's e2e run until the
+# RPM exists). Every test that starts processes of the shared test accounts (unit tests,
+# e2e) holds /tmp/leftover-e2e.lock, so none overlap. The soaks run in blocks of accounts
+# of their own (soak.sh --uid-base: host 46600, trixie 46800, sid 46900), which no other
+# test's sweep reaches and whose sweeps reach nothing else, in the background: the host's
+# after the host's e2e tests (which share its pid namespace and cgroup hierarchy), a
+# release's beside that release's tests. Logs of the background stages: build/suite/.
 # LEFTOVER_OVERLAP=0 runs everything one after another.
 # LEFTOVER_RELEASES="trixie sid" (the default) chooses the other releases; "" skips them.
 set -euo pipefail
@@ -34,6 +45,7 @@ mkdir -p "$logs"
 start=$SECONDS
 summary=()
 failed=0
+in_background=0  # 1 in the background jobs: marks their stages in the time list
 
 # stage <name> <command...>: runs it with its output to the terminal, records its time
 # and outcome in $logs/<name>.rc and $logs/times; returns its exit code.
@@ -42,7 +54,7 @@ stage() {
   shift
   echo "== stage $name"
   "$@" || rc=$?
-  printf '%s\t%d\t%d\t%d\n' "$name" "$((begin - start))" "$((SECONDS - begin))" "$rc" >>"$logs/times"
+  printf '%s\t%d\t%d\t%d\t%s\n' "$name" "$((begin - start))" "$((SECONDS - begin))" "$rc" "$in_background" >>"$logs/times"
   echo "$rc" >"$logs/$name.rc"
   return "$rc"
 }
@@ -52,18 +64,31 @@ quiet_stage() {
   shift
   stage "$name" "$@" >"$logs/$name.log" 2>&1
 }
-# The exit code of a background stage, once it has finished.
-result() {
-  local name=$1
-  while [ ! -f "$logs/$name.rc" ]; do
-    if ! kill -0 "$background" 2>/dev/null; then
-      [ -f "$logs/$name.rc" ] || { echo 1; return; }
-    fi
-    sleep 2
-  done
-  cat "$logs/$name.rc"
+# background <command...>: runs it as a job of its own (its own process group, ended with
+# the run; its pid in $last_job), or at once with LEFTOVER_OVERLAP=0 ($last_job is $$).
+jobs_started=()
+last_job=$$
+background() {
+  if [ "$overlap" = 1 ]; then
+    set -m
+    # shellcheck disable=SC2030  # the flag is for the job only
+    (in_background=1 && "$@") &
+    last_job=$!
+    jobs_started+=("$last_job")
+    set +m
+  else
+    "$@" || true
+  fi
 }
-
+# An interrupted run ends them: SIGINT first, which a soak answers by stopping its cluster.
+end_jobs() {
+  local job alive=0
+  for job in "${jobs_started[@]}"; do kill -INT -- -"$job" 2>/dev/null && alive=1; done
+  [ "$alive" = 0 ] && return
+  sleep 1
+  for job in "${jobs_started[@]}"; do kill -TERM -- -"$job" 2>/dev/null || true; done
+}
+trap end_jobs EXIT
 stage deps scripts/install-deps.sh || exit 1
 host="Slurm $(slurmd -V | awk '{print $NF}') (host)"
 
@@ -78,113 +103,197 @@ stage layers /usr/bin/python3 scripts/check-layers.py || failed=1
 
 # One build for the e2e tests and the packages (prefix /usr), and the benchmark program
 # too, so that a change that breaks it fails here (bench/run runs it).
-stage "host build" scripts/build.sh build/release -DLEFTOVER_TESTS=OFF -DLEFTOVER_BENCH=ON \
-  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_EXPORT_COMPILE_COMMANDS=ON || failed=1
-stage "host packages" scripts/package.sh build/release || failed=1
+host_build() {
+  stage "host build" scripts/build.sh build/release -DLEFTOVER_TESTS=OFF -DLEFTOVER_BENCH=ON \
+    -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_EXPORT_COMPILE_COMMANDS=ON || failed=1
+}
+[ "$overlap" = 1 ] || host_build
 
-# What compiles and touches no test account: in the background beside the e2e tests.
-compiles() {
-  local suite rc
+# What compiles and touches no test account, in two chains that yield the CPU to the
+# tests and the host's build (the tests' waits for Slurm's log lines are bounded): the
+# releases' builds, which the longest tests wait for, at nice 19; the ASan build, the
+# host's packages (.deb from the host's build, the RPM by rpmbuild with the distribution's
+# flags, their hardening checked) and clang-tidy, which the shortest tests or none wait
+# for, at SCHED_IDLE, in the gaps the others leave (links, configures and packaging run
+# on one core).
+releases_chain() {
+  # shellcheck disable=SC2031
+  [ "$in_background" = 0 ] || renice -n 19 -p "$BASHPID" >/dev/null || true
   for suite in "${releases[@]}"; do
-    rc=0
-    quiet_stage "$suite build" scripts/test-release.sh "$suite" --build-only || rc=$?
+    quiet_stage "$suite build" scripts/test-release.sh "$suite" --build-only || true
   done
+}
+host_chain() {
+  # shellcheck disable=SC2031
+  [ "$in_background" = 0 ] || chrt --idle -p 0 "$BASHPID" >/dev/null || renice -n 19 -p "$BASHPID" >/dev/null || true
   quiet_stage "asan build" scripts/build.sh build/asan -DLEFTOVER_SANITIZE=ON || true
+  while [ ! -f "$logs/host build.rc" ]; do sleep 2; done
+  quiet_stage "host packages" scripts/package.sh build/release || true
   quiet_stage "clang-tidy" scripts/lint.sh --tidy build/release || true
 }
-if [ "$overlap" = 1 ]; then
-  set -m  # its own process group, so that an interrupted run ends it too
-  compiles &
-  background=$!
-  set +m
-  # The compiles yield the CPU to the e2e tests, whose waits for Slurm's log lines are bounded.
-  renice -n 19 -p "$background" >/dev/null || true
-  trap 'kill -- -"$background" 2>/dev/null || true' EXIT
-else
-  compiles
-  background=$$
-fi
+declare -A job_of=()  # a background stage: the job that runs it
+background releases_chain
+for suite in "${releases[@]}"; do job_of["$suite build"]=$last_job; done
+background host_chain
+for name in "asan build" "host packages" clang-tidy; do job_of[$name]=$last_job; done
+# Whether a background stage has ended (or its job died without saying how).
+ended() { [ -f "$logs/$1.rc" ] || ! kill -0 "${job_of[$1]}" 2>/dev/null; }
+[ "$overlap" = 0 ] || host_build
 
-e2e_rc=0
-LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
-LEFTOVER_CLI="$top/build/release/cli/leftover" \
-LEFTOVER_PACKAGES="$top/build/packages" \
-  stage "host e2e" flock /tmp/leftover-e2e.lock /usr/bin/python3 -m pytest -p no:cacheprovider -q "$top/tests/e2e" "$@" \
-  2>&1 | tee build/e2e-host.log || e2e_rc=$?
-[ "$e2e_rc" -eq 0 ] || failed=1
-
-# The randomized soak with its oracle: four configurations of the three-node cluster, and
-# the positive controls that the oracle must catch (soak.sh takes the e2e lock itself).
-soak_rc=0
-LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
-  stage "host soak" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" --seed "${LEFTOVER_SOAK_SEED:-2026}" --controls \
-  2>&1 | tee build/soak-host.log || soak_rc=$?
-[ "$soak_rc" -eq 0 ] || failed=1
-
+soaks=()
+# The randomized soak with its oracle: the positive controls that the oracle must catch,
+# then four configurations of the three-node cluster, in a block of accounts of its own
+# (no e2e lock), beside the stages that follow. Its output: build/soak-host.log.
+host_soak() {
+  LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
+    quiet_stage "host soak" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
+    --seed "${LEFTOVER_SOAK_SEED:-2026}" --controls --uid-base 46600 || true
+  cp "$logs/host soak.log" build/soak-host.log
+}
 # The soak in a release's root: one configuration, linuxproc with PrologFlags=contain (the
-# roots cannot run proctrack/cgroup, which needs cgroup v1), as a block of accounts of its
-# own (soak.sh --uid-base), which no other test's sweep reaches: it needs no e2e lock.
+# roots cannot run proctrack/cgroup, which needs cgroup v1), in a block of its own.
 declare -A soak_uid_base=([trixie]=46800 [sid]=46900)
 release_soak() {
   local suite=$1
   LEFTOVER_PLUGIN="$top/build/$suite/spank/leftover.so" LEFTOVER_SOAK_OUT="$top/build/$suite/soak" \
-    scripts/in-release.sh "$suite" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
-    --seed "${LEFTOVER_SOAK_SEED:-2026}" --configs linuxproc-contain --uid-base "${soak_uid_base[$suite]:-46700}"
+    quiet_stage "$suite soak" scripts/in-release.sh "$suite" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
+    --seed "${LEFTOVER_SOAK_SEED:-2026}" --configs linuxproc-contain --uid-base "${soak_uid_base[$suite]:-46700}" || true
+  cp "$logs/$suite soak.log" "build/soak-$suite.log"
+}
+start_soak() {
+  local name=$1 log=$2
+  shift 2
+  background "$@"
+  job_of[$name]=$last_job
+  soaks+=("$name:$log")
 }
 
-for suite in "${releases[@]}"; do
-  rc=$(result "$suite build")
+host_e2e() {
+  local rc=0
+  LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
+  LEFTOVER_CLI="$top/build/release/cli/leftover" \
+    stage "host e2e" flock /tmp/leftover-e2e.lock /usr/bin/python3 -m pytest -p no:cacheprovider -q "$top/tests/e2e" \
+    --ignore="$top/tests/e2e/test_packages.py" "$@" 2>&1 | tee build/e2e-host.log || rc=$?
+  [ "$rc" -eq 0 ] || failed=1
+  start_soak "host soak" build/soak-host.log host_soak
+}
+
+declare -A release_line=()
+release_tests() {
+  local suite=$1 rc build_rc
+  shift
+  rc=$(cat "$logs/$suite build.rc" 2>/dev/null || echo 1)
   build_rc=$rc
   cp "$logs/$suite build.log" "build/test-$suite.log" 2>/dev/null || : >"build/test-$suite.log"
-  soak=""
+  # The soak beside the release's own tests (each in namespaces of its own over the root),
+  # or after them with LEFTOVER_OVERLAP=0.
+  [ "$rc" -ne 0 ] || [ "$overlap" = 0 ] || start_soak "$suite soak" "build/soak-$suite.log" release_soak "$suite"
   if [ "$rc" -eq 0 ]; then
     stage "$suite tests" scripts/test-release.sh "$suite" --tests-only "$@" 2>&1 | tee -a "build/test-$suite.log" || rc=$?
   fi
-  if [ "$build_rc" -eq 0 ] && [ "$rc" -ne 77 ]; then
-    soak_rc=0
-    stage "$suite soak" release_soak "$suite" 2>&1 | tee "build/soak-$suite.log" || soak_rc=$?
-    soak="; $(tail -n1 "build/soak-$suite.log")"
-    [ "$soak_rc" -eq 0 ] || { failed=1; soak+=" (log: build/soak-$suite.log)"; }
+  if [ "$build_rc" -eq 0 ] && [ "$rc" -ne 77 ] && [ "$overlap" = 0 ]; then
+    start_soak "$suite soak" "build/soak-$suite.log" release_soak "$suite"
   fi
   case $rc in
-    0) summary+=("$(grep '^== Slurm .*: unit tests' "build/test-$suite.log" | tail -n1)$soak") ;;
-    77) summary+=("== $suite: SKIPPED: $(grep -h -m1 -e 'cannot make' -e 'skipped' "build/test-$suite.log" || echo 'no root')") ;;
+    0) release_line[$suite]=$(grep '^== Slurm .*: unit tests' "build/test-$suite.log" | tail -n1) ;;
+    77) release_line[$suite]="== $suite: SKIPPED: $(grep -h -m1 -e 'cannot make' -e 'skipped' "build/test-$suite.log" || echo 'no root')" ;;
     *) failed=1
-       summary+=("$(grep '^== Slurm .*: unit tests' "build/test-$suite.log" | tail -n1 || true)$soak == $suite FAILED (logs: build/test-$suite.log)") ;;
+       release_line[$suite]="$(grep '^== Slurm .*: unit tests' "build/test-$suite.log" | tail -n1 || true) == $suite FAILED (logs: build/test-$suite.log)" ;;
   esac
-done
+}
 
 unit="unit tests failed" corpus="fuzz corpus: failed"
-if [ "$(result "asan build")" -eq 0 ]; then
-  unit=$(stage "host unit tests (asan)" flock /tmp/leftover-e2e.lock scripts/unit-tests.sh build/asan |
-    tee >(cat >&2) | tail -n1) || failed=1
-  corpus=$(stage "host fuzz corpus (asan)" scripts/fuzz-replay.sh build/asan | tee >(cat >&2) | tail -n1) || failed=1
-else
-  failed=1
-  echo "== the ASan build failed:"
-  tail -n 30 "$logs/asan build.log"
-fi
+asan_tests() {
+  if [ "$(cat "$logs/asan build.rc" 2>/dev/null || echo 1)" -eq 0 ]; then
+    unit=$(stage "host unit tests (asan)" flock /tmp/leftover-e2e.lock scripts/unit-tests.sh build/asan |
+      tee >(cat >&2) | tail -n1) || failed=1
+    corpus=$(stage "host fuzz corpus (asan)" scripts/fuzz-replay.sh build/asan | tee >(cat >&2) | tail -n1) || failed=1
+  else
+    failed=1
+    echo "== the ASan build failed:"
+    tail -n 30 "$logs/asan build.log"
+  fi
+}
+
+# The packages' tests, once the RPM exists: their contents, the plugin from the .deb on a
+# test cluster. (Exit 5: pytest arguments given to this script selected none of them.)
+packages="packages FAILED (log: build/suite/host packages.log)"
+packages_tests() {
+  local rc=0
+  if [ "$(cat "$logs/host packages.rc" 2>/dev/null || echo 1)" -ne 0 ]; then
+    failed=1
+    tail -n 30 "$logs/host packages.log"
+    return
+  fi
+  LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
+  LEFTOVER_CLI="$top/build/release/cli/leftover" \
+  LEFTOVER_PACKAGES="$top/build/packages" \
+    stage "host packages e2e" flock /tmp/leftover-e2e.lock /usr/bin/python3 -m pytest -p no:cacheprovider -q \
+    "$top/tests/e2e/test_packages.py" "$@" 2>&1 | tee build/e2e-host-packages.log || rc=$?
+  packages="packages: $(tail -n1 build/e2e-host-packages.log | sed -e 's/=//g' -e 's/^ *//')"
+  case $rc in 0 | 5) ;; *) failed=1; packages+=" FAILED" ;; esac
+}
+
+# The test stages, one at a time (they share the e2e lock), each as soon as its build has
+# ended, the first ready one in this order.
+pending=("host e2e")
+for suite in "${releases[@]}"; do pending+=("$suite build"); done
+pending+=("asan build" "host packages")
+while [ "${#pending[@]}" -gt 0 ]; do
+  next=""
+  for name in "${pending[@]}"; do
+    if [ "$name" = "host e2e" ] || ended "$name"; then next=$name; break; fi
+  done
+  [ -n "$next" ] || { sleep 2; continue; }
+  left=()
+  for name in "${pending[@]}"; do [ "$name" = "$next" ] || left+=("$name"); done
+  pending=("${left[@]}")
+  case $next in
+    "host e2e") host_e2e "$@" ;;
+    "asan build") asan_tests ;;
+    "host packages") packages_tests "$@" ;;
+    *) release_tests "${next% build}" "$@" ;;
+  esac
+done
+for suite in "${releases[@]}"; do summary+=("${release_line[$suite]}"); done
+
+while ! ended clang-tidy; do sleep 2; done
 lint="lint: clang-tidy: passed"
-if [ "$(result clang-tidy)" -ne 0 ]; then
+if [ "$(cat "$logs/clang-tidy.rc" 2>/dev/null || echo 1)" -ne 0 ]; then
   failed=1
   lint="lint: clang-tidy FAILED (log: build/suite/clang-tidy.log)"
   tail -n 42 "$logs/clang-tidy.log"
 fi
 [ "$(cat "$logs/format.rc")" -eq 0 ] || lint+="; format FAILED"
 [ "$(cat "$logs/layers.rc")" -eq 0 ] || lint+="; layers FAILED"
-[ "$(cat "$logs/host packages.rc")" -eq 0 ] || summary+=("== $host: packages FAILED")
+
+# The soaks' outcomes, each once it has ended; a failed one's log ends with its findings.
+soak_lines=()
+for entry in "${soaks[@]}"; do
+  IFS=: read -r name log <<<"$entry"
+  while ! ended "$name"; do sleep 2; done
+  rc=$(cat "$logs/$name.rc" 2>/dev/null || echo 1)
+  line="== $(sed -e 's/ soak$//' -e "s/^host$/$host/" <<<"$name"): $(tail -n1 "$log" 2>/dev/null || echo "soak: no output")"
+  if [ "$rc" -ne 0 ]; then
+    failed=1
+    line+=" (log: $log)"
+    echo "== $name FAILED:"
+    tail -n 40 "$log"
+  fi
+  soak_lines+=("$line")
+done
 
 summary=("== $host: ${unit:-unit tests failed}; e2e $(tail -n1 build/e2e-host.log | sed -e 's/=//g' -e 's/^ *//')"
-         "== $host: ${corpus:-fuzz corpus: failed}" "== $host: $(tail -n1 build/soak-host.log)"
-         "== $lint" "${summary[@]}")
+         "== $host: $packages" "== $host: ${corpus:-fuzz corpus: failed}"
+         "== $lint" "${summary[@]}" "${soak_lines[@]}")
 
 echo
 echo "== stages (start, duration in s; * ran in the background)"
-while IFS=$'\t' read -r name begin took rc; do
+while IFS=$'\t' read -r name begin took rc in; do
   mark=" "
-  case "$overlap $name" in "1 host build") ;; "1 "*" build" | "1 clang-tidy") mark="*" ;; esac
+  [ "$in" = 1 ] && mark="*"
   printf '  %-28s %5d %5d%s%s\n' "$name" "$begin" "$took" "$mark" "$(case $rc in 0) ;; 77) echo "  skipped" ;; *) echo "  FAILED (exit $rc)" ;; esac)"
-done < <(sort -t$'\t' -k2,2n "$logs/times")
+done < <(sort -s -t$'\t' -k2,2n "$logs/times")
 echo "== total $((SECONDS - start)) s"
 echo
 echo "== summary"
