@@ -20,6 +20,7 @@ import re
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import Callable, Optional
 
 from soak_cluster import NODES, SoakCluster, SoakUsers, write_root_file
@@ -28,6 +29,15 @@ from slurm_jobs import FINAL_STATES, parse_fields
 # How long a client command may take beyond its job's own time: on 24.11 and 26.05 an
 # srun whose step was being created while slurmctld restarted (fault_ctld) never returns.
 CLIENT_PATIENCE = 45.0
+# How much longer a step of an existing allocation (a batch job's srun, an srun --jobid)
+# may take to start when slurmctld restarted under it (fault_ctld). Until the nodes
+# register again, the restarted slurmctld counts none of the job's nodes as up and
+# refuses the step as "Requested nodes are busy" (22.05 step_mgr.c, _pick_step_nodes);
+# srun then waits for word that another step of the job ended, or else for
+# SlurmctldTimeout (clamped to 60..300 s; 120 by default, as here) plus its pid modulo 10
+# seconds (srun's launch.c and step_ctx.c) before it asks again. A batch job's srun is its
+# only step: nothing ends meanwhile, so the job takes up to 130 s longer.
+STEP_RETRY_WAIT = 120.0 + 10.0
 
 STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "hop", "setuid", "shm", "sysv", "file")
 # What leaves no process behind.
@@ -134,6 +144,16 @@ def _cmdline(pid: int) -> bytes:
             return f.read().rstrip(b"\0")
     except OSError:
         return b""
+
+
+def _output_tail(path: Optional[str]) -> str:
+    """The last line a job wrote to its output (e.g. srun's "step creation temporarily
+    disabled"), to say in a harness error why it has not ended."""
+    try:
+        lines = [line for line in Path(path).read_text(errors="replace").splitlines() if line.strip()]
+    except (OSError, TypeError):
+        return ""
+    return f"; its output ends: {lines[-1][:160]}" if lines else ""
 
 
 def yaml_to_dict(text: str) -> dict:
@@ -286,7 +306,9 @@ class Workload:
         info = self.watcher.jobs.get(job, {})
         self.events.add(f"{action.tag}: job {job} of {action.user} ended {state} exit {info.get('ExitCode')}")
         if state is None:
-            self.harness_errors.append(f"{action.tag}: job {job} not done after {timeout:.0f}s")
+            self.harness_errors.append(f"{action.tag}: job {job} not done after {timeout:.0f}s: "
+                                       f"{info.get('JobState')} (reason {info.get('Reason')})"
+                                       f"{_output_tail(info.get('StdOut'))}")
         elif not cancelled and (state != "COMPLETED" or info.get("ExitCode") != "0:0"):
             self.unexpected_ends.append(f"{action.tag} {action.kind} job {job} of {action.user} on "
                                         f"{info.get('NodeList')}: {state} exit {info.get('ExitCode')}")
@@ -296,7 +318,8 @@ class Workload:
         argv = ["/usr/bin/srun", f"--job-name={tag}", *self._node_args(action), *extra,
                 *self._job_argv(tag, secs, kinds)]
         self.events.add(f"{tag}: srun as {action.user} {' '.join(argv[2:])}")
-        res = self.cluster.run_as(action.user, argv, timeout=secs + CLIENT_PATIENCE)
+        res = self.cluster.run_as(action.user, argv,
+                                  timeout=secs + CLIENT_PATIENCE + (STEP_RETRY_WAIT if step else 0))
         job = None if step else self.watcher.by_name(tag, 10)
         self.events.add(f"{tag}: srun as {action.user} returned {res.returncode} (job {job})")
         if res.returncode != 0:
@@ -316,7 +339,8 @@ class Workload:
         self.job_actions[job] = action
         self.events.add(f"{action.tag}: sbatch as {action.user} job {job} nodes {action.nodelist or action.nnodes} "
                         f"{action.kinds} {action.secs}s")
-        self._expect_done(action, job, 2 * action.secs + 90)
+        # With more than one node the script's srun is a step of the job (STEP_RETRY_WAIT).
+        self._expect_done(action, job, 2 * action.secs + 90 + (STEP_RETRY_WAIT if action.nnodes > 1 else 0))
 
     def _do_array(self, action: Action) -> None:
         """A job array: its tasks (one node each) run at once or one after another, each
