@@ -252,6 +252,14 @@ class Workload:
         self.unexpected_ends: list[str] = []
         self.cancelled: set[int] = set()
         self.job_actions: dict[int, Action] = {}
+        # A salloc whose holder waits for an inner job on its own nodes holds a CPU on each
+        # meanwhile (CR_CPU). With as many such holders on a node as it has CPUs, each inner
+        # job waits for a CPU there that only a holder can free, and each holder for its
+        # inner job: nothing moves until the inner sruns time out, and every other job that
+        # needs that node waits as long (seed 31 at minute 8: four holders on lo-n2, their
+        # inner jobs pending on Resources). Fewer such holders than a node's CPUs leave each
+        # node a CPU whose job ends by itself.
+        self._inner_holders = threading.BoundedSemaphore(max(1, self.cluster.config.cpus - 1))
         for name, text in (("soak-job", SOAK_JOB), ("soak-hopper", SOAK_HOPPER)):
             (soak.bin / name).write_text(text)
             (soak.bin / name).chmod(0o755)
@@ -408,6 +416,13 @@ class Workload:
         self._expect_done(action, job, 90, cancelled=True)
 
     def _do_salloc(self, action: Action) -> None:
+        if not action.inner:
+            self._salloc(action)
+            return
+        with self._inner_holders:
+            self._salloc(action)
+
+    def _salloc(self, action: Action) -> None:
         res = self.cluster.run_as(action.user, ["/usr/bin/salloc", "--no-shell", f"--job-name={action.tag}",
                                                 *self._node_args(action)[:1], *self._node_args(action)[2:]],
                                   timeout=90)
