@@ -86,8 +86,11 @@ std::optional<std::string> wait_ready(int fd, short events, std::chrono::steady_
     }
 }
 
+// `failed_errno`, when given, gets the errno of a failed send (0 otherwise).
 std::optional<std::string> send_all(int fd, const void* data, std::size_t size,
-                                    std::chrono::steady_clock::time_point deadline, const char* what) {
+                                    std::chrono::steady_clock::time_point deadline, const char* what,
+                                    int* failed_errno = nullptr) {
+    if (failed_errno) *failed_errno = 0;
     const auto* p = static_cast<const unsigned char*>(data);
     std::size_t done = 0;
     while (done < size) {
@@ -101,6 +104,7 @@ std::optional<std::string> send_all(int fd, const void* data, std::size_t size,
             if (auto err = wait_ready(fd, POLLOUT, deadline, what)) return err;
             continue;
         }
+        if (n < 0 && failed_errno) *failed_errno = errno;
         return fmt::format("{}: {}", what, n < 0 ? errno_text(errno) : "wrote nothing");
     }
     return std::nullopt;
@@ -133,11 +137,12 @@ std::optional<std::string> recv_all(int fd, void* data, std::size_t size,
 }
 
 // One request of the protocol: an int out, a reply of `reply_size` bytes back.
+// `failed_errno`, when given, gets the errno of a failed send or recv (0 otherwise).
 std::optional<std::string> exchange(int fd, std::int32_t request, void* reply, std::size_t reply_size,
                                     std::chrono::steady_clock::time_point deadline, const char* sending,
                                     const char* reading, int* failed_errno = nullptr) {
     if (failed_errno) *failed_errno = 0;
-    if (auto msg = send_all(fd, &request, sizeof(request), deadline, sending)) return msg;
+    if (auto msg = send_all(fd, &request, sizeof(request), deadline, sending, failed_errno)) return msg;
     return recv_all(fd, reply, reply_size, deadline, reading, failed_errno);
 }
 
@@ -217,14 +222,15 @@ std::optional<QueryOutcome> connect_step(const std::string& path, std::chrono::s
 // The handshake, then the step's owner and state, into `out`; an error message when the
 // stepd does not answer them as its version says it should.
 // `handshake_reset` is set when the stepd reset the connection instead of answering the
-// handshake (see query_step).
+// handshake (see query_step): ECONNRESET reading the reply, or EPIPE (or ECONNRESET)
+// sending the version when the reset came between our connect and our send.
 std::optional<std::string> ask_owner_and_state(int fd, std::chrono::steady_clock::time_point deadline,
                                                const StepdProtocol& protocol, StepAnswer& out, bool& handshake_reset) {
     std::int32_t their_version = 0;
-    int recv_errno = 0;
+    int failed_errno = 0;
     if (auto msg = exchange(fd, protocol.version, &their_version, sizeof(their_version), deadline,
-                            "sending the protocol version", "reading the protocol version reply", &recv_errno)) {
-        handshake_reset = recv_errno == ECONNRESET;
+                            "sending the protocol version", "reading the protocol version reply", &failed_errno)) {
+        handshake_reset = failed_errno == ECONNRESET || failed_errno == EPIPE;
         return msg;
     }
     if (auto msg = stepd_version_error(protocol, their_version)) return msg;
@@ -277,6 +283,7 @@ QueryOutcome query_step_once(const std::string& path, std::chrono::steady_clock:
                              const StepdProtocol& protocol, bool& handshake_reset) {
     UniqueFd fd;
     if (auto not_connected = connect_step(path, deadline, fd)) return std::move(*not_connected);
+    if (testing::after_connect) testing::after_connect(path);
     StepAnswer answer{};
     std::optional<std::string> msg = ask_owner_and_state(fd.get(), deadline, protocol, answer, handshake_reset);
     if (!msg) msg = ask_stepd_pid(fd.get(), deadline, answer);
@@ -288,7 +295,9 @@ QueryOutcome query_step_once(const std::string& path, std::chrono::steady_clock:
 
 // A reset instead of the handshake reply is what a step that is ending gives: req.c's
 // _msg_socket_readable() closes the listening socket once the step's tasks are done
-// (then unlinks it), and Linux resets every connection still waiting in its backlog.
+// (then unlinks it), and Linux resets every connection still waiting in its backlog:
+// sending the version fails with EPIPE when that came between connect and send,
+// reading the reply with ECONNRESET when it came after the send.
 // A live stepd never does that (_handle_accept() reads the version first and answers
 // even a refusal), but a reset alone does not prove the listener closed, so the socket
 // is asked once more: only a connect that nobody takes (ECONNREFUSED) or a socket gone

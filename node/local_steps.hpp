@@ -123,6 +123,12 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
 Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
                                       const StepdProtocol& protocol = build_stepd_protocol());
 
+namespace testing {
+// Called between a step socket's connect and its handshake, so that tests can end a step
+// in that gap (as a stepd whose tasks finish right then does). Never set by the product.
+inline void (*after_connect)(const std::string& socket_path) = nullptr;
+}  // namespace testing
+
 // One node, one spool dir (which must exist).
 Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,
                                        std::chrono::steady_clock::time_point deadline,

@@ -70,7 +70,11 @@ std::optional<StatFields> parse_stat(std::string_view text) {
             ok = ppid.has_value();
             f.ppid = ppid.value_or(0);
         } else if (field == 5) {
-            const auto pgid = value == "0" ? std::optional<pid_t>{0} : parse_pid(value);
+            // A dead task already released has lost its signal handlers, and do_task_stat
+            // (fs/proc/array.c) then writes ppid 0 and pgrp -1: no group. Its state is X,
+            // or Z when it was read just before the parent reaped it.
+            const bool released = value == "-1" && (f.state == 'X' || f.state == 'Z');
+            const auto pgid = (value == "0" || released) ? std::optional<pid_t>{0} : parse_pid(value);
             ok = pgid.has_value();
             f.pgid = pgid.value_or(0);
         } else if (field == 9) {

@@ -464,6 +464,77 @@ TEST_CASE("a step ending under the question (handshake reset, then nobody listen
     CHECK(result->live[0].job_id == 24);
 }
 
+namespace {
+
+// A step socket whose listener is acted on in the gap between the client's connect and
+// its first send (local_steps.hpp's testing::after_connect), while the hook is installed.
+class GapListener {
+public:
+    enum class Act { close_listener, close_and_unlink, drop_connection };
+    GapListener(const std::string& path, Act act) : path_(path), act_(act), listener_(bind_unix(path)) {
+        REQUIRE(::listen(listener_.get(), 4) == 0);
+        current_ = this;
+        leftover::node::testing::after_connect = &GapListener::hook;
+    }
+    ~GapListener() {
+        leftover::node::testing::after_connect = nullptr;
+        current_ = nullptr;
+    }
+    GapListener(const GapListener&) = delete;
+    GapListener& operator=(const GapListener&) = delete;
+    int gaps() const { return gaps_; }
+
+private:
+    static void hook(const std::string& path) {
+        if (current_ && path == current_->path_) current_->act();
+    }
+    void act() {
+        ++gaps_;
+        if (act_ == Act::drop_connection) {
+            UniqueFd accepted(::accept(listener_.get(), nullptr, nullptr));  // still listening
+            return;
+        }
+        listener_.reset();  // Linux resets the connection waiting in the backlog
+        if (act_ == Act::close_and_unlink) ::unlink(path_.c_str());
+    }
+    static inline GapListener* current_ = nullptr;
+    std::string path_;
+    Act act_;
+    UniqueFd listener_;
+    int gaps_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a step ending between connect and handshake (EPIPE sending the version) is a dead step") {
+    for (const auto act : {GapListener::Act::close_listener, GapListener::Act::close_and_unlink}) {
+        CAPTURE(static_cast<int>(act));
+        TempDir spool;
+        FakeStepd live(spool.file("n1_26.0"), 900, kStateRunning);
+        GapListener ending(spool.file("n1_27.4294967291"), act);
+
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+        REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
+        CHECK(ending.gaps() == 1);
+        REQUIRE(result->dead.size() == 1);
+        CHECK(result->dead[0].job_id == 27);
+        REQUIRE(result->live.size() == 1);
+        CHECK(result->live[0].job_id == 26);
+    }
+}
+
+TEST_CASE("a stepd that drops the connection before the handshake but still listens stays a lookup error") {
+    TempDir spool;
+    GapListener dropping(spool.file("n1_28.0"), GapListener::Act::drop_connection);
+
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().kind == ErrorKind::lookup);
+    CHECK(result.error().message ==
+          "slurmstepd socket " + spool.file("n1_28.0") + ": sending the protocol version: Broken pipe");
+    CHECK(dropping.gaps() == 2);  // asked twice: the second connect was taken again
+}
+
 TEST_CASE("a stepd that drops the handshake but still listens stays a lookup error") {
     TempDir spool;
     FakeStepd step(spool.file("n1_25.0"), 1, kStateRunning, Behaviour::close_at_once);

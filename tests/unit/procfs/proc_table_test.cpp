@@ -103,10 +103,34 @@ TEST_CASE("proc scan: a stat that does not parse is a lookup error, not a skippe
     SUBCASE("truncated before start time") { fake.write_file("310/stat", "310 (sleep) S 1 310 310 0 -1 0\n"); }
     SUBCASE("names another pid") { fake.write_file("310/stat", FakeProc::stat_line({.pid = 311})); }
     SUBCASE("status without a Uid line") { fake.write_file("310/status", "Name:\tsleep\nGid:\t1\t1\t1\t1\n"); }
+    SUBCASE("pgrp -1 of a task that is not dead") {
+        fake.write_file("310/stat", "310 (sh) S 0 -1 -1 0 -1 4227084 85 0 0 0 0 0 0 0 20 0 0 0 3809664 0 0\n");
+    }
     const auto result = scan_processes(fake.options());
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().kind == ErrorKind::lookup);
     CHECK(result.error().message.find("/310/") != std::string::npos);
+}
+
+TEST_CASE("proc scan: a dead task already released (state X or Z, ppid 0, pgrp -1) is dead, not a lookup error") {
+    FakeProc fake;
+    fake.add_process({.pid = 330, .comm = "sh", .state = 'X', .exe = ""});
+    // As the kernel writes it once release_task() took the task's signal handlers.
+    fake.write_file("330/stat", "330 (sh) X 0 -1 -1 0 -1 4227084 85 0 0 0 0 0 0 0 20 0 0 0 3809664 0 0 0\n");
+    // Its state read just before the parent reaped it, the rest just after.
+    fake.add_process({.pid = 331, .comm = "sh", .state = 'Z', .exe = ""});
+    fake.write_file("331/stat", "331 (sh) Z 0 -1 -1 0 -1 4227084 85 0 0 0 0 0 0 0 20 0 0 0 3809665 0 0 0\n");
+    fake.add_process({.pid = 332, .state = 'S'});
+    const auto table = scan_ok(fake.options());
+    CHECK(get(table, 330).state == 'X');
+    CHECK(get(table, 331).state == 'Z');
+    for (const pid_t pid : {330, 331}) {
+        CAPTURE(pid);
+        CHECK(get(table, pid).zombie());
+        CHECK(get(table, pid).ppid == 0);
+        CHECK(get(table, pid).pgid == 0);
+    }
+    CHECK_FALSE(get(table, 332).zombie());
 }
 
 TEST_CASE("proc scan: zombies are kept with their state") {
