@@ -44,8 +44,11 @@ def expand_hostlist(text: str) -> list[str]:
 # 12, an array's task 12_3(15) or a heterogeneous job's component 12+1(13): the job the
 # nodes see is the one in parentheses.
 JOB_ID = r"(\d+)(?:(?:_\d+|\+\d+)\((\d+)\)|\+\d+)?"
+# The backfill scheduler's start (every heterogeneous job's, and any job that waited for a
+# pass, array tasks too) is an info line up to 25.11; from 26.05 a HetJob debug flag's line
+# at verbose, which the soak's slurmctld is configured to log (soak_cluster.CTLD_LOG).
 ALLOC = re.compile(rf"(?:sched: (?:Allocate|_slurm_rpc_allocate_resources) JobId={JOB_ID} NodeList=(\S+)"
-                   rf"|_start_job: Started JobId={JOB_ID} in \S+ on (\S+))")
+                   rf"|_start_job: (?:HETJOB: )?Started JobId={JOB_ID}(?: SLUID=\S+)? in \S+ on (\S+))")
 END = re.compile(rf"(?:_job_complete: JobId=|REQUEST_KILL_JOB JobId=|_slurm_rpc_complete_job_allocation: JobId="
                  rf"|Time limit exhausted for JobId=){JOB_ID}[ \n]")
 
@@ -83,6 +86,15 @@ def allocations(ctld_log: str) -> dict[int, Allocation]:
                 if alloc.end is None:
                     alloc.end = when
     return found
+
+
+def ended_jobs(ctld_log: str) -> set[int]:
+    """Every job whose end slurmctld logged, with an allocation line or not."""
+    ended = set()
+    for _, text in stamped(ctld_log):
+        if end := END.search(text + "\n"):
+            ended.add(int(end.group(2) or end.group(1)))
+    return ended
 
 
 # ---- slurmd (leftover's lines) ----------------------------------------------------------

@@ -4,6 +4,7 @@
 oracle (see tests/README.md).
 
     soak.py [--seed N] [--minutes M] [--config NAME] [--uid-base B] [--no-faults] [--keep]
+    soak.py --judge DIR [--verbose]      # judge a kept run again
 
 Runs as root, with LEFTOVER_PLUGIN naming the plugin.  With the e2e harness's shared test
 accounts the caller holds /tmp/leftover-e2e.lock (scripts/soak.sh does); with --uid-base
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import dataclasses
+import json
 import os
 import random
 import shutil
@@ -28,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from oracle import INVARIANTS, Oracle, Verdict, stamp  # noqa: E402
-from records import allocations, node_log, stamped  # noqa: E402
-from sampler import Sampler  # noqa: E402
+from records import allocations, ended_jobs, node_log, stamped  # noqa: E402
+from sampler import ProcRecord, Sampler  # noqa: E402
 from soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users  # noqa: E402
 from workload import Action, EventLog, JobWatcher, Workload, make_schedule  # noqa: E402
 from slurm_jobs import FINAL_STATES  # noqa: E402
@@ -55,6 +58,8 @@ def parse_args(argv):
                         help="busy-looping processes beside the cluster (races show more under load)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory (logs)")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--judge", metavar="DIR", type=Path,
+                        help="judge a kept run again (its log/ and judge.json) with this oracle; runs nothing")
     args = parser.parse_args(argv)
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1_000_000)
@@ -108,8 +113,8 @@ def print_context(verdict: Verdict, timeline: list[tuple[float, str, str]], per_
 def make_timeline(events: EventLog, ctld_text: str, node_texts: dict[str, str], start: float):
     timeline = [(w, "harness", t) for w, t in events.events]
     for when, text in stamped(ctld_text):
-        if when >= start and ("Allocate" in text or "allocate_resources" in text or "_job_complete" in text
-                              or "KILL_JOB" in text or "complete_job_allocation" in text):
+        if when >= start and ("Allocate" in text or "allocate_resources" in text or "_start_job: " in text
+                              or "_job_complete" in text or "KILL_JOB" in text or "complete_job_allocation" in text):
             timeline.append((when, "slurmctld", text))
     for node, text in node_texts.items():
         for when, line in stamped(text):
@@ -118,7 +123,57 @@ def make_timeline(events: EventLog, ctld_text: str, node_texts: dict[str, str], 
     return sorted(timeline)
 
 
-def keep_evidence(soak: SoakCluster, timeline, verdict: Verdict, args, name: str) -> Path:
+def judge_logs(ctld_text: str, node_texts: dict[str, str], facts: dict) -> tuple[Verdict, list[int]]:
+    """The oracle's verdict on a run's logs and the facts the harness saw (its samples, each
+    job's uid, ...: judge.json), and the jobs the nodes ran that slurmctld's log shows no
+    allocation for: they hold nothing to the oracle, so their users' strays would look late
+    and kills of their users' processes right."""
+    allocs = allocations(ctld_text)
+    for job, alloc in allocs.items():
+        alloc.uid = facts["job_uids"].get(job)
+    logs = {node: node_log(node, text) for node, text in node_texts.items()}
+    unplaced = sorted(j for j in ended_jobs(ctld_text) - allocs.keys()
+                      if any(j in log.knows_job for log in logs.values()))
+    procs = [ProcRecord(**p) for p in facts["procs"]]
+    oracle = Oracle(allocs, logs, procs, facts["protected"], tuple(facts["uid_range"]),
+                    [tuple(w) for w in facts["faults"]], facts["slack"])
+    return oracle.judge(facts["run_end"]), unplaced
+
+
+def print_verdict(verdict: Verdict, unplaced: list[int], head: str, tail: str = "") -> int:
+    """Prints the summary and violations lines; returns the number of violations."""
+    violations = {i: len(verdict.violations(i)) for i in INVARIANTS}
+    total = sum(violations.values())
+    print(f"soak summary: {head}: " + ", ".join(f"{k} {v}" for k, v in verdict.counts.items()) + tail)
+    print("soak violations: " + ", ".join(f"({i}) {INVARIANTS[i]} {n}" for i, n in violations.items())
+          + f"; total {total}")
+    if unplaced:
+        print(f"soak: the oracle cannot judge this run: slurmctld's log shows no allocation for {len(unplaced)} "
+              f"jobs the nodes ran (jobs {', '.join(map(str, unplaced[:10]))}{' ...' if len(unplaced) > 10 else ''})")
+    return total
+
+
+def judge_kept(directory: Path, verbose: bool) -> int:
+    """Judges a kept run again: 1 on violations, 2 when the oracle cannot judge it."""
+    facts_path = directory / "judge.json"
+    if not facts_path.exists():
+        print(f"soak.py: {facts_path} is missing (a run kept before the soak wrote it cannot be judged again)",
+              file=sys.stderr)
+        return 2
+    facts = json.loads(facts_path.read_text())
+    facts["job_uids"] = {int(k): v for k, v in facts["job_uids"].items()}
+    facts["protected"] = {int(k): v for k, v in facts["protected"].items()}
+    log = directory / "log"
+    verdict, unplaced = judge_logs((log / "slurmctld.log").read_text(errors="replace"),
+                                   {node: (log / f"slurmd-{node}.log").read_text(errors="replace")
+                                    for node in NODES}, facts)
+    total = print_verdict(verdict, unplaced, f"re-judged {directory}")
+    for finding in verdict.findings if verbose else ():
+        print(f"({finding.invariant}) {stamp(finding.when)} {finding.node} {finding.text}")
+    return 2 if unplaced else 1 if total else 0
+
+
+def keep_evidence(soak: SoakCluster, timeline, verdict: Verdict, args, name: str, facts: dict) -> Path:
     """Copies the daemons' logs and writes the timeline and every finding where the next
     run's reaping of stale clusters does not reach: $LEFTOVER_SOAK_OUT (default /tmp; a run
     in a release's root names a directory of the tree) /leftover-soak-<config>-<seed>[-u<uid base>]."""
@@ -127,12 +182,15 @@ def keep_evidence(soak: SoakCluster, timeline, verdict: Verdict, args, name: str
     (dest / "timeline.txt").write_text("".join(f"{stamp(w)} {where:9} {text}\n" for w, where, text in timeline))
     (dest / "findings.txt").write_text("".join(f"({f.invariant}) {stamp(f.when)} {f.node} {f.text}\n"
                                                for f in verdict.findings))
+    (dest / "judge.json").write_text(json.dumps(facts))
     return dest
 
 
 def main(argv) -> int:
     args = parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)
+    if args.judge:
+        return judge_kept(args.judge, args.verbose)
     if os.geteuid() != 0:
         print("soak.py: run as root (it starts Slurm daemons)", file=sys.stderr)
         return 2
@@ -178,27 +236,24 @@ def main(argv) -> int:
 
         ctld_text = soak.cluster.slurmctld_log_text()
         node_texts = {node: soak.cluster.slurmd_log_text(node) for node in NODES}
-        allocs = allocations(ctld_text)
-        for job, alloc in allocs.items():
-            user_field = watcher.jobs.get(job, {}).get("UserId", "")
-            if "(" in user_field:
-                alloc.uid = int(user_field.split("(")[1].rstrip(")"))
-        logs = {node: node_log(node, text) for node, text in node_texts.items()}
-        oracle = Oracle(allocs, logs, sampler.snapshot(), users.protected_uids(),
-                        (users.uid_min, users.uid_max), workload.fault_windows, args.slack)
-        verdict = oracle.judge(run_end)
+        job_uids = {job: int(fields["UserId"].split("(")[1].rstrip(")"))
+                    for job, fields in watcher.jobs.items() if "(" in fields.get("UserId", "")}
+        facts = {"run_end": run_end, "slack": args.slack, "protected": users.protected_uids(),
+                 "uid_range": [users.uid_min, users.uid_max], "faults": workload.fault_windows,
+                 "job_uids": job_uids, "procs": [dataclasses.asdict(p) for p in sampler.snapshot()]}
+        verdict, unplaced = judge_logs(ctld_text, node_texts, facts)
         timeline = make_timeline(events, ctld_text, node_texts, start)
 
-        counts = verdict.counts
+        total = print_verdict(
+            verdict, unplaced, f"seed {args.seed}, config {config.name}",
+            f"; faults {len(workload.fault_windows)}; jobs that ended unexpectedly {len(workload.unexpected_ends)}"
+            f"; harness errors {len(workload.harness_errors)}; sampler scans {sampler.scans}"
+            f" (longest gap {sampler.longest_gap:.2f}s)")
         violations = {i: len(verdict.violations(i)) for i in INVARIANTS}
-        total = sum(violations.values())
-        print(f"soak summary: seed {args.seed}, config {config.name}: "
-              + ", ".join(f"{k} {v}" for k, v in counts.items())
-              + f"; faults {len(workload.fault_windows)}; jobs that ended unexpectedly {len(workload.unexpected_ends)}"
-              + f"; harness errors {len(workload.harness_errors)}; sampler scans {sampler.scans}"
-              + f" (longest gap {sampler.longest_gap:.2f}s)")
-        print("soak violations: " + ", ".join(f"({i}) {INVARIANTS[i]} {n}" for i, n in violations.items())
-              + f"; total {total}")
+        if unplaced:
+            kept = keep_evidence(soak, timeline, verdict, args, config.name, facts)
+            print(f"soak: logs and the whole timeline: {kept}")
+            return 2
         if args.verbose:
             for finding in verdict.findings:
                 if finding.invariant <= 0:
@@ -217,7 +272,7 @@ def main(argv) -> int:
                 print_context(verdict, timeline, 1)
             return 0 if caught else 1
         if total:
-            kept = keep_evidence(soak, timeline, verdict, args, config.name)
+            kept = keep_evidence(soak, timeline, verdict, args, config.name, facts)
             print(f"\nsoak FAILED: seed {args.seed}, config {config.name} (logs and the whole timeline: {kept})")
             print_context(verdict, timeline)
             return 1
