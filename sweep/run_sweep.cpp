@@ -349,6 +349,10 @@ private:
         };
         options.job_state_unchanged = [&evaluation] { return evaluation.job_state_unchanged(); };
         options.job_starting = [&job_state] { return job_state.job_starting(); };
+        // The fresh plan after a wait for a starting job reads the step sockets and /proc,
+        // and in a job epilog may ask slurmctld (a few hundred ms on a loaded node): a
+        // round with less than this left is skipped, its strays left to the next sweep.
+        options.replan_time = std::chrono::milliseconds(1000);
         return options;
     }
 
