@@ -118,11 +118,21 @@ bool KillRun::deadline_passed() {
 
 // The last look before a round: no job may be on its way onto the node (its slurmstepd
 // not answering yet, so the look could not show its user). While one is, wait; once it
-// is gone or answers, a fresh plan (its user may be live now) and a new stop. true: the
-// round may signal. false: an evaluation failed, or the deadline came with a job still
-// starting (nothing is signalled; finish() continues what is stopped).
+// is gone or answers, a fresh plan (its user may be live now) and a new stop. The wait is
+// bounded (starting_wait) and ends where the fresh plan's time (replan_time) before the
+// deadline begins: a starting job costs a round, never a cut query. true: the round may
+// signal. false: an evaluation failed, or the round is skipped with a job starting (or
+// the deadline passed); nothing is signalled, and finish() continues what is stopped.
 bool KillRun::no_job_starting() {
     if (!options_.job_starting) return true;
+    const auto replan_by = options_.deadline - options_.replan_time;
+    const auto wait_until = std::min(Clock::now() + options_.starting_wait, replan_by);
+    std::optional<std::string> last_sign;
+    const auto skip = [&](std::string sign) {
+        report_.job_starting = std::move(sign);
+        report_.deadline_reached = past(options_.deadline);
+        return false;
+    };
     for (bool waited = false;;) {
         auto starting = options_.job_starting();
         if (!starting.ok()) {
@@ -131,17 +141,15 @@ bool KillRun::no_job_starting() {
         }
         if (!starting.value()) {
             if (!waited) return true;
+            if (past(replan_by)) return skip(std::move(*last_sign));
             if (!replan() || !stop_targets() || deadline_passed()) return false;
             waited = false;
             continue;
         }
-        if (past(options_.deadline)) {
-            report_.job_starting = std::move(*starting.value());
-            report_.deadline_reached = true;
-            return false;
-        }
+        if (past(wait_until)) return skip(std::move(*starting.value()));
+        last_sign = std::move(*starting.value());
         waited = true;
-        const auto left = options_.deadline - Clock::now();
+        const auto left = wait_until - Clock::now();
         std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(5), left));
         // A fresh look at the job state: job_starting judges by the last one, which
         // cannot show a step whose socket appeared since.

@@ -70,9 +70,18 @@ struct KillOptions {
     // Right before each signal round, after the last look at the job state: a job or step
     // being set up on this node that the look could not show yet (its slurmstepd has no
     // step socket), said as a clause; nullopt when there is none. While there is one the
-    // round waits (to the deadline at most) and then decides again, its user possibly
-    // live now; at the deadline nothing is signalled. Unset: not asked.
+    // round waits and then decides again, its user possibly live now; still starting
+    // after `starting_wait`, or with less than `replan_time` left before the deadline,
+    // the round is skipped: nothing is signalled (report.job_starting says why).
+    // Unset: not asked.
     std::function<Result<std::optional<std::string>>()> job_starting;
+    // A stepd makes its socket milliseconds after its exec: a round waits that long for
+    // a starting job at most. What it waits past that is time the sweep's other rounds,
+    // and its controller queries, lack.
+    std::chrono::milliseconds starting_wait{1000};
+    // What the fresh plan after such a wait may need (a controller query, bounded by the
+    // deadline): the wait never eats into it, so it cannot cut that query short.
+    std::chrono::milliseconds replan_time{0};
 };
 
 struct KillReport {
@@ -81,7 +90,7 @@ struct KillReport {
     std::vector<Decision> survivors;  // strays still there at the end
     std::optional<Error> error;       // an evaluation failed: killing stopped there
     bool deadline_reached = false;
-    // The deadline came while a job was being set up here: the clause job_starting said.
+    // A round was skipped while a job was being set up here: the clause job_starting said.
     std::optional<std::string> job_starting;
     int rounds = 0;
     std::size_t evaluations = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/starting_work.hpp"
 
+#include "node/live_work.hpp"
 #include "procfs/proc_read.hpp"
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
@@ -47,11 +48,39 @@ bool has_args(std::string_view cmdline, std::string_view first, std::string_view
     return rest.starts_with(std::string(first) + '\0' + std::string(second));
 }
 
+// The step a slurmstepd's title names, "J.S" as describe_step writes it: slurmstepd.c
+// _set_job_log_prefix sets "slurmstepd: [J.S]" ("[J.S+C]" for a component of a het step,
+// "[J.S stepmgr]" in 26.05) before msg_thr_create makes the step socket. nullopt while
+// the command line is still the exec's (no title yet). A het step's components share
+// the step's id: the socket of one shows the step's user live all the same.
+std::optional<std::string> titled_step(std::string_view cmdline) {
+    const std::string_view title = cmdline.substr(0, cmdline.find('\0'));
+    const auto open = title.find(": [");
+    if (open == std::string_view::npos) return std::nullopt;
+    const std::string_view rest = title.substr(open + 3);
+    const auto end = rest.find_first_of("]+ ");
+    if (end == std::string_view::npos || end == 0) return std::nullopt;
+    return std::string(rest.substr(0, end));
+}
+
 }  // namespace
 
-Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root,
-                                                     const std::set<pid_t>& answering_stepds,
-                                                     const std::set<pid_t>& not_doubt, std::size_t unplaced_stepds) {
+void SeenSteps::add(const LocalJobState& look) {
+    unplaced_stepds = look.unanswered.size();
+    for (const LocalStep& step : look.live) {
+        steps.insert(describe_step(step.job_id, step.step_id));
+        if (step.stepd_pid)
+            stepds.insert(*step.stepd_pid);
+        else
+            ++unplaced_stepds;
+    }
+    for (const DeadStep& step : look.dead) steps.insert(describe_step(step.job_id, step.step_id));
+    for (const UnansweredStep& step : look.unanswered) steps.insert(describe_step(step.job_id, step.step_id));
+}
+
+Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root, const SeenSteps& seen,
+                                                     const std::set<pid_t>& not_doubt) {
+    std::size_t unplaced_stepds = seen.unplaced_stepds;
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root.valid()) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
     std::map<pid_t, Daemon> daemons;
@@ -103,7 +132,7 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
     };
     for (const auto& [pid, daemon] : daemons) {
         if (not_doubt.count(pid) != 0 || !daemon.young) continue;
-        if (daemon.stepd && (answering_stepds.count(pid) != 0 || is(daemon.ppid, true))) continue;
+        if (daemon.stepd && (seen.stepds.count(pid) != 0 || is(daemon.ppid, true))) continue;
         if (!daemon.stepd && !is(daemon.ppid, false)) continue;  // a slurmd daemon itself
         const std::string cmdline_path = fmt::format("{}/cmdline", pid);
         if (const int err = procfs::read_file(root.get(), cmdline_path.c_str(), buf)) {
@@ -118,12 +147,19 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
             continue;
         if (daemon.stepd) {
             if (has_args(buf, "spank", "epilog")) continue;  // another job ending
-            if (unplaced_stepds > 0) {
+            const auto step = titled_step(buf);
+            if (step && seen.steps.count(*step) != 0) continue;  // its socket was seen: past its setup
+            // One that names a step no look listed is none of the unplaced sockets' stepds.
+            if (!step && unplaced_stepds > 0) {
                 --unplaced_stepds;
                 continue;
             }
             return std::optional<std::string>(fmt::format("slurmstepd pid {} has no step socket yet", pid));
         }
+        // Until it execs, a fork of slurmd has slurmd's command line whatever it is for:
+        // _forkexec_slurmstepd's child (which forks the stepd's exec), the forks that open
+        // a batch job's files, a prolog's, and an epilog's alike. It lasts milliseconds
+        // and may be a job's start, so it stays a sign; only one that says epilog is not.
         if (buf.find("epilog") != std::string::npos) continue;  // 26.05's title of an epilog fork
         return std::optional<std::string>(
             fmt::format("slurmd pid {}, a fork of slurmd pid {}, may be starting a step", pid, daemon.ppid));

@@ -5,6 +5,7 @@
 // signals then would take the user for one without work.
 #pragma once
 
+#include "node/local_steps.hpp"
 #include "util/result.hpp"
 
 #include <sys/types.h>
@@ -16,23 +17,34 @@
 
 namespace leftover::node {
 
+// What this sweep's looks at the step sockets have seen, for work_being_set_up: a stepd
+// seen once is past its setup, whatever a later look finds (an ending stepd removes its
+// socket, then waits up to 3 s for its open connections before it exits).
+struct SeenSteps {
+    std::set<pid_t> stepds;           // stepd pids that answered in any look
+    std::set<std::string> steps;      // "J.S" of every step socket any look listed (answering or not)
+    std::size_t unplaced_stepds = 0;  // of the last look: sockets whose stepd's pid it could not learn
+    void add(const LocalJobState& look);
+};
+
 // The first sign, in pid order, that a job or step is being set up under proc_root, said
 // as a clause ("slurmstepd pid N has no step socket yet"); nullopt when there is none.
 // A sign is a root process that is
-//  - a slurmstepd whose pid is none of `answering_stepds` (the last look's step sockets)
-//    and whose parent is no slurmstepd (a stepd's own child is its step's task on the
-//    way to exec), unless it runs `slurmstepd spank epilog` (a job ending), or
+//  - a slurmstepd none of `seen.stepds` and whose parent is no slurmstepd (a stepd's own
+//    child is its step's task on the way to exec), unless it runs `slurmstepd spank
+//    epilog` (a job ending) or its title names a step of `seen.steps` (slurmstepd sets
+//    "slurmstepd: [J.S]" before it creates its socket, so a step whose socket was seen
+//    is past its setup: an ending stepd), or
 //  - a slurmd whose parent is a slurmd: a fork on its way to exec slurmstepd or a
 //    prolog, unless its command line says it runs an epilog (26.05 rewrites it).
 // Only a daemon of the caller's pid namespace counts (another one is another host's).
 // Either started within the last two minutes (by <proc_root>/uptime): one without a socket
 // for longer is stuck, not starting, and must not hold every sweep to its deadline.
 // `not_doubt`: the caller and its ancestors (a job epilog runs inside such a fork).
-// `unplaced_stepds`: step sockets of the last look whose stepd's pid it could not learn
-// (unanswered, or in another pid namespace): that many such slurmstepds are theirs.
+// `seen.unplaced_stepds`: that many other slurmstepds are those of sockets whose stepd's
+// pid the last look could not learn (unanswered, or in another pid namespace).
 // A process that exits meanwhile is skipped; one that cannot be read is a lookup error.
-Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root,
-                                                     const std::set<pid_t>& answering_stepds,
-                                                     const std::set<pid_t>& not_doubt, std::size_t unplaced_stepds = 0);
+Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root, const SeenSteps& seen,
+                                                     const std::set<pid_t>& not_doubt);
 
 }  // namespace leftover::node

@@ -62,6 +62,7 @@ Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exe
     if (in.error) return Error::lookup(fmt::format("{}: {}", to_string(in.error->kind), in.error->message));
     if (in.failed_lookups) return Error::lookup("an account lookup failed in this evaluation");
     if (in.deadline_reached) return Error::lookup("the evaluation reached its deadline");
+    if (in.job_starting) return Error::lookup(fmt::format("a job is starting on this node ({})", *in.job_starting));
     if (in.fresh == nullptr || in.fresh_live == nullptr) return Error::lookup("no evaluation after the sweep");
     if (in.holders == nullptr) return Error::lookup("the processes of the cleanup's users were not read");
     if (in.candidates.empty()) return std::set<uid_t>{};
@@ -137,6 +138,7 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
     input.error = report.error;
     input.failed_lookups = !evaluation.failed_lookups().empty();
     input.deadline_reached = report.deadline_reached;
+    input.job_starting = report.job_starting;
     // A dry run leaves every target as a "survivor": it counts as gone there (see nothing_left_of).
     if (!config.dry_run)
         for (const Decision& survivor : report.survivors) input.survivors.insert(survivor.uid);
@@ -149,7 +151,7 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
     // uids of unprotected owners only, and a setuid program's entry is root's).
     std::optional<Result<Plan>> fresh;
     std::optional<Result<std::map<uid_t, std::vector<pid_t>>>> holders;
-    if (!input.error && !input.failed_lookups && !input.deadline_reached) {
+    if (!input.error && !input.failed_lookups && !input.deadline_reached && !input.job_starting) {
         evaluation.ask_allocations_of(input.candidates);
         fresh = evaluation();
         if (!fresh->ok()) input.error = fresh->error();

@@ -29,6 +29,7 @@ struct GuardInput {
     std::optional<Error> error;   // the sweep's or the fresh evaluation's error
     bool failed_lookups = false;  // an account lookup failed in the sweep
     bool deadline_reached = false;
+    std::optional<std::string> job_starting;  // a round skipped: a job is starting here
     std::set<uid_t> survivors;
     bool dry_run = false;  // processes a dry run would kill count as gone
     // Without PrologFlags=contain only slurmctld knows an allocation with no step here:

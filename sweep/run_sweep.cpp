@@ -93,9 +93,12 @@ public:
     // job_source controller there is nothing to ask.
     Result<std::optional<std::string>> job_starting() const {
         if (config_.job_source == JobSource::controller) return std::optional<std::string>();
-        std::set<pid_t> caller{request_.self};
-        for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller.insert(pid);
-        return node::work_being_set_up(request_.proc_root, answering_stepds_, caller, unplaced_stepds_);
+        // The caller's ancestry does not change during a sweep: read once, not every poll.
+        if (caller_.empty()) {
+            caller_.insert(request_.self);
+            for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller_.insert(pid);
+        }
+        return node::work_being_set_up(request_.proc_root, seen_steps_, caller_);
     }
 
 private:
@@ -112,7 +115,7 @@ private:
         const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
         auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
         LEFTOVER_TRY(state);
-        remember_stepds(state.value());
+        seen_steps_.add(state.value());
         for (const node::UnansweredStep& step : state->unanswered)
             if (unanswered_logged_.insert(step.socket_path).second)
                 log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
@@ -126,17 +129,6 @@ private:
         if (!state->unanswered.empty())
             LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
         return live;
-    }
-
-    // The stepds the look found (ending ones too), for job_starting.
-    void remember_stepds(const node::LocalJobState& state) {
-        answering_stepds_.clear();
-        unplaced_stepds_ = state.unanswered.size();
-        for (const node::LocalStep& step : state.live)
-            if (step.stepd_pid)
-                answering_stepds_.insert(*step.stepd_pid);
-            else
-                ++unplaced_stepds_;
     }
 
     // Each live and each gone step once per sweep.
@@ -208,8 +200,8 @@ private:
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
-    std::set<pid_t> answering_stepds_;  // of the last look
-    std::size_t unplaced_stepds_ = 0;   // sockets of the last look whose stepd's pid is not known
+    node::SeenSteps seen_steps_;      // by every look of this sweep, for job_starting
+    mutable std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
 };
 
 // One deadline per evaluation; Slurm drains a node whose step does not end in time.
@@ -357,6 +349,10 @@ private:
         };
         options.job_state_unchanged = [&evaluation] { return evaluation.job_state_unchanged(); };
         options.job_starting = [&job_state] { return job_state.job_starting(); };
+        // The fresh plan after a wait for a starting job reads the step sockets and /proc,
+        // and in a job epilog may ask slurmctld (a few hundred ms on a loaded node): a
+        // round with less than this left is skipped, its strays left to the next sweep.
+        options.replan_time = std::chrono::milliseconds(1000);
         return options;
     }
 

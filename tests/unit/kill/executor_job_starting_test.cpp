@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The last look before a signal round: a job being set up on the node (its slurmstepd
-// not answering on a step socket yet) is doubt. The round waits for it, and signals
-// nothing if it is still starting at the deadline. On real processes of a test uid.
+// not answering on a step socket yet) is doubt. The round waits for it, a bounded time,
+// and signals nothing if it is still starting then. On real processes of a test uid.
 #include "kill/executor.hpp"
 #include "support/processes.hpp"
 #include "support/sweeper.hpp"
@@ -14,6 +14,24 @@ using namespace leftover;
 using namespace leftover::test;
 using namespace std::chrono_literals;
 
+namespace {
+
+// The round skipped for a starting job: nothing signalled, the stray stopped before the
+// look and continued after it with the reason, a survivor of the sweep.
+void check_skipped_for_starting_job(const KillReport& report, pid_t stray, const std::string& sign) {
+    REQUIRE(report.job_starting.has_value());
+    CHECK(*report.job_starting == sign);
+    CHECK_FALSE(report.error.has_value());
+    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
+    const KillRecord* cont = check_continued_not_killed(report, stray);
+    REQUIRE(cont != nullptr);
+    CHECK(cont->detail == "not signalled: a job is starting on this node (" + sign + ")");
+    REQUIRE(report.survivors.size() == 1);
+    CHECK(report.survivors[0].pid == stray);
+}
+
+}  // namespace
+
 TEST_CASE("fault catalogue: a job still starting at the deadline stops the SIGTERM round, and nothing stays stopped") {
     Sweeper sweeper(41133);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
@@ -22,23 +40,46 @@ TEST_CASE("fault catalogue: a job still starting at the deadline stops the SIGTE
         ++asked;
         return Result<std::optional<std::string>>(std::string("slurmstepd pid 4242 has no step socket yet"));
     };
+    sweeper.starting_wait = 20000ms;  // unbounded but by the deadline
     const KillReport report = sweeper.run(2000ms, false, real_system_calls(), 1500ms);
     INFO(format_actions(report));
     CHECK(asked > 1);  // it waited, reading again
-    CHECK(action_for(report, stray, SIGTERM) == nullptr);
-    CHECK(action_for(report, stray, SIGKILL) == nullptr);
-    REQUIRE(report.job_starting.has_value());
-    CHECK(*report.job_starting == "slurmstepd pid 4242 has no step socket yet");
+    CHECK(report.deadline_reached);
+    check_skipped_for_starting_job(report, stray, "slurmstepd pid 4242 has no step socket yet");
+}
+
+TEST_CASE("fault catalogue: a job starting for longer than the bounded wait skips the round before the deadline") {
+    Sweeper sweeper(41133);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    sweeper.job_starting = [] {
+        return Result<std::optional<std::string>>(std::string("slurmstepd pid 4244 has no step socket yet"));
+    };
+    sweeper.starting_wait = 300ms;
+    const KillReport report = sweeper.run(2000ms, false, real_system_calls(), 20000ms);
+    INFO(format_actions(report));
+    // Skipped at the bound, with the reason, not held to the deadline 20 s away.
+    CHECK_FALSE(report.deadline_reached);
+    CHECK(std::chrono::steady_clock::now() < sweeper.deadline);
+    check_skipped_for_starting_job(report, stray, "slurmstepd pid 4244 has no step socket yet");
+}
+
+TEST_CASE("fault catalogue: a job done starting too late for a fresh plan skips the round, never cuts the plan short") {
+    Sweeper sweeper(41133);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    sweeper.starting_wait = 20000ms;
+    sweeper.replan_time = 1000ms;
+    // Its socket answers only once the time the fresh plan needs has begun: the wait
+    // ends there, and so does the round.
+    sweeper.job_starting = [&sweeper] {
+        if (std::chrono::steady_clock::now() >= sweeper.deadline - 1000ms)
+            return Result<std::optional<std::string>>(std::optional<std::string>());
+        return Result<std::optional<std::string>>(std::string("slurmstepd pid 4245 has no step socket yet"));
+    };
+    const KillReport report = sweeper.run(2000ms, false, real_system_calls(), 2500ms);
+    INFO(format_actions(report));
+    CHECK_FALSE(report.deadline_reached);
     CHECK_FALSE(report.error.has_value());
-    // Stopped before the look, continued after it with the reason.
-    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
-    const KillRecord* cont = action_for(report, stray, SIGCONT);
-    REQUIRE(cont != nullptr);
-    CHECK(cont->detail.find("a job is starting on this node (slurmstepd pid 4242") != std::string::npos);
-    CHECK(wait_not_stopped(stray));
-    CHECK(is_running(stray));
-    REQUIRE(report.survivors.size() == 1);
-    CHECK(report.survivors[0].pid == stray);
+    check_skipped_for_starting_job(report, stray, "slurmstepd pid 4245 has no step socket yet");
 }
 
 TEST_CASE("fault catalogue: a user whose job was starting as the sweep looked keeps their strays once it answers") {
@@ -63,15 +104,11 @@ TEST_CASE("fault catalogue: a user whose job was starting as the sweep looked ke
     const KillReport report = sweeper.run(2000ms, false, real_system_calls(), 4000ms);
     INFO(format_actions(report));
     CHECK(asked >= 2);
-    CHECK(action_for(report, stray, SIGTERM) == nullptr);
-    CHECK(action_for(report, stray, SIGKILL) == nullptr);
     CHECK_FALSE(report.job_starting.has_value());
     CHECK_FALSE(report.error.has_value());
-    const KillRecord* cont = action_for(report, stray, SIGCONT);
+    const KillRecord* cont = check_continued_not_killed(report, stray);
     REQUIRE(cont != nullptr);
     CHECK(cont->reason == Reason::has_live_job);
-    CHECK(wait_not_stopped(stray));
-    CHECK(is_running(stray));
     CHECK(report.survivors.empty());
 }
 

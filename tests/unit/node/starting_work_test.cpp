@@ -38,7 +38,14 @@ struct Node {
         proc.set_pid_ns(pid, "pid:[4026531836]");
     }
     std::optional<std::string> starting(const std::set<pid_t>& answering = {200}, std::size_t unplaced = 0) {
-        auto found = work_being_set_up(proc.root(), answering, {100, 60, 50, 1}, unplaced);
+        SeenSteps seen;
+        seen.stepds = answering;
+        seen.steps = {"7.0"};
+        seen.unplaced_stepds = unplaced;
+        return starting(seen);
+    }
+    std::optional<std::string> starting(const SeenSteps& seen) {
+        auto found = work_being_set_up(proc.root(), seen, {100, 60, 50, 1});
         REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
         return found.value();
     }
@@ -97,7 +104,70 @@ TEST_CASE("starting work: a user's program named slurmstepd is no doubt, and an 
     node.proc.add_process({.pid = 400, .ppid = 1, .uids = {1000, 1000, 1000, 1000}, .exe = "/home/u/slurmstepd"});
     node.proc.write_file("400/cmdline", cmdline({"slurmstepd"}));
     CHECK(node.starting() == std::nullopt);
-    auto found = work_being_set_up("/nonexistent-proc", {}, {});
+    auto found = work_being_set_up("/nonexistent-proc", SeenSteps{}, {});
     REQUIRE_FALSE(found.ok());
     CHECK(found.error().kind == ErrorKind::lookup);
+}
+
+// One sweep's looks at a node where job 8's batch stepd 300 ends beside the answering 200.
+SeenSteps looks(std::initializer_list<LocalJobState> states) {
+    SeenSteps seen;
+    for (const LocalJobState& state : states) seen.add(state);
+    return seen;
+}
+
+LocalStep answering(std::uint32_t job, std::uint32_t step, pid_t stepd) {
+    LocalStep live;
+    live.job_id = job;
+    live.step_id = step;
+    live.stepd_pid = stepd;
+    return live;
+}
+
+constexpr std::uint32_t kBatch = 0xfffffffbu;
+
+TEST_CASE("starting work: an ending slurmstepd whose step socket refused is no job starting") {
+    Node node;
+    // Its listener closed, the process lives on: no answer, and a title naming its step.
+    node.add(300, 1, "/usr/sbin/slurmstepd", {"slurmstepd: [8.batch]"});
+    LocalJobState look;
+    look.live = {answering(7, 0, 200)};
+    CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
+    look.dead = {{8, kBatch, "/spool/n1_8.4294967291"}};
+    CHECK(node.starting(looks({look})) == std::nullopt);
+    // 26.05's title of a step manager, and a het step's component, name the step too.
+    node.proc.write_file("300/cmdline", cmdline({"slurmstepd: [8.batch stepmgr]"}));
+    CHECK(node.starting(looks({look})) == std::nullopt);
+    node.proc.write_file("300/cmdline", cmdline({"slurmstepd: [8.batch+1]"}));
+    CHECK(node.starting(looks({look})) == std::nullopt);
+}
+
+TEST_CASE("starting work: a slurmstepd that answered in an earlier look of the sweep is no job starting") {
+    Node node;
+    // Judged by its pid alone: a title that names no step (none set, or a form not known).
+    node.add(300, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    LocalJobState first;
+    first.live = {answering(7, 0, 200), answering(8, kBatch, 300)};
+    LocalJobState last;  // its socket removed as its step ended: the last look lists it no more
+    last.live = {answering(7, 0, 200)};
+    CHECK(node.starting(looks({last})) == "slurmstepd pid 300 has no step socket yet");
+    CHECK(node.starting(looks({first, last})) == std::nullopt);
+}
+
+TEST_CASE("fault catalogue: a fresh slurmstepd whose step no look has seen is still a job starting") {
+    Node node;
+    LocalJobState look;
+    look.live = {answering(7, 0, 200)};
+    look.dead = {{8, kBatch, "/spool/n1_8.4294967291"}};
+    // Before its title: the command line of the exec.
+    node.add(300, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
+    // Titled with a step whose socket no look listed: job 9's, or job 8's next step.
+    node.proc.write_file("300/cmdline", cmdline({"slurmstepd: [9.batch]"}));
+    CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
+    node.proc.write_file("300/cmdline", cmdline({"slurmstepd: [8.0]"}));
+    CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
+    // An unanswered socket of another step does not stand for it.
+    look.unanswered = {{10, 0, "/spool/n1_10.0", "timed out"}};
+    CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
 }

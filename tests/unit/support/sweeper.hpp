@@ -35,6 +35,8 @@ struct Sweeper {
     std::function<Result<std::optional<std::string>>()> job_starting;  // unset: not asked
     KillObserver observer;
     int stop_rounds = KillOptions{}.stop_rounds;
+    std::chrono::milliseconds starting_wait = KillOptions{}.starting_wait;
+    std::chrono::milliseconds replan_time = KillOptions{}.replan_time;
     bool unchanged_job_state_saves = true;
     std::optional<Plan> last_plan;                   // what the last evaluation of run() decided
     std::chrono::steady_clock::time_point deadline;  // of the last run()
@@ -69,6 +71,8 @@ struct Sweeper {
         deadline = options.deadline = std::chrono::steady_clock::now() + budget;
         options.observer = observer;
         options.job_starting = job_starting;
+        options.starting_wait = starting_wait;
+        options.replan_time = replan_time;
         // As run_sweep: a stop round that met every target and nothing new ends on the
         // job state alone; unchanged_job_state_saves off: a new evaluation every time.
         if (unchanged_job_state_saves)
@@ -87,6 +91,21 @@ inline const KillRecord* action_for(const KillReport& report, pid_t pid, int sig
     for (const KillRecord& r : report.actions)
         if (r.pid == pid && r.signal == signal) return &r;
     return nullptr;
+}
+
+// A stray the sweep stopped and then let run again, never signalled to end: it runs, not
+// stopped, and its SIGCONT (returned, for the caller's checks of why) went as the last word.
+inline const KillRecord* check_continued_not_killed(const KillReport& report, pid_t stray) {
+    CHECK(action_for(report, stray, SIGTERM) == nullptr);
+    CHECK(action_for(report, stray, SIGKILL) == nullptr);
+    CHECK(is_running(stray));
+    CHECK(wait_not_stopped(stray));
+    const KillRecord* cont = action_for(report, stray, SIGCONT);
+    if (cont != nullptr) {
+        CHECK(cont->outcome == Outcome::signalled);
+        CHECK_FALSE(cont->intermediate);
+    }
+    return cont;
 }
 
 // Every action as the log would say it, one a line: for INFO() when a check fails.

@@ -78,6 +78,11 @@ TEST_CASE("cleanup guard: only a swept user with nothing left and nothing failed
         g.input.deadline_reached = true;
         CHECK_FALSE(g.run().ok());
     }
+    SUBCASE("a round skipped for a job starting on the node") {
+        g.input.job_starting = "slurmstepd pid 4242 has no step socket yet";
+        REQUIRE_FALSE(g.run().ok());
+        CHECK(g.run().error().message == "a job is starting on this node (slurmstepd pid 4242 has no step socket yet)");
+    }
     SUBCASE("the candidate's own account lookup fails") {
         g.accounts.failing.insert(41610);
         REQUIRE_FALSE(g.run().ok());
