@@ -49,7 +49,7 @@ TEST_CASE("fault catalogue: a job still starting at the deadline stops the SIGTE
 }
 
 TEST_CASE("fault catalogue: a job starting for longer than the bounded wait skips the round before the deadline") {
-    Sweeper sweeper(41133);
+    Sweeper sweeper(41135);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     sweeper.job_starting = [] {
         return Result<std::optional<std::string>>(std::string("slurmstepd pid 4244 has no step socket yet"));
@@ -64,7 +64,7 @@ TEST_CASE("fault catalogue: a job starting for longer than the bounded wait skip
 }
 
 TEST_CASE("fault catalogue: a job done starting too late for a fresh plan skips the round, never cuts the plan short") {
-    Sweeper sweeper(41133);
+    Sweeper sweeper(41136);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     sweeper.starting_wait = 20000ms;
     sweeper.replan_time = 1000ms;
@@ -113,7 +113,7 @@ TEST_CASE("fault catalogue: a user whose job was starting as the sweep looked ke
 }
 
 TEST_CASE("job starting: with no job starting the round goes ahead and the stray is killed") {
-    Sweeper sweeper(41133);
+    Sweeper sweeper(41137);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     sweeper.job_starting = [] { return Result<std::optional<std::string>>(std::optional<std::string>()); };
     const KillReport report = sweeper.run(2000ms);
