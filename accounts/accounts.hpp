@@ -50,7 +50,7 @@ public:
 
 // getpwuid_r and getpwnam_r in this process. Not bounded by the deadline: a hung
 // directory service holds the caller (the bounded lookups run these in a helper process,
-// accounts/query_accounts.hpp, or on a worker thread, accounts_bounded.hpp).
+// controller/query_accounts.hpp, or on a worker thread, accounts_bounded.hpp).
 class SystemAccounts final : public AccountDatabase {
 public:
     AccountAnswers look_up(const std::set<uid_t>& uids, const std::set<std::string>& names,

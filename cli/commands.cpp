@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/commands.hpp"
 
-#include "node/build_info.hpp"
+#include "steps/stepd_protocol.hpp"
 #include "cli/check_report.hpp"
 #include "cli/config_report.hpp"
 #include "sweep/run_sweep.hpp"

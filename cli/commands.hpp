@@ -4,7 +4,7 @@
 #pragma once
 
 #include "accounts/accounts.hpp"
-#include "node/controller.hpp"
+#include "controller/controller.hpp"
 #include "cli/exit_status.hpp"
 #include "cli/node_discovery.hpp"
 #include "cli/options.hpp"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // leftover: the command. Everything but wiring lives in commands.cpp and its helpers.
 #include "cli/commands.hpp"
-#include "node/build_info.hpp"
-#include "accounts/query_accounts.hpp"
-#include "node/query_controller.hpp"
+#include "controller/helper_path.hpp"
+#include "controller/query_accounts.hpp"
+#include "controller/query_controller.hpp"
 
 #include <filesystem>
 #include <iostream>

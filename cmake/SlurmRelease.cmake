@@ -2,7 +2,7 @@
 # The Slurm release this build is for, from slurm/slurm_version.h: a plugin only loads
 # into the major.minor it was built for. SLURM_VERSION_NUMBER is 0xMMmmuu (0x180b05 is
 # 24.11.5). Whether leftover knows the release's step-socket protocol is decided by
-# the table in node/stepd_protocol.hpp, which refuses to compile for any other.
+# the table in steps/stepd_protocol.hpp, which refuses to compile for any other.
 find_path(SLURM_INCLUDE_DIR slurm/slurm_version.h REQUIRED)
 file(STRINGS ${SLURM_INCLUDE_DIR}/slurm/slurm_version.h slurm_version_line REGEX "^#define SLURM_VERSION_NUMBER")
 if(NOT slurm_version_line MATCHES "0x([0-9a-fA-F][0-9a-fA-F])([0-9a-fA-F][0-9a-fA-F])([0-9a-fA-F][0-9a-fA-F])")

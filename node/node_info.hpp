@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-#include "node/local_steps.hpp"
+#include "steps/local_steps.hpp"
 
 #include <optional>
 #include <set>

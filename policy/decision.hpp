@@ -6,10 +6,10 @@
 #include "config/config.hpp"
 #include "policy/exemptions.hpp"
 #include "procfs/process.hpp"
+#include "steps/live_work.hpp"
 
 #include <sys/types.h>
 
-#include <array>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -17,20 +17,9 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <string_view>
 #include <vector>
 
 namespace leftover {
-
-// The work Slurm still has on the node, apart from what is ending.
-struct LiveWork {
-    std::set<uid_t> uids;                      // users with a live step or allocation here
-    std::set<std::uint64_t> job_ids;           // jobs with a live step here
-    std::set<std::string> job_sluids;          // their SLUIDs ("s..."), where the stepd tells (25.11+)
-    std::set<pid_t> stepd_pids;                // their slurmstepd daemons, as each step socket told
-    std::map<std::uint64_t, uid_t> job_users;  // each job's user, where slurmctld told
-    bool operator==(const LiveWork&) const = default;
-};
 
 // What ended, as far as the decision cares.
 struct Event {

@@ -2,12 +2,12 @@
 #include "spank/hooks.hpp"
 
 #include "accounts/accounts_bounded.hpp"
-#include "node/build_info.hpp"
+#include "steps/stepd_protocol.hpp"
 #include "sweep/run_sweep.hpp"
 #include "node/slurm_conf.hpp"
 #include "spank/node_discovery.hpp"
 #include "spank/plugin_args.hpp"
-#include "node/privileges.hpp"
+#include "spank/privileges.hpp"
 #include "spank/slurm_log.hpp"
 
 #include <fmt/format.h>
@@ -118,7 +118,7 @@ void on_step_exit(spank_t sp, int ac, char** av) noexcept {
     const auto started = std::chrono::steady_clock::now();
     guarded("exit", [&] {
         // Slurm 24.11 may have lent this process to the job's user for its X11 cleanup
-        // (node/privileges.hpp): a config read now would fail. The lend takes well under
+        // (spank/privileges.hpp): a config read now would fail. The lend takes well under
         // a millisecond; a second is a bound, not an expectation.
         if (!node::wait_for_root(started + std::chrono::seconds(1))) {
             slurm_error("leftover: exit: slurmstepd still runs as uid %u, not root, after 1 s; nothing done",

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "accounts/accounts.hpp"
-#include "node/controller.hpp"
+#include "controller/controller.hpp"
 #include "node/node_info.hpp"
 #include "util/result.hpp"
 

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "config/config.hpp"
-#include "node/controller.hpp"
-#include "node/drain.hpp"
+#include "controller/controller.hpp"
+#include "controller/drain.hpp"
 #include "kill/executor.hpp"
 #include "sweep/log.hpp"
 #include "metrics/metrics.hpp"

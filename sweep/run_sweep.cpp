@@ -7,7 +7,7 @@
 #include "sweep/report.hpp"
 #include "sweep/drain_node.hpp"
 #include "node/controller_host.hpp"
-#include "node/starting_work.hpp"
+#include "steps/starting_work.hpp"
 #include "procfs/proc_table.hpp"
 
 #include <fmt/format.h>
@@ -89,7 +89,7 @@ public:
     bool at_step_end() const { return request_.trigger.ending_step.has_value(); }
 
     // A job or step being set up here that the last look at the step sockets could not
-    // show (see node/starting_work.hpp). slurmctld knows a job before the node does: with
+    // show (see steps/starting_work.hpp). slurmctld knows a job before the node does: with
     // job_source controller there is nothing to ask.
     Result<std::optional<std::string>> job_starting() const {
         if (config_.job_source == JobSource::controller) return std::optional<std::string>();

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// What a slurmstepd answers on its step socket, checked as node/local_steps.cpp checks it,
+// What a slurmstepd answers on its step socket, checked as steps/local_steps.cpp checks it,
 // in its order: the first byte picks the client's release row, then come the handshake's
 // version reply (4 bytes), REQUEST_STEP_UID (4), REQUEST_STATE (4) and, from a 25.11
 // stepd, REQUEST_SLUID (8), in host byte order as on the socket. A reply that passes its
 // check decodes, and what it decodes to is within the client's release.
 #include "fuzz_check.hpp"
-#include "node/stepd_protocol.hpp"
+#include "steps/stepd_protocol.hpp"
 
 #include <cstring>
 #include <iterator>

@@ -2,7 +2,7 @@
 // slurmctld for tests: a fixed answer (or error) about the node, and a count of the calls.
 #pragma once
 
-#include "node/controller.hpp"
+#include "controller/controller.hpp"
 
 #include <optional>
 #include <string>

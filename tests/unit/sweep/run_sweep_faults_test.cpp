@@ -3,9 +3,9 @@
 // controller query that misbehaves kills nothing, and the log says why. Real strays of
 // each test's own uid (414xx), as in run_sweep_test.cpp.
 #include "accounts/accounts_bounded.hpp"
-#include "node/query_controller.hpp"
+#include "controller/query_controller.hpp"
 #include "sweep/run_sweep.hpp"
-#include "node/stepd_protocol.hpp"
+#include "steps/stepd_protocol.hpp"
 #include "support/fake_stepd.hpp"
 #include "support/hung_lookups.hpp"
 #include "support/pipeline.hpp"

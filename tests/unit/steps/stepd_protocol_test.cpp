@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node/stepd_protocol.hpp"
+#include "steps/stepd_protocol.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

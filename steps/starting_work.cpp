@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node/starting_work.hpp"
+#include "steps/starting_work.hpp"
 
-#include "node/live_work.hpp"
+#include "steps/live_work.hpp"
 #include "procfs/proc_read.hpp"
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "accounts/query_accounts.hpp"
+#include "controller/query_accounts.hpp"
 
 #include "util/bounded_child.hpp"
 #include "util/trusted_file.hpp"

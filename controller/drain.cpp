@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node/drain.hpp"
+#include "controller/drain.hpp"
 
 #include "util/escape.hpp"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Draining the node: the reason an admin reads, the rule that keeps an earlier reason,
 // and the bounded helper call that asks slurmctld.
-#include "node/drain.hpp"
-#include "node/query_controller.hpp"
+#include "controller/drain.hpp"
+#include "controller/query_controller.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>

@@ -3,7 +3,7 @@
 // so every question is bounded by the deadline however slurmctld behaves.
 #pragma once
 
-#include "node/controller.hpp"
+#include "controller/controller.hpp"
 
 #include <string>
 #include <vector>

@@ -3,9 +3,9 @@
 // controller, and to confirm an allocation that local state cannot show.
 #pragma once
 
-#include "policy/decision.hpp"
+#include "steps/live_work.hpp"
 #include "util/result.hpp"
-#include "node/drain.hpp"
+#include "controller/drain.hpp"
 
 #include <sys/types.h>
 

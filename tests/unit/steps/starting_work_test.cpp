@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node/starting_work.hpp"
+#include "steps/starting_work.hpp"
 
 #include "support/fake_proc.hpp"
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "util/result.hpp"
-#include "node/stepd_protocol.hpp"
+#include "steps/stepd_protocol.hpp"
 
 namespace leftover::node {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node/stepd_protocol.hpp"
+#include "steps/stepd_protocol.hpp"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@ constexpr int kBuildMajor = SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER);
 constexpr int kBuildMinor = SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER);
 constexpr int kBuildRow = stepd_protocol_index(kBuildMajor, kBuildMinor);
 static_assert(kBuildRow >= 0,
-              "this Slurm release is not in node/stepd_protocol.hpp: re-check the step-socket protocol "
+              "this Slurm release is not in steps/stepd_protocol.hpp: re-check the step-socket protocol "
               "(slurm_protocol_common.h, stepd_api.h/.c, slurmstepd/req.c) for it and add a row");
 
 // The first release whose stepds number CANCELLED 3 and ENDING 4 (commit 4fd6728be9).
@@ -79,6 +79,12 @@ std::string describe_protocol_version(std::int32_t version) {
     for (const StepdProtocol& row : kStepdProtocols)
         if (row.version == version) return fmt::format("{}.{:02}", row.major, row.minor);
     return fmt::format("protocol {}", version);
+}
+
+std::string build_banner() {
+    return fmt::format("leftover {} built for Slurm {}.{:02}.{}", LEFTOVER_VERSION,
+                       SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+                       SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
 }
 
 }  // namespace leftover::node

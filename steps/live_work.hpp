@@ -3,13 +3,30 @@
 // refusing an answer that cannot be complete.
 #pragma once
 
-#include "policy/decision.hpp"
-#include "node/local_steps.hpp"
+#include "steps/local_steps.hpp"
 #include "util/result.hpp"
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <map>
+#include <set>
 #include <optional>
 #include <string>
+
+namespace leftover {
+
+// The work Slurm still has on the node, apart from what is ending.
+struct LiveWork {
+    std::set<uid_t> uids;                      // users with a live step or allocation here
+    std::set<std::uint64_t> job_ids;           // jobs with a live step here
+    std::set<std::string> job_sluids;          // their SLUIDs ("s..."), where the stepd tells (25.11+)
+    std::set<pid_t> stepd_pids;                // their slurmstepd daemons, as each step socket told
+    std::map<std::uint64_t, uid_t> job_users;  // each job's user, where slurmctld told
+    bool operator==(const LiveWork&) const = default;
+};
+
+}  // namespace leftover
 
 namespace leftover::node {
 

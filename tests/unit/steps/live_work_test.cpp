@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node/live_work.hpp"
+#include "steps/live_work.hpp"
 
 #include <doctest/doctest.h>
 

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "node/local_steps.hpp"
+#include "steps/local_steps.hpp"
 #include "support/fake_stepd.hpp"
 #include "support/unix_sockets.hpp"
 #include "util/unique_fd.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node/query_controller.hpp"
+#include "controller/query_controller.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>

@@ -5,7 +5,7 @@
 // signals then would take the user for one without work.
 #pragma once
 
-#include "node/local_steps.hpp"
+#include "steps/local_steps.hpp"
 #include "util/result.hpp"
 
 #include <sys/types.h>

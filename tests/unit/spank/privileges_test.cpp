@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// node/privileges.cpp with a thread that drops this test process's privileges to test
+// spank/privileges.cpp with a thread that drops this test process's privileges to test
 // uid 41621 and takes them back, as Slurm 24.11's X11 cleanup thread does to slurmstepd.
-#include "node/privileges.hpp"
+#include "spank/privileges.hpp"
 
 #include <doctest/doctest.h>
 

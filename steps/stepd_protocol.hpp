@@ -76,4 +76,8 @@ std::optional<std::string> stepd_state_error(std::int32_t stepd_version, std::in
 // "22.05" for 38<<8, "24.11" for 42<<8; the raw number for a version no row has.
 std::string describe_protocol_version(std::int32_t version);
 
+// "leftover 0.1.0 built for Slurm 22.05.8": the release this build speaks to, for both
+// front ends' banners.
+std::string build_banner();
+
 }  // namespace leftover::node

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node/privileges.hpp"
+#include "spank/privileges.hpp"
 
 #include <unistd.h>
 

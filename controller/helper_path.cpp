@@ -1,19 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "node/build_info.hpp"
-
-#include <fmt/format.h>
-
-#include <slurm/slurm_version.h>
+#include "controller/helper_path.hpp"
 
 #include <filesystem>
 
 namespace leftover::node {
-
-std::string build_banner() {
-    return fmt::format("leftover {} built for Slurm {}.{:02}.{}", LEFTOVER_VERSION,
-                       SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
-                       SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
-}
 
 std::string query_helper_path(const std::string& binary) {
     if (!binary.empty()) {

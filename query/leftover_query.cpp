@@ -23,7 +23,7 @@ extern "C" {
 }
 
 #include "accounts/accounts.hpp"
-#include "node/drain.hpp"
+#include "controller/drain.hpp"
 
 #include <cerrno>
 #include <cstdint>

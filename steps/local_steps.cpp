@@ -23,7 +23,7 @@
 //                           _handle_daemon_pid(): writes job->jmgr_pid (the stepd's getpid()).
 //   src/common/stepd_api.h: step_msg_t REQUEST_STATE = 5, REQUEST_DAEMON_PID = 9,
 //                           REQUEST_STEP_UID = 20.
-#include "node/local_steps.hpp"
+#include "steps/local_steps.hpp"
 
 #include "errors/error_source.hpp"
 #include "util/errno_text.hpp"
