@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Fails when a product file includes a folder that ARCHITECTURE.md's layer table does not
-allow for its own folder: check-layers.py [top of the tree].
+allow for its own folder, or sits in a folder the table does not name:
+check-layers.py [top of the tree]. The table is the one list of the product's folders:
+check-layers.py --folders [top] prints them in its order, one a line (scripts/lint.sh
+gives them to clang-tidy as its header filter; CMakeLists.txt reads the table itself).
 
 The table's rows look like  | `kill/` | `util` `procfs` `policy` | ... |  -- the first
 cell names the folder, the second the folders it may include ("nothing" for none). A
@@ -11,7 +14,11 @@ import re
 import subprocess
 import sys
 
-top = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
+args = sys.argv[1:]
+list_folders = bool(args) and args[0] == "--folders"
+if list_folders:
+    args = args[1:]
+top = pathlib.Path(args[0] if args else ".").resolve()
 table = {}
 for line in (top / "ARCHITECTURE.md").read_text().splitlines():
     cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -19,6 +26,9 @@ for line in (top / "ARCHITECTURE.md").read_text().splitlines():
         table[cells[0].strip("`/")] = set(re.findall(r"`([a-z]+)/?`", cells[1]))
 if not table:
     sys.exit("check-layers: no layer table in ARCHITECTURE.md")
+if list_folders:
+    print("\n".join(table))
+    sys.exit(0)
 
 files = sorted(set(subprocess.run(["git", "-C", str(top), "ls-files", "*.cpp", "*.hpp"],
                                   capture_output=True, text=True, check=True).stdout.split()))

@@ -43,8 +43,8 @@ if [ "$tidy" -eq 1 ]; then
   if [ ! -f "$build/compile_commands.json" ]; then
     cmake -S "$top" -B "$build" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
   fi
-  # The product's own headers, wherever its folders are: the top folders of its sources.
-  dirs=$(printf '%s\n' "${product[@]}" | cut -d/ -f1 | sort -u | paste -sd'|')
+  # The product's own headers: its folders, as ARCHITECTURE.md's layer table lists them.
+  dirs=$(python3 "$top/scripts/check-layers.py" --folders "$top" | paste -sd'|')
   log=$build/clang-tidy.log
   # The compile commands are GCC's: clang ignores the warning options it does not know.
   if printf '%s\n' "${product[@]}" |
