@@ -13,6 +13,7 @@
 #include "config/metrics_config.hpp"
 #include "node/node_info.hpp"
 #include "sweep/log.hpp"
+#include "sweep/sweep_request.hpp"
 #include "util/result.hpp"
 
 #include <sys/types.h>
@@ -33,29 +34,6 @@ struct ConfigAndExemptions {
 };
 ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, bool path_given,
                                                const std::set<uid_t>& slurm_uids);
-
-struct Trigger {
-    std::string label;  // "job 12 step 0", "job 12 epilog", "node sweep"
-    // The job's user. Unset for a node-wide sweep (the leftover command): no job ends,
-    // so the scope is always node and slew/slew_max are the caller's business.
-    std::optional<uid_t> uid;
-    std::optional<std::uint32_t> job_id;
-    std::optional<node::StepId> ending_step;  // set in slurm_spank_exit
-    // Set in the job epilog: the whole job is ending, so slurmctld's view of it (still
-    // COMPLETING) is not live work. At a step's end the job's allocation lives on.
-    bool job_ending = false;
-};
-
-struct SweepRequest {
-    Trigger trigger;
-    node::NodeInfo node;  // with node.slurmd_pid, the evaluation checks the pid namespace
-    pid_t self = 0;
-    std::set<pid_t> ending_stepds;
-    std::string proc_root = "/proc";
-    std::string shm_dir = "/dev/shm";        // POSIX shared memory, for `cleanup: [posix_shm]`
-    std::string mqueue_dir = "/dev/mqueue";  // POSIX message queues, where mounted
-    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-};
 
 // Evaluates and sweeps, logging every action, every error and one summary. Returns the
 // report (its error set on any config or lookup error, in which case nothing was killed).

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "sweep/job_state_source.hpp"
+
+#include "procfs/proc_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace leftover::sweep {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::duration seconds(double value) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
+}
+
+}  // namespace
+
+Result<LiveWork> JobStateSource::read() {
+    const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
+    if (config_.job_source == JobSource::controller) {
+        if (controller_ == nullptr)
+            return Error::lookup("job_source controller: no controller connection", ErrorSource::controller);
+        return controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+    }
+    return read_step_sockets(until);
+}
+
+AllocationCheck JobStateSource::allocation_check() {
+    if (config_.job_source == JobSource::controller || request_.node.prolog_contain) return {};
+    if (at_step_end()) {
+        return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
+            log_.info(
+                fmt::format("no PrologFlags=contain: {} user(s) without a step here kept at this step end; "
+                            "the job epilog asks slurmctld",
+                            uids.size()));
+            return uids;
+        };
+    }
+    return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
+        log_.debug("no PrologFlags=contain: asking slurmctld whether these users hold an allocation here");
+        if (controller_ == nullptr)
+            return Error::lookup("allocation check: no controller connection", ErrorSource::controller);
+        const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
+        auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+        LEFTOVER_TRY(work);
+        std::set<uid_t> holders;
+        for (const uid_t uid : uids)
+            if (work->uids.count(uid) != 0) holders.insert(uid);
+        return holders;
+    };
+}
+
+Result<std::optional<std::string>> JobStateSource::job_starting() const {
+    if (config_.job_source == JobSource::controller) return std::optional<std::string>();
+    // The caller's ancestry does not change during a sweep: read once, not every poll.
+    if (caller_.empty()) {
+        caller_.insert(request_.self);
+        for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller_.insert(pid);
+    }
+    return node::work_being_set_up(request_.proc_root, seen_steps_, caller_);
+}
+
+Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
+    if (!nodes_logged_) {
+        nodes_logged_ = true;
+        log_.debug(fmt::format("step sockets of nodes {}", request_.node.describe_nodes()));
+        if (!request_.node.other_nodes_note.empty()) log_.debug(request_.node.other_nodes_note);
+    }
+    // In the job epilog a socket that cannot be asked is resolved through slurmctld:
+    // the local questions leave it half the time.
+    const bool may_ask_controller = !at_step_end() && controller_ != nullptr;
+    const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
+    auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
+    LEFTOVER_TRY(state);
+    seen_steps_.add(state.value());
+    for (const node::UnansweredStep& step : state->unanswered)
+        if (unanswered_logged_.insert(step.socket_path).second)
+            log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
+                                  step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
+    if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
+    log_answers(state.value());
+    auto live = node::live_work_from(state.value(), request_.trigger.ending_step,
+                                     fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
+    LEFTOVER_TRY(live);
+    if (!state->unanswered.empty()) LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
+    return live;
+}
+
+void JobStateSource::log_answers(const node::LocalJobState& state) {
+    for (const node::LocalStep& step : state.live)
+        if (logged_.insert(step.socket_path).second)
+            log_.debug(fmt::format(
+                "step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
+                node::describe_step(step.job_id, step.step_id), step.socket_path, step.uid, node::to_string(step.state),
+                step.raw_state, node::describe_protocol_version(step.stepd_version),
+                step.stepd_pid ? fmt::format("pid {}", *step.stepd_pid) : std::string("not in this pid namespace")));
+    for (const node::DeadStep& dead : state.dead)
+        if (logged_.insert(dead.socket_path).second)
+            log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
+                                  node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
+}
+
+Error JobStateSource::unanswered_error(const std::vector<node::UnansweredStep>& unanswered) {
+    const node::UnansweredStep& first = unanswered.front();
+    return Error::lookup(
+        fmt::format("slurmstepd socket {} of job {}: {}{}", first.socket_path, first.job_id, first.error,
+                    unanswered.size() > 1 ? fmt::format(" (and {} more sockets unanswered)", unanswered.size() - 1)
+                                          : std::string()),
+        ErrorSource::step_socket);
+}
+
+Status JobStateSource::resolve_through_controller(const std::vector<node::UnansweredStep>& unanswered, LiveWork& live,
+                                                  Clock::time_point until) {
+    auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+    if (!work.ok())
+        return Error::lookup(
+            fmt::format("{}; asking slurmctld instead: {}", unanswered_error(unanswered).message, work.error().message),
+            ErrorSource::controller);
+    for (const node::UnansweredStep& step : unanswered) {
+        const auto user = work->job_users.find(step.job_id);
+        const bool runs = user != work->job_users.end();
+        // Said once per socket and sweep, and again only if slurmctld's answer changes.
+        if (const auto [said, first] = resolved_logged_.try_emplace(step.socket_path, runs);
+            first || said->second != runs) {
+            said->second = runs;
+            log_.info(runs ? fmt::format("job {} of the unanswered socket {} runs here, says slurmctld: uid {} "
+                                         "is live",
+                                         step.job_id, step.socket_path, user->second)
+                           : fmt::format("job {} of the unanswered socket {} does not run here, says slurmctld",
+                                         step.job_id, step.socket_path));
+        }
+        if (!runs) continue;
+        live.uids.insert(user->second);
+        live.job_ids.insert(step.job_id);
+    }
+    return Ok{};
+}
+
+std::optional<std::uint32_t> JobStateSource::ending_job() const {
+    return request_.trigger.job_ending ? request_.trigger.job_id : std::nullopt;
+}
+
+}  // namespace leftover::sweep

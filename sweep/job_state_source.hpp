@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Who has work on the node, for one sweep: the step sockets (and, in the job epilog,
+// slurmctld for the steps nobody could ask), or slurmctld alone with job_source
+// controller; the allocation check without PrologFlags=contain; the jobs being set up.
+#pragma once
+
+#include "config/config.hpp"
+#include "controller/controller.hpp"
+#include "errors/error_source.hpp"
+#include "policy/evaluation.hpp"
+#include "steps/live_work.hpp"
+#include "steps/local_steps.hpp"
+#include "steps/starting_work.hpp"
+#include "sweep/log.hpp"
+#include "sweep/sweep_request.hpp"
+#include "util/result.hpp"
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace leftover::sweep {
+
+// The job-state reader for one sweep: fresh answers every round, stale sockets logged once.
+class JobStateSource {
+public:
+    JobStateSource(const Config& config, const SweepRequest& request, node::Controller* controller,
+                   std::chrono::steady_clock::time_point deadline, Logger& log)
+        : config_(config), request_(request), controller_(controller), deadline_(deadline), log_(log) {}
+
+    Result<LiveWork> read();
+
+    // Without PrologFlags=contain a node of a multi-node job between steps looks empty
+    // locally: before a user is swept, the controller must confirm they hold no allocation.
+    // (slurmd's start says once that PrologFlags=contain makes this unnecessary.)
+    AllocationCheck allocation_check();
+
+    // At a step end Slurm may kill any descendant of the ending step while its exit hook
+    // runs (proctrack/linuxproc, seen on 24.11 and 26.05): a helper started then would
+    // die mid-answer. slurmctld is asked only from the job epilog, outside the step.
+    bool at_step_end() const { return request_.trigger.ending_step.has_value(); }
+
+    // A job or step being set up here that the last look at the step sockets could not
+    // show (see steps/starting_work.hpp). slurmctld knows a job before the node does: with
+    // job_source controller there is nothing to ask.
+    Result<std::optional<std::string>> job_starting() const;
+
+private:
+    // The node's own step sockets; in the job epilog, slurmctld for those nobody could ask.
+    Result<LiveWork> read_step_sockets(std::chrono::steady_clock::time_point until);
+
+    // Each live and each gone step once per sweep.
+    void log_answers(const node::LocalJobState& state);
+
+    // A step end keeps everyone: its stepd's children must not start a helper (see at_step_end).
+    static Error unanswered_error(const std::vector<node::UnansweredStep>& unanswered);
+
+    // One slurmctld query for every step that could not be asked: a job slurmctld says
+    // runs here makes its user live, as an answering stepd would; one it does not list
+    // has ended, like a step whose stepd says it is ending. No answer: a lookup error.
+    Status resolve_through_controller(const std::vector<node::UnansweredStep>& unanswered, LiveWork& live,
+                                      std::chrono::steady_clock::time_point until);
+
+    std::optional<std::uint32_t> ending_job() const;
+
+    const Config& config_;
+    const SweepRequest& request_;
+    node::Controller* controller_;
+    std::chrono::steady_clock::time_point deadline_;
+    Logger& log_;
+    std::set<std::string> logged_;                 // sockets already described: once per sweep
+    std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
+    std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
+    bool nodes_logged_ = false;
+    node::SeenSteps seen_steps_;      // by every look of this sweep, for job_starting
+    mutable std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
+};
+
+}  // namespace leftover::sweep
