@@ -22,12 +22,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from e2e_accounts import TEST_UID_MAX, Account, ensure_test_users
-from e2e_processes import kill_quietly, wait_until
-from plugin_support import (PLUGIN, LogWatch, plugin_config, stepd_pid, summary_regex, swept_with,
+from harness.e2e_accounts import TEST_UID_MAX, Account, ensure_test_users
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.plugin_support import (PLUGIN, LogWatch, plugin_config, stepd_pid, summary_regex, swept_with,
                             swept_without, write_config, write_leftover_conf)
-from slurm_config import slurm_major_minor
-from slurm_jobs import BATCH_STEP
+from harness.slurm_config import slurm_major_minor
+from harness.slurm_jobs import BATCH_STEP
 
 CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
 TOP = Path(__file__).resolve().parents[2]

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e_accounts import Account, ensure_test_users
-from e2e_processes import kill_quietly, wait_until
-from plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
+from harness.e2e_accounts import Account, ensure_test_users
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
     PLUGIN, LogWatch, conf_dir, jobs_done_after_each_test, plugin_config, still_alive_after, summary_regex,
     write_config)
 

@@ -28,12 +28,12 @@ import uuid
 
 import pytest
 
-from plugin_support import (  # noqa: F401 (conf_dir: a shared fixture)
+from harness.plugin_support import (  # noqa: F401 (conf_dir: a shared fixture)
     LogWatch, conf_dir, daemon_fragment, plugin_config, read_pid, summary_regex, swept_with,
     swept_without, write_leftover_conf)
-from e2e_processes import wait_until
-from slurm_cluster import MARKER_VAR
-from slurm_config import ClusterConfig
+from harness.e2e_processes import wait_until
+from harness.slurm_cluster import MARKER_VAR
+from harness.slurm_config import ClusterConfig
 
 NODES = ("lo-n1", "lo-n2", "lo-n3")
 N1, N2, N3 = NODES

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from plugin_support import TOP, LogWatch, leftover_conf, summary_regex, still_alive_after, wait_all_jobs_done
-from slurm_config import ClusterConfig, slurm_major_minor
+from harness.plugin_support import TOP, LogWatch, leftover_conf, summary_regex, still_alive_after, wait_all_jobs_done
+from harness.slurm_config import ClusterConfig, slurm_major_minor
 
 PACKAGES = Path(os.environ.get("LEFTOVER_PACKAGES", TOP / "build/packages"))
 PLUGIN_DIR = "usr/lib/x86_64-linux-gnu/slurm-wlm"

@@ -11,13 +11,13 @@ import uuid
 
 import pytest
 
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment,
                             plugin_config, read_pid, start_background,
                             stepd_pid, still_alive_after, summary_regex,
                             swept_with, write_config, write_leftover_conf)
-from e2e_processes import kill_quietly, wait_until
-from slurm_config import slurm_major_minor
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.slurm_config import slurm_major_minor
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_processes import kill_quietly, wait_until
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, conf_dir, config, daemon_fragment, jobs_done_after_each_test, plugin_config, read_pid,
     still_alive_after, summary_regex, swept_with, write_leftover_conf)
 

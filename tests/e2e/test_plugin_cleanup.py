@@ -22,8 +22,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from e2e_processes import wait_until
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_processes import wait_until
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     PLUGIN, LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, summary_regex,
     write_leftover_conf)
 

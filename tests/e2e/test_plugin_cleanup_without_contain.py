@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from e2e_processes import HarnessError, wait_until
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_processes import HarnessError, wait_until
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, summary_regex, write_leftover_conf)
-from slurm_config import BIN
+from harness.slurm_config import BIN
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from e2e_processes import kill_quietly
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_processes import kill_quietly
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config,
     jobs_done_after_each_test, plugin_config, read_pid, start_background, summary_regex, swept_with,
     swept_without, write_leftover_conf)

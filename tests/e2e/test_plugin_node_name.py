@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from plugin_support import (  # noqa: F401 (fixtures)
+from harness.plugin_support import (  # noqa: F401 (fixtures)
     conf_dir, jobs_done_after_each_test, LogWatch, plugin_config, write_leftover_conf)
 
 

@@ -6,9 +6,9 @@ ENDING (4), sweeps the user."""
 
 import pytest
 
-from plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
+from harness.plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
     LogWatch, conf_dir, jobs_done_after_each_test, plugin_config, swept_with, write_leftover_conf)
-from slurm_release import RELEASE
+from harness.slurm_release import RELEASE
 
 pytestmark = pytest.mark.skipif(RELEASE < (24, 5), reason="PrologFlags=RunInJob exists from Slurm 24.05 on")
 

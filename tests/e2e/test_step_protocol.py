@@ -14,10 +14,10 @@ import uuid
 
 import pytest
 
-from e2e_processes import kill_quietly, wait_until
-from slurm_config import BIN
-from slurm_release import RELEASE, RELEASE_TEXT
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.slurm_config import BIN
+from harness.slurm_release import RELEASE, RELEASE_TEXT
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, stepd_pid, summary_regex,
     write_leftover_conf)
 

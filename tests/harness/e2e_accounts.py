@@ -15,7 +15,7 @@ import pwd
 import subprocess
 from typing import Iterable, NamedTuple
 
-from e2e_processes import HarnessError
+from .e2e_processes import HarnessError
 
 
 class Account(NamedTuple):
