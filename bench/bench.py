@@ -324,12 +324,12 @@ def stepd_status(cluster_dir: Path, step: str) -> dict:
 
 
 def measure_cluster(plugin: Path, jobs: int) -> dict:
-    sys.path.insert(0, str(TOP / "tests" / "e2e"))
     os.environ["LEFTOVER_PLUGIN"] = str(plugin)
-    from e2e_processes import wait_until
-    from slurm_cluster import SlurmCluster, reap_stale_clusters
-    from slurm_config import ClusterConfig
-    from plugin_support import LogWatch, write_config
+    # The e2e harness (tests/harness), on PYTHONPATH from bench/run.
+    from harness.e2e_processes import wait_until
+    from harness.plugin_support import LogWatch, write_config
+    from harness.slurm_cluster import SlurmCluster, reap_stale_clusters
+    from harness.slurm_config import ClusterConfig
 
     reap_stale_clusters()
     conf_dir = Path(tempfile.mkdtemp(prefix="leftover-bench-conf-"))

@@ -3,7 +3,8 @@
 """The leftover demo: a throwaway one-node Slurm cluster on this machine with
 leftover.so loaded. An ordinary user's batch job and a protected user's batch job
 each leave a daemon behind; when the jobs end, the ordinary user's stray is reaped
-and the protected user's is spared. Run it through demo/run (as root)."""
+and the protected user's is spared. Run it through demo/run (as root), which puts tests/
+(the harness package) on PYTHONPATH."""
 
 import subprocess
 import sys
@@ -11,13 +12,10 @@ import tempfile
 import uuid
 from pathlib import Path
 
-TOP = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TOP / "tests/e2e"))
-
-from plugin_support import daemon_fragment, plugin_config, read_pid, write_leftover_conf  # noqa: E402
-from e2e_accounts import ensure_test_users  # noqa: E402
-from e2e_processes import is_alive, wait_until  # noqa: E402
-from slurm_cluster import SlurmCluster  # noqa: E402
+from harness.e2e_accounts import ensure_test_users
+from harness.e2e_processes import is_alive, wait_until
+from harness.plugin_support import daemon_fragment, plugin_config, read_pid, write_leftover_conf
+from harness.slurm_cluster import SlurmCluster
 
 ORDINARY, PROTECTED = "lo_alice", "je.kim"
 

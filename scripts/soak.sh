@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The randomized soak (tests/soak/soak.py) in each configuration, one after the other:
+# The randomized soak (tests/soak/, python3 -m soak.soak) in each configuration, one after the other:
 #   scripts/soak.sh [--minutes M] [--seed N] [--configs "linuxproc cgroup-contain ..."] [--controls] [--load K]
 #                   [--uid-base B]
 # M defaults to 1 per configuration, N to a new random seed (printed, the same for every
@@ -50,6 +50,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 export LEFTOVER_PLUGIN=${LEFTOVER_PLUGIN:-$top/build/release/spank/leftover.so}
+# The packages soak and harness live in tests/.
+export PYTHONPATH="$top/tests${PYTHONPATH:+:$PYTHONPATH}"
 out=${LEFTOVER_SOAK_OUT:-/tmp}
 mkdir -p "$out"
 tag=""
@@ -89,7 +91,7 @@ add_counts() {
 if [ "$controls" = 1 ]; then
   for control in wrong-kill stray-left; do
     rc=0
-    locked /usr/bin/python3 "$top/tests/soak/soak.py" --seed "$seed" --minutes 0.5 --no-faults \
+    locked /usr/bin/python3 -m soak.soak --seed "$seed" --minutes 0.5 --no-faults \
       --config linuxproc-contain --control "$control" || rc=$?
     if [ "$rc" -eq 0 ]; then caught=$((caught + 1)); else failed=1; fi
     results+=("soak control $control: $([ "$rc" -eq 0 ] && echo caught || echo MISSED)")
@@ -99,7 +101,7 @@ read -r -a config_list <<<"$configs"
 for config in "${config_list[@]}"; do
   rc=0
   log="$out/leftover-soak-$config$tag.log"
-  locked /usr/bin/python3 "$top/tests/soak/soak.py" --seed "$seed" --minutes "$minutes" --config "$config" --load "$load" \
+  locked /usr/bin/python3 -m soak.soak --seed "$seed" --minutes "$minutes" --config "$config" --load "$load" \
     2>&1 | tee "$log" || rc=$?
   [ "$rc" -eq 0 ] || failed=1
   add_counts "$log"

@@ -13,9 +13,9 @@ import os
 
 import pytest
 
-from e2e_accounts import USERS, ensure_test_users
-from slurm_cluster import SlurmCluster, reap_stale_clusters
-from slurm_config import ClusterConfig
+from harness.e2e_accounts import USERS, ensure_test_users
+from harness.slurm_cluster import SlurmCluster, reap_stale_clusters
+from harness.slurm_config import ClusterConfig
 
 # Every cluster not yet stopped, so per-test cleanup and failure reports
 # can reach clusters from any fixture scope.

@@ -22,12 +22,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from e2e_accounts import TEST_UID_MAX, Account, ensure_test_users
-from e2e_processes import kill_quietly, wait_until
-from plugin_support import (PLUGIN, LogWatch, plugin_config, stepd_pid, summary_regex, swept_with,
+from harness.e2e_accounts import TEST_UID_MAX, USERS, ensure_test_users, fresh_accounts
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.plugin_support import (PLUGIN, LogWatch, plugin_config, stepd_pid, summary_regex, swept_with,
                             swept_without, write_config, write_leftover_conf)
-from slurm_config import slurm_major_minor
-from slurm_jobs import BATCH_STEP
+from harness.slurm_config import slurm_major_minor
+from harness.slurm_jobs import BATCH_STEP
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
+BOB_UID = USERS["lo_bob"].uid
+PROTECTED_ALICE_UID = USERS["alice"].uid
 
 CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
 TOP = Path(__file__).resolve().parents[2]
@@ -38,9 +43,8 @@ PLUGIN_CONF = "dry_run: true\nprotected_users: [alice]\n"
 
 # A sweeping test kills only this account's processes (uid_min = uid_max = its uid):
 # other engineers' clusters on the same machine plant processes of the shared test users.
-SWEEP_USER = Account("lo_cli", 41090)
-# Protected by name in the one test that sweeps both uids.
-SWEEP_OPERATOR = Account("lo_cli_op", 41091)
+# SWEEP_OPERATOR: protected by name in the one test that sweeps both (consecutive) uids.
+SWEEP_USER, SWEEP_OPERATOR = fresh_accounts(2)
 ONLY_SWEEP_USER = f"uid_min: {SWEEP_USER.uid}\nuid_max: {SWEEP_USER.uid}\ngrace: 1\n"
 
 
@@ -143,13 +147,13 @@ def test_check_table_for_a_stray_a_protected_user_and_a_user_with_a_running_job(
         result = cli(cluster, *on_node(cluster, "check", "--config", str(conf_dir / "leftover.conf")))
         assert result.returncode == 1, result.stderr
         rows = table_rows(result.stdout)
-        assert rows[stray][:6] == ["lo_alice", "41001", str(stray), "sleep", "kill", "stray"]
+        assert rows[stray][:6] == ["lo_alice", str(ALICE_UID), str(stray), "sleep", "kill", "stray"]
         assert rows[stray][6] == "no live work on this node"
-        assert rows[protected][:6] == ["alice", "41005", str(protected), "sleep", "keep", "protected"]
+        assert rows[protected][:6] == ["alice", str(PROTECTED_ALICE_UID), str(protected), "sleep", "keep", "protected"]
         assert rows[protected][6] == "protected: listed in protected_users"
-        assert rows[busy][:6] == ["lo_bob", "41002", str(busy), "sleep", "keep", "has_live_job"]
+        assert rows[busy][:6] == ["lo_bob", str(BOB_UID), str(busy), "sleep", "keep", "has_live_job"]
         assert re.search(r"^USER\s+UID\s+PROCESSES\s+KILL\s+KEEP\s+REASONS$", result.stdout, re.MULTILINE)
-        assert re.search(rf"^live work on this node: users lo_bob \(41002\); jobs .*\b{running}\b",
+        assert re.search(rf"^live work on this node: users lo_bob \({BOB_UID}\); jobs .*\b{running}\b",
                          result.stdout, re.MULTILINE)
         assert re.search(r"^\d+ stray process(es)? of \d+ users? \(.*lo_alice.*\): a sweep now would kill",
                          result.stdout, re.MULTILINE)
@@ -175,12 +179,12 @@ def test_check_json_for_the_same_node(cluster, conf_dir):
         assert doc["spool_dir"] == str(cluster.spool_dir())
         assert doc["config"] == str(conf_dir / "leftover.conf")
         assert doc["status"] == "strays" and doc["exit_status"] == 1 and doc["error"] is None
-        assert doc["live_work"]["uids"] == [41002] and running in doc["live_work"]["jobs"]
+        assert doc["live_work"]["uids"] == [BOB_UID] and running in doc["live_work"]["jobs"]
         by_pid = {p["pid"]: p for p in doc["processes"]}
-        assert by_pid[stray] == {"pid": stray, "uid": 41001, "user": "lo_alice", "comm": "sleep",
+        assert by_pid[stray] == {"pid": stray, "uid": ALICE_UID, "user": "lo_alice", "comm": "sleep",
                                  "decision": "kill", "reason": "stray", "detail": "no live work on this node"}
         assert by_pid[protected]["reason"] == "protected"
-        assert by_pid[busy] == {"pid": busy, "uid": 41002, "user": "lo_bob", "comm": "sleep",
+        assert by_pid[busy] == {"pid": busy, "uid": BOB_UID, "user": "lo_bob", "comm": "sleep",
                                 "decision": "keep", "reason": "has_live_job", "detail": None}
         users = {u["user"]: u for u in doc["users"]}
         assert users["lo_alice"]["kill"] >= 1 and users["lo_alice"]["reasons"]["stray"] >= 1
@@ -223,7 +227,7 @@ def test_fault_catalogue_a_job_under_a_slurmd_the_check_does_not_know_keeps_ever
         assert result.returncode == 1, result.stdout + result.stderr
         rows = table_rows(result.stdout)
         for pid, comm in ((script, "slurm_script"), (child, "sleep")):
-            assert rows[pid][:6] == ["lo_bob", "41002", str(pid), comm, "keep", "inside_live_step"], (exe, rows[pid])
+            assert rows[pid][:6] == ["lo_bob", str(BOB_UID), str(pid), comm, "keep", "inside_live_step"], (exe, rows[pid])
             assert rows[pid][6] == f"slurmstepd {stepd}"
         # The evaluation really is blind to the job: lo_bob's process outside it is a stray.
         assert rows[outside][4:6] == ["kill", "stray"]
@@ -287,7 +291,7 @@ def test_check_and_sweep_count_in_the_metrics_file(cluster, conf_dir, tmp_path):
 
 def test_check_exits_0_when_nothing_would_be_killed(cluster, conf_dir):
     # Only lo_bob's uid is in range, and lo_bob has a running job here.
-    conf = write_leftover_conf(conf_dir, "uid_min: 41002\nuid_max: 41002\n", "bob-only.conf")
+    conf = write_leftover_conf(conf_dir, f"uid_min: {BOB_UID}\nuid_max: {BOB_UID}\n", "bob-only.conf")
     running, release = cluster.sbatch_until_released("lo_bob")
     try:
         cluster.wait_job_state(running, ["RUNNING"])
@@ -422,7 +426,7 @@ def test_fault_catalogue_a_live_step_of_another_slurmd_on_this_host_keeps_its_us
         (top / "lo-wrong").mkdir()
         (top / cluster.node).symlink_to(cluster.spool_dir())
 
-        conf = write_leftover_conf(conf_dir, "uid_min: 41002\nuid_max: 41002\n", "bob-only.conf")
+        conf = write_leftover_conf(conf_dir, f"uid_min: {BOB_UID}\nuid_max: {BOB_UID}\n", "bob-only.conf")
         running, release = cluster.sbatch_until_released("lo_bob")
         try:
             wait_batch_step(cluster, running)
@@ -444,7 +448,7 @@ def test_fault_catalogue_a_live_step_of_another_slurmd_on_this_host_keeps_its_us
 def test_fault_catalogue_a_step_socket_of_an_unknown_node_is_a_lookup_error(cluster, conf_dir):
     # A socket named as a step of node lo-ghost, which no slurmd here runs as and
     # slurm.conf does not put on this host: its steps' users would look like strays.
-    conf = write_leftover_conf(conf_dir, "uid_min: 41002\nuid_max: 41002\n", "bob-only.conf")
+    conf = write_leftover_conf(conf_dir, f"uid_min: {BOB_UID}\nuid_max: {BOB_UID}\n", "bob-only.conf")
     ghost = cluster.spool_dir() / "lo-ghost_999.0"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.bind(str(ghost))

@@ -25,15 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from e2e_accounts import Account, ensure_test_users
-from e2e_processes import kill_quietly, wait_until
-from plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
+from harness.e2e_accounts import ensure_test_users, fresh_account
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
     PLUGIN, LogWatch, conf_dir, jobs_done_after_each_test, plugin_config, still_alive_after, summary_regex,
     write_config)
 
 CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
 FREEZER = Path("/sys/fs/cgroup/freezer")
-DRAIN_USER = Account("lo_drain", 41093)
+DRAIN_USER = fresh_account()
 # The test cluster's slurmctld runs on this host: sweep it all the same.
 ONLY_DRAIN_USER = f"uid_min: {DRAIN_USER.uid}\nuid_max: {DRAIN_USER.uid}\nsweep_on_controller_host: true\n"
 REASON = rf"leftover: 1 process of {DRAIN_USER.name} survived SIGKILL \(D\)"
@@ -66,7 +66,7 @@ STEP_END_BOUND = "grace: 0\nslurm_timeout: 1.5\n"
 
 @pytest.fixture
 def config(conf_dir):
-    """config(text): the plugin reads it at the next step end; the sweep is lo_drain's alone
+    """config(text): the plugin reads it at the next step end; the sweep is DRAIN_USER's alone
     (grace 0 and slurm_timeout 1.5 s unless the text sets grace)."""
     return lambda text: write_config(conf_dir, ONLY_DRAIN_USER + ("" if "grace:" in text else STEP_END_BOUND) + text)
 
@@ -103,7 +103,7 @@ def node_resumed_after_each_test(cluster):
 
 
 class Frozen:
-    """lo_drain's stray in a frozen freezer group: SIGKILL stays pending until thawed."""
+    """DRAIN_USER's stray in a frozen freezer group: SIGKILL stays pending until thawed."""
 
     def __init__(self, cluster):
         self.group = FREEZER / f"leftover-e2e-{uuid.uuid4().hex[:8]}"

@@ -8,10 +8,10 @@ import socket
 
 import pytest
 
-from e2e_accounts import OUTSIDE_TEST_UIDS, TEST_UID_MAX, TEST_UID_MIN, TEST_USERS
-from e2e_processes import wait_until
-from slurm_config import ClusterConfig, slurm_version
-from slurm_jobs import BATCH_STEP, EXTERN_STEP
+from harness.e2e_accounts import OUTSIDE_TEST_UIDS, TEST_UID_MAX, TEST_UID_MIN, TEST_USERS
+from harness.e2e_processes import wait_until
+from harness.slurm_config import ClusterConfig, slurm_version
+from harness.slurm_jobs import BATCH_STEP, EXTERN_STEP
 
 
 def test_test_users_exist_with_fixed_uids(test_users):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from e2e_processes import wait_until
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_processes import wait_until
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     conf_dir, config, jobs_done_after_each_test, LogWatch, plugin_config, still_alive_after,
     summary_regex, write_leftover_conf)
 

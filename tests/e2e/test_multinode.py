@@ -28,12 +28,17 @@ import uuid
 
 import pytest
 
-from plugin_support import (  # noqa: F401 (conf_dir: a shared fixture)
+from harness.e2e_accounts import USERS
+from harness.plugin_support import (  # noqa: F401 (conf_dir: a shared fixture)
     LogWatch, conf_dir, daemon_fragment, plugin_config, read_pid, summary_regex, swept_with,
     swept_without, write_leftover_conf)
-from e2e_processes import wait_until
-from slurm_cluster import MARKER_VAR
-from slurm_config import ClusterConfig
+from harness.e2e_processes import wait_until
+from harness.slurm_cluster import MARKER_VAR
+from harness.slurm_config import ClusterConfig
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
+BOB_UID = USERS["lo_bob"].uid
 
 NODES = ("lo-n1", "lo-n2", "lo-n3")
 N1, N2, N3 = NODES
@@ -176,7 +181,7 @@ def test_a_job_on_node_1_protects_the_users_strays_there_only_until_it_ends(clus
                             r"reason=stray \(no live work on this node\)")
     assert cluster.is_alive(strays[N1].host_pid)
     logs[N1].assert_absent(r"leftover: SIGTERM")
-    logs[N1].wait_for(rf"leftover: job {trigger} epilog \(user lo_bob uid 41002\): "
+    logs[N1].wait_for(rf"leftover: job {trigger} epilog \(user lo_bob uid {BOB_UID}\): "
                       rf"{swept_without('lo_alice')}; killed \d+; kept \d+ \(.*has_live_job [1-9]")
 
     log1 = LogWatch(cluster, N1)
@@ -254,7 +259,7 @@ def test_daemons_of_a_three_node_batch_job_live_between_its_steps_and_go_with_th
         for node in (N2, N3):
             logs[node].assert_absent(r"lookup error:|lookup errors [1-9]")
             logs[node].wait_for(r"asking slurmctld whether these users hold an allocation here")
-            logs[node].wait_for(rf"leftover: job {job} epilog \(user lo_alice uid 41001\): "
+            logs[node].wait_for(rf"leftover: job {job} epilog \(user lo_alice uid {ALICE_UID}\): "
                                 rf"{swept_with('lo_alice')}; killed [1-9]")
     else:
         for node in NODES:

@@ -11,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from plugin_support import TOP, LogWatch, leftover_conf, summary_regex, still_alive_after, wait_all_jobs_done
-from slurm_config import ClusterConfig, slurm_major_minor
+from harness.e2e_accounts import USERS
+from harness.plugin_support import TOP, LogWatch, leftover_conf, summary_regex, still_alive_after, wait_all_jobs_done
+from harness.slurm_config import ClusterConfig, slurm_major_minor
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
 
 PACKAGES = Path(os.environ.get("LEFTOVER_PACKAGES", TOP / "build/packages"))
 PLUGIN_DIR = "usr/lib/x86_64-linux-gnu/slurm-wlm"
@@ -128,6 +132,6 @@ def test_the_unpacked_plugin_ships_in_dry_run_then_reaps_when_switched_live(clus
     cluster.wait_gone(stray, 20)
     log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice")
     # The epilog found its helper: it names the job's user, and no lookup failed.
-    assert "(user lo_alice uid 41001)" in log.wait_for(summary_regex(job, "epilog")).group(0)
+    assert f"(user lo_alice uid {ALICE_UID})" in log.wait_for(summary_regex(job, "epilog")).group(0)
     log.assert_absent(r"leftover: .*(account lookup .* failed|config error)")
     wait_all_jobs_done(cluster)

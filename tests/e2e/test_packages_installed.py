@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from plugin_support import LogWatch, summary_regex, write_leftover_conf
-from slurm_config import ClusterConfig
+from harness.plugin_support import LogWatch, summary_regex, write_leftover_conf
+from harness.slurm_config import ClusterConfig
 from test_packages import PLUGIN_DIR, only
 
 pytestmark = pytest.mark.skipif(not os.environ.get("LEFTOVER_RELEASE"),

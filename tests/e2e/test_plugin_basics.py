@@ -11,13 +11,18 @@ import uuid
 
 import pytest
 
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_accounts import USERS
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, jobs_done_after_each_test, SEED_JSON, LogWatch, daemon_fragment,
                             plugin_config, read_pid, start_background,
                             stepd_pid, still_alive_after, summary_regex,
                             swept_with, write_config, write_leftover_conf)
-from e2e_processes import kill_quietly, wait_until
-from slurm_config import slurm_major_minor
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.slurm_config import slurm_major_minor
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
+BOB_UID = USERS["lo_bob"].uid
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +57,11 @@ def test_double_forked_stray_of_a_finished_srun_job_is_reaped(cluster, config):
     log = LogWatch(cluster)
     stray, job = cluster.plant_stray_in_step("lo_alice")
     cluster.wait_gone(stray, 20)
-    log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice uid=41001 comm='sleep' "
+    log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice uid={ALICE_UID} comm='sleep' "
                  r"reason=stray \(no live work on this node\)")
     # The step's end sweeps when srun has already released the job (slurmctld then says
     # COMPLETING, not live); otherwise the job epilog does. Either is right, once.
-    log.wait_for(rf"leftover: (step {job}\.0|job {job} epilog) \(user lo_alice uid 41001\): "
+    log.wait_for(rf"leftover: (step {job}\.0|job {job} epilog) \(user lo_alice uid {ALICE_UID}\): "
                  rf"{swept_with('lo_alice')}; killed [1-9]")
     assert cluster.wait_job_done(job).state == "COMPLETED"
 
@@ -149,7 +154,7 @@ def test_on_a_host_where_slurmctld_runs_a_jobless_users_stray_lives_and_the_log_
     log.wait_for(r"leftover: (slurm\.conf names this host as SlurmctldHost \(\S+\)|slurmctld runs on this host "
                  r"\(pid \d+(, \d+)*\)): a sweep on a host where slurmctld runs kills and removes nothing "
                  r"\(sweep_on_controller_host: true sweeps it\)")
-    log.wait_for(rf"leftover: job {job} epilog \(user lo_alice uid 41001\): swept \[\]; killed 0")
+    log.wait_for(rf"leftover: job {job} epilog \(user lo_alice uid {ALICE_UID}\): swept \[\]; killed 0")
     assert still_alive_after(cluster, jobless, 1.0)
     log.assert_absent(rf"SIGTERM pid={jobless}")
 
@@ -261,9 +266,9 @@ def test_a_slurmstepd_that_stops_answering_keeps_everyone_at_a_step_end_and_slur
                      r"nothing (more )?killed")
         log.wait_for(rf"leftover: step {job}\.0 \(user .*\): .*killed 0; .*ms")
         log.wait_for(rf"leftover: job {other} of the unanswered socket \S*_{other}\.0 runs here, says slurmctld: "
-                     r"uid 41002 is live")
+                     rf"uid {BOB_UID} is live")
         cluster.wait_gone(stray, 20)
-        log.wait_for(rf"leftover: job {job} epilog \(user lo_alice uid 41001\): {swept_with('lo_alice')}; "
+        log.wait_for(rf"leftover: job {job} epilog \(user lo_alice uid {ALICE_UID}\): {swept_with('lo_alice')}; "
                      r"killed [1-9]")
         log.assert_absent(r"user=lo_bob")
     finally:

@@ -11,10 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from e2e_processes import kill_quietly, wait_until
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_accounts import USERS
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, conf_dir, config, daemon_fragment, jobs_done_after_each_test, plugin_config, read_pid,
     still_alive_after, summary_regex, swept_with, write_leftover_conf)
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
+BOB_UID = USERS["lo_bob"].uid
 
 FREEZER = Path("/sys/fs/cgroup/freezer")
 
@@ -38,7 +43,7 @@ def test_slurm_tracks_the_jobs_processes_in_its_job_cgroup(cluster):
     release = cluster.work_dir / f"release-{uuid.uuid4().hex[:8]}"
     job = cluster.sbatch("lo_alice", f"#!/bin/sh\nwhile [ ! -e {release} ]; do sleep 0.1; done\n")
     try:
-        wait_until(lambda: (job_cgroup(cluster, 41001, job) / "step_batch").is_dir(), 30, "the job's cgroup")
+        wait_until(lambda: (job_cgroup(cluster, ALICE_UID, job) / "step_batch").is_dir(), 30, "the job's cgroup")
     finally:
         release.touch()
     assert cluster.wait_job_done(job).state == "COMPLETED"
@@ -80,11 +85,11 @@ def test_a_process_in_a_running_jobs_cgroup_is_kept_though_its_user_has_no_work(
     moved = cluster.spawn_outside_slurm("je.kim", ["sleep", "600"])
     control = cluster.spawn_outside_slurm("je.kim", ["sleep", "600"])
     try:
-        step_cgroup = job_cgroup(cluster, 41002, job) / "step_batch"
+        step_cgroup = job_cgroup(cluster, BOB_UID, job) / "step_batch"
         wait_until(step_cgroup.is_dir, 30, "the job's cgroup")
         # As a setuid helper started inside the job would be: in its cgroup, another uid.
         for hierarchy in Path("/sys/fs/cgroup").iterdir():
-            target = hierarchy / f"slurm_{cluster.node}" / "uid_41002" / f"job_{job}" / "step_batch"
+            target = hierarchy / f"slurm_{cluster.node}" / f"uid_{BOB_UID}" / f"job_{job}" / "step_batch"
             if (target / "cgroup.procs").exists():
                 (target / "cgroup.procs").write_text(f"{moved}\n")
         log = LogWatch(cluster)

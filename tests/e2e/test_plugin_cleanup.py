@@ -22,10 +22,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from e2e_processes import wait_until
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_accounts import USERS
+from harness.e2e_processes import wait_until
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     PLUGIN, LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, summary_regex,
     write_leftover_conf)
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
 
 CHECK_SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "man/leftover-check.schema.json").read_text())
 KINDS = {"shm": "Shared memory id", "sem": "Semaphore id", "msg": "Message queue id"}
@@ -115,15 +119,15 @@ def test_what_a_job_leaves_is_gone_after_it_ends_and_the_passwd_target_is_untouc
         wait_until(left.none_present, 10, f"the job's objects to go: {left.present()}")
         # Usually the epilog's; a step end's when it reaped some other process of lo_alice's
         # (a stray another test on this machine left) and so cleaned up after her first.
-        log.wait_for(rf"leftover: (?:step {job}\.\S+|job {job} epilog) \(user lo_alice uid 41001\): .* ms; "
+        log.wait_for(rf"leftover: (?:step {job}\.\S+|job {job} epilog) \(user lo_alice uid {ALICE_UID}\): .* ms; "
                      r"cleanup: removed [1-9]\d* IPC objects, [1-9]\d* files, ")
-        log.wait_for(rf"leftover: cleanup: removed shm id={left.ids['shm']} uid=41001 bytes=4096$")
-        log.wait_for(rf"leftover: cleanup: removed sem id={left.ids['sem']} uid=41001 bytes=0$")
-        log.wait_for(rf"leftover: cleanup: removed msg id={left.ids['msg']} uid=41001 bytes=0$")
-        log.wait_for(rf"leftover: cleanup: removed posix_shm path='{left.shm_file}' uid=41001 bytes=5$")
-        log.wait_for(rf"leftover: cleanup: removed file path='{left.tree}/passwd-link' uid=41001 bytes=0$")
-        log.wait_for(rf"leftover: cleanup: removed file path='{left.tree}/sub/f' uid=41001 bytes=2$")
-        log.wait_for(rf"leftover: cleanup: removed dir path='{left.tree}' uid=41001 bytes=0$")
+        log.wait_for(rf"leftover: cleanup: removed shm id={left.ids['shm']} uid={ALICE_UID} bytes=4096$")
+        log.wait_for(rf"leftover: cleanup: removed sem id={left.ids['sem']} uid={ALICE_UID} bytes=0$")
+        log.wait_for(rf"leftover: cleanup: removed msg id={left.ids['msg']} uid={ALICE_UID} bytes=0$")
+        log.wait_for(rf"leftover: cleanup: removed posix_shm path='{left.shm_file}' uid={ALICE_UID} bytes=5$")
+        log.wait_for(rf"leftover: cleanup: removed file path='{left.tree}/passwd-link' uid={ALICE_UID} bytes=0$")
+        log.wait_for(rf"leftover: cleanup: removed file path='{left.tree}/sub/f' uid={ALICE_UID} bytes=2$")
+        log.wait_for(rf"leftover: cleanup: removed dir path='{left.tree}' uid={ALICE_UID} bytes=0$")
         after = os.stat("/etc/passwd")
         assert (after.st_ino, after.st_size, after.st_mtime_ns) == (passwd.st_ino, passwd.st_size, passwd.st_mtime_ns)
     finally:
@@ -258,8 +262,8 @@ def test_leftover_check_shows_what_a_sweep_would_remove_and_removes_nothing(clus
         assert result.returncode == 1, result.stderr
         assert re.search(r"^cleanup: a sweep now would remove [1-9]\d* IPC objects, [1-9]\d* files, ", result.stdout,
                          re.MULTILINE), result.stdout
-        assert f"  would remove shm id={left.ids['shm']} uid=41001 bytes=4096 (dry run)" in result.stdout
-        assert f"  would remove file path='{left.tree}/sub/f' uid=41001 bytes=2 (dry run)" in result.stdout
+        assert f"  would remove shm id={left.ids['shm']} uid={ALICE_UID} bytes=4096 (dry run)" in result.stdout
+        assert f"  would remove file path='{left.tree}/sub/f' uid={ALICE_UID} bytes=2 (dry run)" in result.stdout
         as_json = subprocess.run([str(cli), "check", "--json", "--node", cluster.node, "--config",
                                   str(conf_dir / "leftover.conf")],
                                  env=cluster.root_env(), capture_output=True, text=True, timeout=60)
@@ -268,7 +272,7 @@ def test_leftover_check_shows_what_a_sweep_would_remove_and_removes_nothing(clus
         objects = {(o["kind"], o["name"]): o for o in doc["cleanup"]["objects"]}
         assert objects[("shm", str(left.ids["shm"]))]["outcome"] == "would_remove"
         assert objects[("file", f"{left.tree}/sub/f")] == {"kind": "file", "name": f"{left.tree}/sub/f",
-                                                           "uid": 41001, "bytes": 2, "outcome": "would_remove",
+                                                           "uid": ALICE_UID, "bytes": 2, "outcome": "would_remove",
                                                            "detail": None}
         assert doc["cleanup"]["ipc_objects"] >= 3 and doc["cleanup"]["files"] >= 1, doc["cleanup"]
         assert left.all_present(), left.present()

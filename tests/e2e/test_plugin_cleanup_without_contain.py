@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from e2e_processes import HarnessError, wait_until
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_accounts import USERS
+from harness.e2e_processes import HarnessError, wait_until
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, summary_regex, write_leftover_conf)
-from slurm_config import BIN
+from harness.slurm_config import BIN
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +53,7 @@ def test_a_users_shm_file_stays_while_she_holds_an_allocation_here_and_goes_afte
             res, _ = cluster.srun("lo_alice", ["true"])
             assert res.returncode == 0, res.stderr
         wait_until(lambda: not shm_file.exists(), 20, f"{shm_file} to go after lo_alice's last allocation")
-        log.wait_for(rf"leftover: cleanup: removed posix_shm path='{shm_file}' uid=41001 bytes=5$")
+        log.wait_for(rf"leftover: cleanup: removed posix_shm path='{shm_file}' uid={ALICE_UID} bytes=5$")
     finally:
         try:
             cluster.scancel(allocation)

@@ -8,11 +8,16 @@ import uuid
 
 import pytest
 
-from e2e_processes import kill_quietly
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_accounts import USERS
+from harness.e2e_processes import kill_quietly
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config,
     jobs_done_after_each_test, plugin_config, read_pid, start_background, summary_regex, swept_with,
     swept_without, write_leftover_conf)
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
+BOB_UID = USERS["lo_bob"].uid
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +39,7 @@ def test_stray_of_an_srun_job_is_reaped_without_asking_slurmctld(cluster):
     log.wait_for(summary_regex(job, "epilog"))
     # The step's end kept the stray (the extern step still held the allocation);
     # the extern step's end or the epilog swept it; nobody asked the controller.
-    log.wait_for(rf"leftover: step {job}\.0 \(user lo_alice uid 41001\): {swept_without('lo_alice')}")
+    log.wait_for(rf"leftover: step {job}\.0 \(user lo_alice uid {ALICE_UID}\): {swept_without('lo_alice')}")
     log.assert_absent(r"asking slurmctld")
 
 
@@ -63,7 +68,7 @@ def test_a_job_that_starts_during_grace_protects_its_users_processes(cluster, co
     try:
         log.wait_for(rf"leftover: SIGTERM pid={stubborn} user=lo_alice")
         second = start_background(cluster, "lo_alice", ["/usr/bin/srun", f"--job-name={name}", "/bin/sleep", "60"])
-        log.wait_for(rf"leftover: step {trigger}\.0 \(user lo_bob uid 41002\): {swept_with('lo_alice')}")
+        log.wait_for(rf"leftover: step {trigger}\.0 \(user lo_bob uid {BOB_UID}\): {swept_with('lo_alice')}")
         log.assert_absent(rf"SIGKILL pid={stubborn}\b")
         assert cluster.is_alive(stubborn)
         assert second.poll() is None, "the new job's srun must still run"

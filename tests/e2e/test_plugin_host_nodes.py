@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from plugin_support import (  # noqa: F401 (fixtures)
+from harness.plugin_support import (  # noqa: F401 (fixtures)
     conf_dir, jobs_done_after_each_test, LogWatch, plugin_config, still_alive_after, summary_regex,
     write_leftover_conf)
-from slurm_config import BIN
+from harness.slurm_config import BIN
 
 NODES = ("lo-a", "lo-b")
 

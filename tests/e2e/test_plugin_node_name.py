@@ -7,8 +7,12 @@ import socket
 
 import pytest
 
-from plugin_support import (  # noqa: F401 (fixtures)
+from harness.e2e_accounts import USERS
+from harness.plugin_support import (  # noqa: F401 (fixtures)
     conf_dir, jobs_done_after_each_test, LogWatch, plugin_config, write_leftover_conf)
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
 
 
 @pytest.fixture(scope="module")
@@ -24,5 +28,5 @@ def test_spool_dir_with_percent_n_and_a_node_name_that_is_not_the_host_name(clus
     stray, job = cluster.plant_stray_in_step("lo_alice")
     cluster.wait_gone(stray, 20)
     log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice")
-    log.wait_for(rf"leftover: step {job}\.0 \(user lo_alice uid 41001\): .*lookup errors 0")
+    log.wait_for(rf"leftover: step {job}\.0 \(user lo_alice uid {ALICE_UID}\): .*lookup errors 0")
     assert cluster.wait_job_done(job).state == "COMPLETED"

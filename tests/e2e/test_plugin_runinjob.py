@@ -6,9 +6,13 @@ ENDING (4), sweeps the user."""
 
 import pytest
 
-from plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
+from harness.e2e_accounts import USERS
+from harness.plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
     LogWatch, conf_dir, jobs_done_after_each_test, plugin_config, swept_with, write_leftover_conf)
-from slurm_release import RELEASE
+from harness.slurm_release import RELEASE
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
 
 pytestmark = pytest.mark.skipif(RELEASE < (24, 5), reason="PrologFlags=RunInJob exists from Slurm 24.05 on")
 
@@ -25,4 +29,4 @@ def test_the_jobs_stray_is_reaped_when_its_extern_step_ends(cluster):
     assert cluster.wait_job_done(job).state == "COMPLETED"
     cluster.wait_gone(stray, 20)
     log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice")
-    log.wait_for(rf"leftover: step {job}\.extern \(user lo_alice uid 41001\): {swept_with('lo_alice')}")
+    log.wait_for(rf"leftover: step {job}\.extern \(user lo_alice uid {ALICE_UID}\): {swept_with('lo_alice')}")

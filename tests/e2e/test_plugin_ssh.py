@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from e2e_processes import kill_quietly, wait_until
-from plugin_support import (  # noqa: F401 (fixtures)
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.plugin_support import (  # noqa: F401 (fixtures)
     conf_dir, config, jobs_done_after_each_test, LogWatch, plugin_config, summary_regex, write_config,
     write_leftover_conf)
-from slurm_config import free_ports
+from harness.slurm_config import free_ports
 
 SSHD = Path("/usr/sbin/sshd")
 OPERATOR = "je.kim"

@@ -14,12 +14,17 @@ import uuid
 
 import pytest
 
-from e2e_processes import kill_quietly, wait_until
-from slurm_config import BIN
-from slurm_release import RELEASE, RELEASE_TEXT
-from plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
+from harness.e2e_accounts import USERS
+from harness.e2e_processes import kill_quietly, wait_until
+from harness.slurm_config import BIN
+from harness.slurm_release import RELEASE, RELEASE_TEXT
+from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
     LogWatch, conf_dir, config, jobs_done_after_each_test, plugin_config, stepd_pid, summary_regex,
     write_leftover_conf)
+
+# The fixed test accounts' uids, for the lines and outputs the tests expect.
+ALICE_UID = USERS["lo_alice"].uid
+BOB_UID = USERS["lo_bob"].uid
 
 CONF = "debuglevel: debug\ndry_run: true\n"
 
@@ -57,7 +62,7 @@ def test_the_ending_steps_own_stepd_answers_this_releases_version_and_ending(clu
     log = LogWatch(cluster)
     _, job = cluster.srun("lo_alice", ["/bin/true"], args=on_first_node(cluster))
     found = log.wait_for(step_line(job, "0", cluster))
-    assert found["uid"] == "41001"
+    assert found["uid"] == str(ALICE_UID)
     assert (found["state"], int(found["raw"])) == ("ending", ENDING)
 
 
@@ -72,7 +77,7 @@ def test_batch_extern_and_normal_steps_report_the_job_owner(cluster):
         _, trigger = cluster.srun("lo_alice", ["/bin/true"], args=on_first_node(cluster))
         for step in ("batch", "extern", "0"):
             found = log.wait_for(step_line(job, step, cluster))
-            assert found["uid"] == "41002", step
+            assert found["uid"] == str(BOB_UID), step
             assert found["state"] == "running", step
         log.wait_for(summary_regex(trigger, "0"))
     finally:
@@ -113,7 +118,7 @@ def test_an_interactive_step_reports_the_job_owner(cluster):
         wait_until(lambda: cluster.step_socket(job, 0xfffffffa).exists(), 30, "the interactive step socket")
         _, trigger = cluster.srun("lo_alice", ["/bin/true"], args=on_first_node(cluster))
         found = log.wait_for(step_line(job, "interactive", cluster))
-        assert found["uid"] == "41002"
+        assert found["uid"] == str(BOB_UID)
         log.wait_for(summary_regex(trigger, "0"))
     finally:
         proc.stdin.close()  # the shell reads EOF and the allocation ends
@@ -140,7 +145,7 @@ def test_a_heterogeneous_step_has_one_socket_per_component(cluster):
         _, trigger = cluster.srun("lo_alice", ["/bin/true"], args=["-N2", "-w", ",".join(nodes)])
         for component, (node, log) in enumerate(zip(nodes, logs)):
             line = (rf"leftover: (debug: )?step {job}\.0 \(.*/{re.escape(node)}_{job}\.0\.{component}\): "
-                    rf"uid 41002, running")
+                    rf"uid {BOB_UID}, running")
             log.wait_for(line)
             log.wait_for(summary_regex(trigger, "0"))
     finally:

@@ -9,9 +9,9 @@ import dataclasses
 import math
 from typing import Optional
 
-from records import Allocation, NodeLog
-from sampler import ProcRecord
-from soak_cluster import BODY_COMMS, DEADLINE, SETUID_PROGRAM
+from .records import Allocation, NodeLog
+from .sampler import ProcRecord
+from .soak_cluster import BODY_COMMS, DEADLINE, SETUID_PROGRAM
 
 INVARIANTS = {
     1: "no wrong kill or delete",

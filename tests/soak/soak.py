@@ -1,10 +1,11 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A randomized soak of leftover.so on the e2e harness's three-node cluster, judged by an
 oracle (see tests/README.md).
 
-    soak.py [--seed N] [--minutes M] [--config NAME] [--uid-base B] [--no-faults] [--keep]
-    soak.py --judge DIR [--verbose]      # judge a kept run again
+    python3 -m soak.soak [--seed N] [--minutes M] [--config NAME] [--uid-base B] [--no-faults] [--keep]
+    python3 -m soak.soak --judge DIR [--verbose]      # judge a kept run again
+
+with tests/ on PYTHONPATH (for the packages soak and harness), as scripts/soak.sh runs it.
 
 Runs as root, with LEFTOVER_PLUGIN naming the plugin.  With the e2e harness's shared test
 accounts the caller holds /tmp/leftover-e2e.lock (scripts/soak.sh does); with --uid-base
@@ -28,14 +29,13 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.slurm_jobs import FINAL_STATES
 
-from oracle import INVARIANTS, Oracle, Verdict, stamp  # noqa: E402
-from records import allocations, ended_jobs, node_log, stamped  # noqa: E402
-from sampler import ProcRecord, Sampler  # noqa: E402
-from soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users  # noqa: E402
-from workload import Action, EventLog, JobWatcher, Workload, make_schedule  # noqa: E402
-from slurm_jobs import FINAL_STATES  # noqa: E402
+from .oracle import INVARIANTS, Oracle, Verdict, stamp
+from .records import allocations, ended_jobs, node_log, stamped
+from .sampler import ProcRecord, Sampler
+from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users
+from .workload import Action, EventLog, JobWatcher, Workload, make_schedule
 
 
 def parse_args(argv):
@@ -205,7 +205,7 @@ def main(argv) -> int:
     load = f" --load {args.load}" if args.load else ""
     load += f" --uid-base {args.uid_base}" if args.uid_base is not None else ""
     print(f"soak: seed {args.seed}, config {config.name}{control}{load}, {args.minutes:g} min, {len(schedule)} actions "
-          f"(replay: tests/soak/soak.py --seed {args.seed} --minutes {args.minutes:g} --config {config.name}{control}{load})",
+          f"(replay: PYTHONPATH=tests python3 -m soak.soak --seed {args.seed} --minutes {args.minutes:g} --config {config.name}{control}{load})",
           flush=True)
     soak = SoakCluster(config, users, args.control)
     atexit.register(soak.cluster.stop)

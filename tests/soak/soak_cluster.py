@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The soak's cluster: the e2e harness's three namespaced nodes (tests/e2e), in one of
+"""The soak's cluster: the e2e harness's three namespaced nodes (tests/harness), in one of
 four configurations, with leftover.so, the soak's users and a per-node /dev/shm and
 scratch directory (so that what one node removes is that node's own, as on real nodes).
 """
@@ -12,18 +12,14 @@ import os
 import pwd
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Optional
 
-E2E = Path(__file__).resolve().parents[1] / "e2e"
-sys.path.insert(0, str(E2E))
-
-from e2e_accounts import TEST_UID_MAX, TEST_UID_MIN, TEST_USERS, Account, ensure_test_users  # noqa: E402
-from e2e_processes import HarnessError  # noqa: E402
-from slurm_cluster import SlurmCluster, reap_stale_clusters  # noqa: E402
-from slurm_config import ClusterConfig  # noqa: E402
+from harness.e2e_accounts import TEST_UID_MAX, TEST_UID_MIN, TEST_USERS, Account, ensure_test_users
+from harness.e2e_processes import HarnessError
+from harness.slurm_cluster import SlurmCluster, reap_stale_clusters
+from harness.slurm_config import ClusterConfig
 
 NODES = ("lo-n1", "lo-n2", "lo-n3")
 TOP = Path(__file__).resolve().parents[2]

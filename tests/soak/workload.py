@@ -23,8 +23,9 @@ import traceback
 from pathlib import Path
 from typing import Callable, Optional
 
-from soak_cluster import NODES, SoakCluster, SoakUsers, write_root_file
-from slurm_jobs import FINAL_STATES, parse_fields
+from harness.slurm_jobs import FINAL_STATES, parse_fields
+
+from .soak_cluster import NODES, SoakCluster, SoakUsers, write_root_file
 
 # How long a client command may take beyond its job's own time: on 24.11 and 26.05 an
 # srun whose step was being created while slurmctld restarted (fault_ctld) never returns.

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from e2e_accounts import TEST_UID_MAX, TEST_UID_MIN
-from e2e_processes import wait_until
-from slurm_cluster import SlurmCluster
-from slurm_config import ClusterConfig
-from slurm_jobs import FINAL_STATES, parse_fields
+from .e2e_accounts import TEST_UID_MAX, TEST_UID_MIN
+from .e2e_processes import wait_until
+from .slurm_cluster import SlurmCluster
+from .slurm_config import ClusterConfig
+from .slurm_jobs import FINAL_STATES, parse_fields
 
 TOP = Path(__file__).resolve().parents[2]
 PLUGIN = Path(os.environ.get("LEFTOVER_PLUGIN", TOP / "build/release/spank/leftover.so"))

@@ -70,11 +70,11 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from e2e_processes import (HarnessError, is_alive, kill_processes_with_env, pids_of_user,
+from .e2e_processes import (HarnessError, is_alive, kill_processes_with_env, pids_of_user,
                            process_env, run_command, wait_gone, wait_until)
-from node_namespace import NodeNamespace, NodePid
-from slurm_config import BIN, OWNER_FILE, SBIN, ClusterConfig, ClusterLayout, Node
-from slurm_jobs import JOB_TIMEOUT, ClusterJobs, parse_fields
+from .node_namespace import NodeNamespace, NodePid
+from .slurm_config import BIN, OWNER_FILE, SBIN, ClusterConfig, ClusterLayout, Node
+from .slurm_jobs import JOB_TIMEOUT, ClusterJobs, parse_fields
 
 MARKER_VAR = "LEFTOVER_E2E_CLUSTER"
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

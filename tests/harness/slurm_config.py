@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Union
 
-from node_namespace import NodeNamespace, NsProcess
+from .node_namespace import NodeNamespace, NsProcess
 
 SBIN = Path("/usr/sbin")
 BIN = Path("/usr/bin")

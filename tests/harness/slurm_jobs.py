@@ -14,9 +14,9 @@ import uuid
 from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
-from e2e_processes import HarnessError, kill_quietly, run_command, wait_gone, wait_until
-from node_namespace import NodePid
-from slurm_config import BIN
+from .e2e_processes import HarnessError, kill_quietly, run_command, wait_gone, wait_until
+from .node_namespace import NodePid
+from .slurm_config import BIN
 
 # Slurm's special step ids, as they appear in step socket names.
 EXTERN_STEP = 4294967292  # SLURM_EXTERN_CONT
