@@ -2,7 +2,7 @@
 # leftover_library(<name> SOURCES ... [PUBLIC deps...] [PRIVATE deps...]): one static
 # library per folder. Every folder includes the others' headers as "folder/file.hpp"
 # from the top of the tree; which folder may include which is ARCHITECTURE.md's table,
-# checked by scripts/check-layers.sh. Symbols stay hidden: the plugin exports its hooks only.
+# checked by scripts/check-layers.py. Symbols stay hidden: the plugin exports its hooks only.
 function(leftover_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC;PRIVATE" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
