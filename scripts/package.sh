@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Builds both packages into build/packages/: the .deb (CPack) and the RPM (rpmbuild
 # from the source tarball, with rpm's own build flags), then checks the hardening of the
-# binaries they ship (check-hardening.sh).
+# binaries they ship and, for what a binary cannot show, the compile commands and objects
+# of both builds (check-hardening.sh).
 #   scripts/package.sh                 configures and builds build/pkg for the .deb first
 #   scripts/package.sh <build dir>     the .deb from that build, compiled no second time
 #                                      (it must be configured with -DCMAKE_INSTALL_PREFIX=/usr)
@@ -36,10 +37,12 @@ version_number=$(sed -n 's/^#define SLURM_VERSION_NUMBER[[:space:]]*\(0x[0-9a-fA
 slurm_majmin=$(printf '%d.%02d' $(( (version_number >> 16) & 0xff )) $(( (version_number >> 8) & 0xff )))
 nodeps=()
 [ -f /etc/debian_version ] && nodeps=(--nodeps)
-# The RPM's one compile. ccache, when installed, through CMake's environment default.
+# The RPM's one compile. ccache, when installed, through CMake's environment default; so
+# is its compile_commands.json, which the hardening check reads. --noclean keeps its build
+# tree for that (rpm 4.20 removes it after a successful build); the next run removes it.
 launcher=()
 command -v ccache >/dev/null && launcher=(CMAKE_CXX_COMPILER_LAUNCHER=ccache)
-env "${launcher[@]}" rpmbuild -bb "${nodeps[@]}" --quiet \
+env "${launcher[@]}" CMAKE_EXPORT_COMPILE_COMMANDS=ON rpmbuild -bb --noclean "${nodeps[@]}" --quiet \
   --define "_topdir $build/rpmbuild" --define "_sourcedir $out" \
   --define "slurm_majmin $slurm_majmin" --define "debug_package %{nil}" \
   "$top/rpm/leftover.spec" >"$build/rpmbuild.log" 2>&1 ||
@@ -53,3 +56,6 @@ else
   "$top/scripts/check-hardening.sh" "$build/rpmbuild/BUILD"
   "$top/scripts/check-hardening.sh" --packages "$out"/*.deb
 fi
+# The .deb's build and the RPM's (wherever this rpm's BUILD layout puts it).
+rpm_build=$(find "$build/rpmbuild/BUILD" -name CMakeCache.txt -printf '%h\n' | head -n1)
+"$top/scripts/check-hardening.sh" --compiled "$build" "${rpm_build:-$build/rpmbuild/BUILD}"
