@@ -4,7 +4,7 @@
 #pragma once
 
 #include "steps/live_work.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 #include "controller/drain.hpp"
 
 #include <sys/types.h>

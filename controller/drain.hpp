@@ -4,7 +4,7 @@
 // answer. The request itself goes through leftover-query (query_controller.cpp), bounded.
 #pragma once
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 

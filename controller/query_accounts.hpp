@@ -5,7 +5,7 @@
 #pragma once
 
 #include "accounts/accounts.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "controller/query_controller.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "util/bounded_child.hpp"
 #include "util/trusted_file.hpp"
 

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "procfs/process.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 #include "util/unique_fd.hpp"
 
 #include <sys/types.h>

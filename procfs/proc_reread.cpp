@@ -2,7 +2,7 @@
 // Reads of single processes after the scan (proc_table.hpp): job cgroups of kill
 // candidates, one process's identity for the executor, the caller's own ancestry.
 #include "util/errno_text.hpp"
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "procfs/proc_read.hpp"
 #include "procfs/proc_table.hpp"
 

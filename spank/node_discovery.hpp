@@ -5,7 +5,7 @@
 #include "accounts/accounts.hpp"
 #include "controller/controller.hpp"
 #include "node/node_info.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <memory>
 #include <optional>

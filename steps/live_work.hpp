@@ -4,7 +4,7 @@
 #pragma once
 
 #include "steps/local_steps.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 

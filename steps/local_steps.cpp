@@ -25,7 +25,7 @@
 //                           REQUEST_STEP_UID = 20.
 #include "steps/local_steps.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "util/errno_text.hpp"
 #include "util/poll_timeout.hpp"
 #include "util/unique_fd.hpp"

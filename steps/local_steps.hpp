@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 #include "steps/stepd_protocol.hpp"
 
 namespace leftover::node {

@@ -5,7 +5,7 @@
 
 #include "cleanup/cleanup.hpp"
 #include "config/config.hpp"
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "controller/controller.hpp"
 #include "kill/executor.hpp"
 #include "policy/exemptions.hpp"
@@ -13,7 +13,7 @@
 #include "config/metrics_config.hpp"
 #include "node/node_info.hpp"
 #include "sweep/log.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 

@@ -4,7 +4,7 @@
 // the call.
 #pragma once
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <chrono>
 #include <string>
