@@ -32,7 +32,7 @@ public:
     virtual Result<DrainAnswer> drain_node(const std::string& node, const std::string& reason,
                                            std::chrono::steady_clock::time_point deadline) {
         (void)node, (void)reason, (void)deadline;
-        return Error::lookup("no controller connection to drain through");
+        return Error::lookup("no controller connection to drain through", ErrorSource::controller);
     }
 };
 

@@ -109,10 +109,12 @@ template <class Found>
 Status scan_daemons(const std::string& proc_root, std::string_view program, const std::set<uid_t>& owners,
                     Found found) {
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!root.valid()) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
+    if (!root.valid())
+        return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)), ErrorSource::proc);
     std::string my_namespace;
     if (const int err = procfs::read_link(root.get(), "self/ns/pid", my_namespace))
-        return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", proc_root, errno_text(err)));
+        return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", proc_root, errno_text(err)),
+                             ErrorSource::proc);
 
     std::string text;
     return procfs::for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {
@@ -122,19 +124,22 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
         struct stat listed {};
         if (::fstatat(root.get(), name, &listed, AT_SYMLINK_NOFOLLOW) != 0) {
             if (procfs::vanished(errno)) return Ok{};
-            return Error::lookup(fmt::format("cannot stat {}/{}: {}", proc_root, pid, errno_text(errno)));
+            return Error::lookup(fmt::format("cannot stat {}/{}: {}", proc_root, pid, errno_text(errno)),
+                                 ErrorSource::proc);
         }
         if (owners.count(listed.st_uid) == 0) return Ok{};
         UniqueFd pid_dir;
         if (const int err = procfs::open_pid_dir(root.get(), pid, pid_dir)) {
             if (procfs::vanished(err)) return Ok{};
-            return Error::lookup(fmt::format("cannot open {}/{}: {}", proc_root, pid, errno_text(err)));
+            return Error::lookup(fmt::format("cannot open {}/{}: {}", proc_root, pid, errno_text(err)),
+                                 ErrorSource::proc);
         }
         struct stat st {};
         if (::fstat(pid_dir.get(), &st) != 0 || owners.count(st.st_uid) == 0) return Ok{};
         const auto failed = [&](const char* file, int err) -> Error {
             return Error::lookup(fmt::format("cannot read {}/{}/{} of a process of uid {}: {}", proc_root, pid, file,
-                                             st.st_uid, errno_text(err)));
+                                             st.st_uid, errno_text(err)),
+                                 ErrorSource::proc);
         };
         std::string exe;
         if (const int err = procfs::read_link(pid_dir.get(), "exe", exe)) {

@@ -93,7 +93,8 @@ Status for_each_pid(int root, std::string_view proc_root,
             if (pid) visited = visit(*pid, name);
         });
         if (!visited) return visited;
-        if (n < 0) return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(-n)));
+        if (n < 0)
+            return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(-n)), ErrorSource::proc);
         if (n == 0) return Ok{};
     }
 }

@@ -82,7 +82,8 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
                                                      const std::set<pid_t>& not_doubt) {
     std::size_t unplaced_stepds = seen.unplaced_stepds;
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!root.valid()) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
+    if (!root.valid())
+        return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)), ErrorSource::proc);
     std::map<pid_t, Daemon> daemons;
     std::string buf;
     const auto now = uptime(root.get(), buf);
@@ -90,7 +91,8 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
     procfs::read_link(root.get(), "self/ns/pid", my_namespace);
     const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
     const auto failed = [&](pid_t pid, const char* file, int err) {
-        return Error::lookup(fmt::format("cannot read {}/{}/{}: {}", proc_root, pid, file, errno_text(err)));
+        return Error::lookup(fmt::format("cannot read {}/{}/{}: {}", proc_root, pid, file, errno_text(err)),
+                             ErrorSource::proc);
     };
     // One listing, root's processes only: the owner without opening the directory.
     const Status listed = procfs::for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {

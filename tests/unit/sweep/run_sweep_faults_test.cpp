@@ -160,7 +160,7 @@ TEST_CASE("fault catalogue: a step socket a user holds busy is resolved through 
         CHECK(pipeline.sink.count(named) == 1);
     }
     SUBCASE("slurmctld cannot be asked: nothing is killed, and the error names the socket") {
-        pipeline.controller.error = Error::lookup("asking slurmctld: timed out");
+        pipeline.controller.error = Error::lookup("asking slurmctld: timed out", ErrorSource::controller);
         const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 1\n");
         const auto line = std::find_if(pipeline.sink.lines.begin(), pipeline.sink.lines.end(),
                                        [](const auto& l) { return l.second.starts_with("lookup error: "); });

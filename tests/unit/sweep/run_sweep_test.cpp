@@ -104,7 +104,8 @@ TEST_CASE("run_sweep: a config or lookup error kills nothing, says why, and stil
     }
     SUBCASE("slurmctld does not answer (no PrologFlags=contain)") {
         pipeline.request.node.prolog_contain = false;
-        pipeline.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
+        pipeline.controller.error =
+            Error::lookup("asking slurmctld: did not finish before the deadline", ErrorSource::controller);
         report = pipeline.run("grace: 0\n");
         says = "lookup error: asking slurmctld: did not finish before the deadline; nothing more killed";
     }
