@@ -16,16 +16,16 @@
 #include <string>
 #include <vector>
 
-namespace leftover::node {
+namespace leftover::controller {
 
 class Controller {
 public:
     virtual ~Controller() = default;
     // Users and jobs with a running or suspended job on any of `nodes` (every node this
     // host runs), apart from `ending_job`.
-    virtual Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes,
-                                           std::optional<std::uint32_t> ending_job,
-                                           std::chrono::steady_clock::time_point deadline) = 0;
+    virtual Result<steps::LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes,
+                                                  std::optional<std::uint32_t> ending_job,
+                                                  std::chrono::steady_clock::time_point deadline) = 0;
     // Drains `node` with `reason`, unless slurmctld shows it drained, draining, down or
     // failing already (then its reason is kept): the state is asked and the drain sent
     // in one bounded call. A controller that cannot drain says so.
@@ -36,4 +36,4 @@ public:
     }
 };
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-namespace leftover::node {
+namespace leftover::controller {
 namespace {
 
 // Appends `text` escaped, byte by byte, while it fits within `limit` bytes in all.
@@ -132,4 +132,4 @@ Result<DrainAnswer> parse_drain_output(const std::string& text) {
     return Error::lookup("leftover-query drain: incomplete answer (no end line)", ErrorSource::controller);
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

@@ -9,7 +9,7 @@
 #include <charconv>
 #include <sstream>
 
-namespace leftover::node {
+namespace leftover::controller {
 namespace {
 
 // A name that holds a newline cannot be a passwd name (and could not be answered on one
@@ -146,4 +146,4 @@ AccountAnswers QueryAccounts::look_up(const std::set<uid_t>& uids, const std::se
     return std::move(answers).value();
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace leftover::node {
+namespace leftover::controller {
 
 class QueryAccounts final : public AccountDatabase {
 public:
@@ -30,4 +30,4 @@ std::vector<std::string> accounts_arguments(const std::set<uid_t>& uids, const s
 Result<AccountAnswers> parse_accounts_output(const std::string& text, const std::set<uid_t>& uids,
                                              const std::set<std::string>& names);
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

@@ -15,8 +15,6 @@
 namespace leftover {
 namespace {
 
-using namespace procfs;
-
 // A status file's process is a zombie: state Z or X with no other thread left (a leader
 // whose own thread exited shows Z while its threads run).
 Result<bool> zombie(std::string_view status) {

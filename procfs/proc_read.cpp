@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-namespace leftover::procfs {
+namespace leftover {
 
 int open_dir(int dirfd, const char* path, UniqueFd& out) {
     out.reset(::openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -136,4 +136,4 @@ int probe_process(int root, pid_t pid, Probe& out, std::string& buf) {
     return 0;
 }
 
-}  // namespace leftover::procfs
+}  // namespace leftover

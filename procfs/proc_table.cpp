@@ -29,8 +29,6 @@ const Process* ProcessTable::find(pid_t pid) const {
 
 namespace {
 
-using namespace procfs;
-
 void apply_stat(Process& p, StatFields&& stat) {
     p.ppid = stat.ppid;
     p.pgid = stat.pgid;

@@ -16,7 +16,7 @@
 #include <climits>
 #include <cstdlib>
 
-namespace leftover::procfs {
+namespace leftover {
 
 namespace {
 
@@ -180,4 +180,4 @@ Status check_view(int root, const ScanOptions& options) {
     return Ok{};
 }
 
-}  // namespace leftover::procfs
+}  // namespace leftover

@@ -62,12 +62,12 @@ Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid) {
     return node;
 }
 
-std::unique_ptr<node::Controller> make_controller(const node::NodeInfo& node) {
-    return std::make_unique<node::QueryController>(node::query_helper_path(plugin_path()), node.slurm_conf);
+std::unique_ptr<controller::Controller> make_controller(const node::NodeInfo& node) {
+    return std::make_unique<controller::QueryController>(controller::query_helper_path(plugin_path()), node.slurm_conf);
 }
 
 std::unique_ptr<AccountDatabase> make_bounded_accounts() {
-    return std::make_unique<node::QueryAccounts>(node::query_helper_path(plugin_path()));
+    return std::make_unique<controller::QueryAccounts>(controller::query_helper_path(plugin_path()));
 }
 
 }  // namespace leftover::spank

@@ -41,7 +41,7 @@ LogLevel level_of(const KillRecord& record) {
 // The job-state reader for one sweep: fresh answers every round, stale sockets logged once.
 class JobStateSource {
 public:
-    JobStateSource(const Config& config, const SweepRequest& request, node::Controller* controller,
+    JobStateSource(const Config& config, const SweepRequest& request, controller::Controller* controller,
                    Clock::time_point deadline, Logger& log)
         : config_(config), request_(request), controller_(controller), deadline_(deadline), log_(log) {}
 
@@ -98,7 +98,7 @@ public:
             caller_.insert(request_.self);
             for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller_.insert(pid);
         }
-        return node::work_being_set_up(request_.proc_root, seen_steps_, caller_);
+        return steps::work_being_set_up(request_.proc_root, seen_steps_, caller_);
     }
 
 private:
@@ -113,18 +113,18 @@ private:
         // the local questions leave it half the time.
         const bool may_ask_controller = !at_step_end() && controller_ != nullptr;
         const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
-        auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
+        auto state = steps::ask_local_steps(request_.node.step_sockets(), local_until);
         LEFTOVER_TRY(state);
         seen_steps_.add(state.value());
-        for (const node::UnansweredStep& step : state->unanswered)
+        for (const steps::UnansweredStep& step : state->unanswered)
             if (unanswered_logged_.insert(step.socket_path).second)
                 log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
-                                      step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
+                                      step.job_id, steps::describe_step(step.job_id, step.step_id), step.error));
         if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
         log_answers(state.value());
         auto live =
-            node::live_work_from(state.value(), request_.trigger.ending_step,
-                                 fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
+            steps::live_work_from(state.value(), request_.trigger.ending_step,
+                                  fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
         LEFTOVER_TRY(live);
         if (!state->unanswered.empty())
             LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
@@ -132,24 +132,24 @@ private:
     }
 
     // Each live and each gone step once per sweep.
-    void log_answers(const node::LocalJobState& state) {
-        for (const node::LocalStep& step : state.live)
+    void log_answers(const steps::LocalJobState& state) {
+        for (const steps::LocalStep& step : state.live)
             if (logged_.insert(step.socket_path).second)
                 log_.debug(fmt::format("step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
-                                       node::describe_step(step.job_id, step.step_id), step.socket_path, step.uid,
-                                       node::to_string(step.state), step.raw_state,
-                                       node::describe_protocol_version(step.stepd_version),
+                                       steps::describe_step(step.job_id, step.step_id), step.socket_path, step.uid,
+                                       steps::to_string(step.state), step.raw_state,
+                                       steps::describe_protocol_version(step.stepd_version),
                                        step.stepd_pid ? fmt::format("pid {}", *step.stepd_pid)
                                                       : std::string("not in this pid namespace")));
-        for (const node::DeadStep& dead : state.dead)
+        for (const steps::DeadStep& dead : state.dead)
             if (logged_.insert(dead.socket_path).second)
                 log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
-                                      node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
+                                      steps::describe_step(dead.job_id, dead.step_id), dead.socket_path));
     }
 
     // A step end keeps everyone: its stepd's children must not start a helper (see at_step_end).
-    static Error unanswered_error(const std::vector<node::UnansweredStep>& unanswered) {
-        const node::UnansweredStep& first = unanswered.front();
+    static Error unanswered_error(const std::vector<steps::UnansweredStep>& unanswered) {
+        const steps::UnansweredStep& first = unanswered.front();
         return Error::lookup(
             fmt::format("slurmstepd socket {} of job {}: {}{}", first.socket_path, first.job_id, first.error,
                         unanswered.size() > 1 ? fmt::format(" (and {} more sockets unanswered)", unanswered.size() - 1)
@@ -160,14 +160,14 @@ private:
     // One slurmctld query for every step that could not be asked: a job slurmctld says
     // runs here makes its user live, as an answering stepd would; one it does not list
     // has ended, like a step whose stepd says it is ending. No answer: a lookup error.
-    Status resolve_through_controller(const std::vector<node::UnansweredStep>& unanswered, LiveWork& live,
+    Status resolve_through_controller(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live,
                                       Clock::time_point until) {
         auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
         if (!work.ok())
             return Error::lookup(fmt::format("{}; asking slurmctld instead: {}", unanswered_error(unanswered).message,
                                              work.error().message),
                                  ErrorSource::controller);
-        for (const node::UnansweredStep& step : unanswered) {
+        for (const steps::UnansweredStep& step : unanswered) {
             const auto user = work->job_users.find(step.job_id);
             const bool runs = user != work->job_users.end();
             // Said once per socket and sweep, and again only if slurmctld's answer changes.
@@ -193,14 +193,14 @@ private:
 
     const Config& config_;
     const SweepRequest& request_;
-    node::Controller* controller_;
+    controller::Controller* controller_;
     Clock::time_point deadline_;
     Logger& log_;
     std::set<std::string> logged_;                 // sockets already described: once per sweep
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
-    node::SeenSteps seen_steps_;      // by every look of this sweep, for job_starting
+    steps::SeenSteps seen_steps_;     // by every look of this sweep, for job_starting
     mutable std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
 };
 
@@ -264,7 +264,7 @@ std::string controller_host_text(const std::string& why) {
 // and counts (the metrics).
 class SweepRun {
 public:
-    SweepRun(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+    SweepRun(const ConfigAndExemptions& loaded, const SweepRequest& request, controller::Controller* controller,
              const AccountDatabase& accounts, Logger& log)
         : loaded_(loaded),
           request_(request),
@@ -422,7 +422,7 @@ private:
 
     const ConfigAndExemptions& loaded_;
     const SweepRequest& request_;
-    node::Controller* controller_;
+    controller::Controller* controller_;
     const AccountDatabase& accounts_;
     Logger& log_;
     SummaryInput summary_;
@@ -441,7 +441,7 @@ ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, b
     return loaded;
 }
 
-KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, controller::Controller* controller,
                      const AccountDatabase& accounts, Logger& log) {
     return SweepRun(loaded, request, controller, accounts, log).run();
 }
@@ -452,7 +452,7 @@ std::vector<std::string> listed_name_warnings(const Config& config, const Exempt
 }
 
 Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
-                             node::Controller* controller, const AccountDatabase& accounts, Logger& log) {
+                             controller::Controller* controller, const AccountDatabase& accounts, Logger& log) {
     KillReport seen;  // what a check adds to the metrics: its plan, or its error; nothing signalled
     // The metrics lock is not waited for past the check's deadline (the default bound before the config is read).
     Clock::time_point metrics_until = Clock::now() + seconds(Config{}.slurm_timeout);

@@ -40,7 +40,7 @@ struct Trigger {
     // so the scope is always node and slew/slew_max are the caller's business.
     std::optional<uid_t> uid;
     std::optional<std::uint32_t> job_id;
-    std::optional<node::StepId> ending_step;  // set in slurm_spank_exit
+    std::optional<steps::StepId> ending_step;  // set in slurm_spank_exit
     // Set in the job epilog: the whole job is ending, so slurmctld's view of it (still
     // COMPLETING) is not live work. At a step's end the job's allocation lives on.
     bool job_ending = false;
@@ -59,7 +59,7 @@ struct SweepRequest {
 
 // Evaluates and sweeps, logging every action, every error and one summary. Returns the
 // report (its error set on any config or lookup error, in which case nothing was killed).
-KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, controller::Controller* controller,
                      const AccountDatabase& accounts, Logger& log);
 
 // Warnings about listed names that protect nobody (no account has them) or cannot be
@@ -80,6 +80,6 @@ struct NodeCheck {
 // The evaluation run_sweep starts from (same job-state source, same context), for
 // `leftover check`. Errors are returned, not logged: the caller reports them.
 Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
-                             node::Controller* controller, const AccountDatabase& accounts, Logger& log);
+                             controller::Controller* controller, const AccountDatabase& accounts, Logger& log);
 
 }  // namespace leftover::sweep

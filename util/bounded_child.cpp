@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace leftover::node {
+namespace leftover {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -118,4 +118,4 @@ Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std:
     return result;
 }
 
-}  // namespace leftover::node
+}  // namespace leftover

@@ -36,20 +36,20 @@ constexpr uid_t kProtected = 41005;  // alice: listed in protected_users
 constexpr uid_t kSystem = 900;       // below uid_min: never even inspected
 
 // Hands the command a controller that forwards to the node's, so tests can count calls.
-class Forward final : public node::Controller {
+class Forward final : public controller::Controller {
 public:
-    explicit Forward(node::Controller& target) : target_(target) {}
+    explicit Forward(controller::Controller& target) : target_(target) {}
     Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t> job,
                                    std::chrono::steady_clock::time_point deadline) override {
         return target_.jobs_on_nodes(nodes, job, deadline);
     }
-    Result<node::DrainAnswer> drain_node(const std::string& node, const std::string& reason,
-                                         std::chrono::steady_clock::time_point deadline) override {
+    Result<controller::DrainAnswer> drain_node(const std::string& node, const std::string& reason,
+                                               std::chrono::steady_clock::time_point deadline) override {
         return target_.drain_node(node, reason, deadline);
     }
 
 private:
-    node::Controller& target_;
+    controller::Controller& target_;
 };
 
 FakeProcess user_process(pid_t pid, uid_t uid, std::string comm = "sleep") {
@@ -120,7 +120,7 @@ struct Node {
                 if (discovery_error) return *discovery_error;
                 return info();
             },
-            .make_controller = [this](const node::NodeInfo&) -> std::unique_ptr<node::Controller> {
+            .make_controller = [this](const node::NodeInfo&) -> std::unique_ptr<controller::Controller> {
                 return std::make_unique<Forward>(controller);
             },
             .accounts = accounts,
@@ -345,7 +345,7 @@ TEST_CASE("sweep: a real stray is killed and the sweep exits 0") {
     REQUIRE(options.ok());
     Environment env{
         .discover_node = [&](const NodeOverrides&) -> Result<node::NodeInfo> { return node.info(); },
-        .make_controller = [&](const node::NodeInfo&) -> std::unique_ptr<node::Controller> {
+        .make_controller = [&](const node::NodeInfo&) -> std::unique_ptr<controller::Controller> {
             return std::make_unique<Forward>(node.controller);
         },
         .accounts = node.accounts,

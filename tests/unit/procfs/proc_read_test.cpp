@@ -17,7 +17,6 @@
 #include <string>
 
 using namespace leftover;
-using namespace leftover::procfs;
 
 namespace {
 

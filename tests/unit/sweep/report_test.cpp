@@ -10,6 +10,7 @@
 #include <string>
 
 using namespace leftover;
+using namespace leftover::sweep;
 using leftover::test::decision_for;
 
 namespace {

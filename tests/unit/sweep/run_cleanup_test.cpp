@@ -267,7 +267,7 @@ TEST_CASE("cleanup candidates: the reaped users, the job's user at its epilog on
     plan.decisions.push_back(process_of(41617, Verdict::kill, Reason::stray));
     plan.decisions.push_back(process_of(41618, Verdict::keep, Reason::has_live_job));
     SUBCASE("a step end: the reaped only") {
-        request.trigger.ending_step = node::StepId{7, 0};
+        request.trigger.ending_step = steps::StepId{7, 0};
         CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41617});
         plan.decisions.clear();
         CHECK(sweep::cleanup_candidates(config, request, plan).empty());
