@@ -405,7 +405,7 @@ int costs(uid_t uid, int reps) {
     std::printf(", \"scan_processes, no detail\": %.3f", median_of([&] { (void)leftover::scan_processes(list_only); }));
     std::printf(", \"check_view\": %.3f", median_of([&] {
                     const leftover::UniqueFd root(open_proc());
-                    (void)leftover::procfs::check_view(root.get(), scan_options);
+                    (void)leftover::check_view(root.get(), scan_options);
                 }));
     std::printf(", \"read_ancestry(self)\": %.3f",
                 median_of([&] { (void)leftover::read_ancestry("/proc", ::getpid()); }));

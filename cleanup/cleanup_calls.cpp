@@ -80,7 +80,7 @@ int CleanupCalls::stat_at(int dirfd, const std::string& name, EntryStat& out) {
 }
 
 int CleanupCalls::read_dir(int dirfd, std::vector<std::string>& names) {
-    return procfs::read_dir_batch(dirfd, [&](const char* name) { names.emplace_back(name); });
+    return read_dir_batch(dirfd, [&](const char* name) { names.emplace_back(name); });
 }
 
 std::chrono::steady_clock::time_point CleanupCalls::now() { return std::chrono::steady_clock::now(); }
@@ -91,7 +91,7 @@ int CleanupCalls::unlink_at(int dirfd, const std::string& name, bool directory) 
 
 std::optional<std::string> CleanupCalls::read_file(const std::string& path, int& error) {
     std::string text;
-    error = procfs::read_file(AT_FDCWD, path.c_str(), text);
+    error = leftover::read_file(AT_FDCWD, path.c_str(), text);
     if (error != 0) return std::nullopt;
     return text;
 }

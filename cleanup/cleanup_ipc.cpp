@@ -70,7 +70,8 @@ Result<std::vector<SysvObject>> parse_sysvipc(std::string_view text, SysvKind ki
             for (const char* name :
                  {columns.id, "uid", "cuid", columns.bytes, kind == SysvKind::shm ? "nattch" : nullptr})
                 if (name != nullptr && index.count(name) == 0)
-                    return Error::lookup(fmt::format("{}: no column '{}' in the header", origin, name));
+                    return Error::lookup(fmt::format("{}: no column '{}' in the header", origin, name),
+                                         ErrorSource::proc);
             continue;
         }
         if (words.empty()) continue;
@@ -82,10 +83,13 @@ Result<std::vector<SysvObject>> parse_sysvipc(std::string_view text, SysvKind ki
         bool ok = field(columns.id, object.id) && field("uid", object.uid) && field("cuid", object.cuid);
         if (ok && columns.bytes != nullptr) ok = field(columns.bytes, object.bytes);
         if (ok && kind == SysvKind::shm) ok = field("nattch", object.attached);
-        if (!ok) return Error::lookup(fmt::format("{}:{}: a line that does not parse", origin, line_number));
+        if (!ok)
+            return Error::lookup(fmt::format("{}:{}: a line that does not parse", origin, line_number),
+                                 ErrorSource::proc);
         objects.push_back(object);
     }
-    if (line_number == 0) return Error::lookup(fmt::format("{}: empty, expected a header line", origin));
+    if (line_number == 0)
+        return Error::lookup(fmt::format("{}: empty, expected a header line", origin), ErrorSource::proc);
     return objects;
 }
 
@@ -95,22 +99,25 @@ Status in_initial_ipc_namespace(const std::string& proc_root, CleanupCalls& call
     const std::string self_path = proc_root + "/self/ns/ipc";
     const std::string init_path = proc_root + "/1/ns/ipc";
     if (const int rc = calls.stat_path(self_path, self); rc < 0)
-        return Error::lookup(fmt::format("{}: {}", self_path, errno_text(-rc)));
+        return Error::lookup(fmt::format("{}: {}", self_path, errno_text(-rc)), ErrorSource::proc);
     if (const int rc = calls.stat_path(init_path, init); rc < 0) {
         // Where pid 1 cannot be inspected (a sandbox whose init holds more than we do), the
         // kernel's fixed inode of the initial IPC namespace still tells (PROC_IPC_INIT_INO).
         if (rc == -EACCES || rc == -EPERM) {
             if (self.ino == kInitialIpcNamespaceInode) return Ok{};
-            return Error::lookup(fmt::format(
-                "not in the host IPC namespace ({} is not the initial one, and {} cannot be read: {}): SysV IPC "
-                "left alone",
-                self_path, init_path, errno_text(-rc)));
+            return Error::lookup(
+                fmt::format(
+                    "not in the host IPC namespace ({} is not the initial one, and {} cannot be read: {}): SysV IPC "
+                    "left alone",
+                    self_path, init_path, errno_text(-rc)),
+                ErrorSource::proc);
         }
-        return Error::lookup(fmt::format("{}: {}", init_path, errno_text(-rc)));
+        return Error::lookup(fmt::format("{}: {}", init_path, errno_text(-rc)), ErrorSource::proc);
     }
     if (self.ino != init.ino || self.dev != init.dev)
         return Error::lookup(fmt::format("not in the host IPC namespace ({} differs from {}): SysV IPC left alone",
-                                         self_path, init_path));
+                                         self_path, init_path),
+                             ErrorSource::proc);
     return Ok{};
 }
 

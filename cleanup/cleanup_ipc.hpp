@@ -3,7 +3,7 @@
 #pragma once
 
 #include "cleanup/cleanup_calls.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 

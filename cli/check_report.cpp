@@ -176,8 +176,9 @@ std::string format_check_table(const CheckResult& result) {
     out += "\n";
     if (check.cleanup) {
         // What the swept users left; a check never removes it.
-        out += fmt::format("cleanup: a sweep now {}\n", format_cleanup_totals(totals_of(*check.cleanup, true)));
-        for (const CleanupRecord& record : check.cleanup->records) out += "  " + format_cleanup_record(record) + "\n";
+        out += fmt::format("cleanup: a sweep now {}\n", sweep::format_cleanup_totals(totals_of(*check.cleanup, true)));
+        for (const CleanupRecord& record : check.cleanup->records)
+            out += "  " + sweep::format_cleanup_record(record) + "\n";
         for (const std::string& error : check.cleanup->errors) out += "  " + error + "\n";
     }
     return out;

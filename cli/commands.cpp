@@ -38,7 +38,7 @@ struct HealthContext {
     Environment& env;
     const CheckResult& result;
     const node::NodeInfo* node = nullptr;  // unset: not a Slurm node, nothing to drain
-    node::Controller* controller = nullptr;
+    controller::Controller* controller = nullptr;
     const sweep::ConfigAndExemptions* loaded = nullptr;
 };
 
@@ -68,8 +68,8 @@ int report_health(const HealthContext& h) {
             std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout));
         std::string reason = verdict.line;
         if (!reason.empty() && reason.back() == '\n') reason.pop_back();
-        const DrainResult drained = sweep::request_drain(h.controller, h.node->node_name, node::bounded_reason(reason),
-                                                         deadline, "health check", log);
+        const DrainResult drained = sweep::request_drain(
+            h.controller, h.node->node_name, controller::bounded_reason(reason), deadline, "health check", log);
         sweep::record_drain(h.loaded->metrics, drained, log);
     }
     return check_exit_status(h.result);
@@ -83,7 +83,7 @@ int run(const Options& options, Environment& env) {
         return kExitClean;
     }
     if (options.version) {
-        env.out << node::build_banner() << "\n";
+        env.out << steps::build_banner() << "\n";
         return kExitClean;
     }
     switch (*options.command) {
@@ -98,7 +98,7 @@ int check_command(const Options& options, Environment& env) {
     CheckResult result;
     result.all = options.all;
     const node::NodeInfo* found_node = nullptr;
-    node::Controller* found_controller = nullptr;
+    controller::Controller* found_controller = nullptr;
     const sweep::ConfigAndExemptions* found_config = nullptr;
     const auto emit = [&] {
         if (options.health) return report_health({options, env, result, found_node, found_controller, found_config});

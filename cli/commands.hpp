@@ -20,7 +20,7 @@ namespace leftover::cli {
 
 struct Environment {
     NodeDiscovery discover_node;
-    std::function<std::unique_ptr<node::Controller>(const node::NodeInfo&)> make_controller;
+    std::function<std::unique_ptr<controller::Controller>(const node::NodeInfo&)> make_controller;
     const AccountDatabase& accounts;
     std::ostream& out;  // the table, the JSON document, the config report
     std::ostream& err;  // log lines and errors

@@ -20,11 +20,14 @@ namespace {
 Status check_state_dir(const std::string& dir) {
     struct stat st {};
     if (::lstat(dir.c_str(), &st) != 0)
-        return Error::lookup(fmt::format("health state dir {}: {}", dir, errno_text(errno)));
-    if (!S_ISDIR(st.st_mode)) return Error::lookup(fmt::format("health state dir {} is not a directory", dir));
+        return Error::lookup(fmt::format("health state dir {}: {}", dir, errno_text(errno)), ErrorSource::other);
+    if (!S_ISDIR(st.st_mode))
+        return Error::lookup(fmt::format("health state dir {} is not a directory", dir), ErrorSource::other);
     if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-        return Error::lookup(fmt::format(
-            "health state dir {} must be owned by uid {} and not writable by group or others", dir, ::geteuid()));
+        return Error::lookup(
+            fmt::format("health state dir {} must be owned by uid {} and not writable by group or others", dir,
+                        ::geteuid()),
+            ErrorSource::other);
     return Ok{};
 }
 
@@ -39,17 +42,17 @@ Result<unsigned> read_streak(const std::string& state_dir) {
     const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
     if (!fd.valid()) {
         if (errno == ENOENT) return 0u;
-        return Error::lookup(fmt::format("cannot open {}: {}", path, errno_text(errno)));
+        return Error::lookup(fmt::format("cannot open {}: {}", path, errno_text(errno)), ErrorSource::other);
     }
     char buffer[16];
     const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0) return Error::lookup(fmt::format("cannot read {}: {}", path, errno_text(errno)));
+    if (n < 0) return Error::lookup(fmt::format("cannot read {}: {}", path, errno_text(errno)), ErrorSource::other);
     unsigned value = 0;
     ssize_t i = 0;
     for (; i < n && buffer[i] >= '0' && buffer[i] <= '9' && value < 100000; ++i)
         value = value * 10 + static_cast<unsigned>(buffer[i] - '0');
     if (i == 0 || i + 1 != n || buffer[i] != '\n')
-        return Error::lookup(fmt::format("{} holds no count of failures", path));
+        return Error::lookup(fmt::format("{} holds no count of failures", path), ErrorSource::other);
     return value;
 }
 
@@ -57,22 +60,24 @@ Status write_streak(const std::string& state_dir, unsigned failures) {
     const std::string path = streak_path(state_dir);
     if (failures == 0) {
         if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-            return Error::lookup(fmt::format("cannot remove {}: {}", path, errno_text(errno)));
+            return Error::lookup(fmt::format("cannot remove {}: {}", path, errno_text(errno)), ErrorSource::other);
         return Ok{};
     }
     if (::mkdir(state_dir.c_str(), 0755) != 0 && errno != EEXIST)
-        return Error::lookup(fmt::format("cannot create {}: {}", state_dir, errno_text(errno)));
+        return Error::lookup(fmt::format("cannot create {}: {}", state_dir, errno_text(errno)), ErrorSource::other);
     LEFTOVER_TRY(check_state_dir(state_dir));
     const std::string temporary = path + ".tmp";
     {
         const UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-        if (!fd.valid()) return Error::lookup(fmt::format("cannot write {}: {}", temporary, errno_text(errno)));
+        if (!fd.valid())
+            return Error::lookup(fmt::format("cannot write {}: {}", temporary, errno_text(errno)), ErrorSource::other);
         const std::string text = fmt::format("{}\n", failures);
         if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-            return Error::lookup(fmt::format("cannot write {}: {}", temporary, errno_text(errno)));
+            return Error::lookup(fmt::format("cannot write {}: {}", temporary, errno_text(errno)), ErrorSource::other);
     }
     if (std::rename(temporary.c_str(), path.c_str()) != 0)
-        return Error::lookup(fmt::format("cannot rename {} to {}: {}", temporary, path, errno_text(errno)));
+        return Error::lookup(fmt::format("cannot rename {} to {}: {}", temporary, path, errno_text(errno)),
+                             ErrorSource::other);
     return Ok{};
 }
 

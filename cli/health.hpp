@@ -5,7 +5,7 @@
 // with --drain drains the node with the health line as reason.
 #pragma once
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <string>
 

@@ -28,13 +28,14 @@ int main(int argc, char** argv) {
         std::error_code ignored;
         const std::string self_exe = std::filesystem::read_symlink("/proc/self/exe", ignored).string();
         // Bounded: a hung directory service costs the evaluation's deadline, not a hang.
-        const node::QueryAccounts accounts(node::query_helper_path(self_exe));
+        const controller::QueryAccounts accounts(controller::query_helper_path(self_exe));
         std::random_device seed;
         std::mt19937_64 random(seed());
         cli::Environment env{
             .discover_node = cli::discover_slurm_node,
-            .make_controller = [&self_exe](const node::NodeInfo& node) -> std::unique_ptr<node::Controller> {
-                return std::make_unique<node::QueryController>(node::query_helper_path(self_exe), node.slurm_conf);
+            .make_controller = [&self_exe](const node::NodeInfo& node) -> std::unique_ptr<controller::Controller> {
+                return std::make_unique<controller::QueryController>(controller::query_helper_path(self_exe),
+                                                                     node.slurm_conf);
             },
             .accounts = accounts,
             .out = std::cout,

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "node/node_info.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 #include "node/running_slurmd.hpp"
 
 #include <functional>

@@ -45,15 +45,17 @@ bool exists(const std::string& path) {
 // then exits, and without any it would ask DNS for a configless controller.
 Result<std::string> slurm_conf_path() {
     if (const char* env = std::getenv("SLURM_CONF"); env != nullptr && *env != '\0') {
-        if (!exists(env)) return Error::not_a_slurm_node(fmt::format("SLURM_CONF names {}, which does not exist", env));
+        if (!exists(env))
+            return Error::not_a_slurm_node(fmt::format("SLURM_CONF names {}, which does not exist", env),
+                                           ErrorSource::other);
         return std::string(env);
     }
     for (const char* path : {kDefaultSlurmConf, kConfiglessSlurmConf})
         if (exists(path)) return std::string(path);
-    return Error::not_a_slurm_node(
-        fmt::format("no slurm.conf (SLURM_CONF is not set, and neither {} nor {} "
-                    "exists)",
-                    kDefaultSlurmConf, kConfiglessSlurmConf));
+    return Error::not_a_slurm_node(fmt::format("no slurm.conf (SLURM_CONF is not set, and neither {} nor {} "
+                                               "exists)",
+                                               kDefaultSlurmConf, kConfiglessSlurmConf),
+                                   ErrorSource::other);
 }
 
 // libslurm calls exit(1) on a slurm.conf it cannot parse, after printing why. Our exit
@@ -100,11 +102,13 @@ Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
         if (auto running = node::running_slurmds("/proc"); running.ok())
             for (const node::RunningSlurmd& slurmd : running.value())
                 if (slurmd.options.node_name) running_as.push_back(*slurmd.options.node_name);
-        return Error::not_a_slurm_node(fmt::format(
-            "no NodeName in {} has NodeHostname {} (this host); give "
-            "--node NAME if slurmd runs here with -N{}",
-            *conf_path, short_host,
-            running_as.empty() ? std::string() : fmt::format(" (it runs as {})", fmt::join(running_as, ", "))));
+        return Error::not_a_slurm_node(
+            fmt::format(
+                "no NodeName in {} has NodeHostname {} (this host); give "
+                "--node NAME if slurmd runs here with -N{}",
+                *conf_path, short_host,
+                running_as.empty() ? std::string() : fmt::format(" (it runs as {})", fmt::join(running_as, ", "))),
+            ErrorSource::other);
     }
     node::NodeInfo node = node::node_info_from_slurm_conf(*name);
     if (overrides.spool_dir) node.spool_dir = *overrides.spool_dir;
@@ -120,7 +124,8 @@ Result<node::NodeInfo> discover_slurm_node(const NodeOverrides& overrides) {
     LEFTOVER_TRY(running);
     LEFTOVER_TRY(add_running_slurmds(node, running.value(), names));
 
-    if (node.spool_dir.empty()) return Error::not_a_slurm_node(fmt::format("{} sets no SlurmdSpoolDir", *conf_path));
+    if (node.spool_dir.empty())
+        return Error::not_a_slurm_node(fmt::format("{} sets no SlurmdSpoolDir", *conf_path), ErrorSource::other);
     LEFTOVER_TRY(check_spool_dir(node.spool_dir));
     auto slurmd = read_slurmd_pid(node.slurmd_pid_file);
     LEFTOVER_TRY(slurmd);

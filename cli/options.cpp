@@ -67,12 +67,14 @@ Status apply(Options& options, const std::string& flag, const std::string& value
     } else if (flag == "--failures") {
         const auto n = failure_count(value);
         if (!n)
-            return Error::config(fmt::format("check: --failures takes a whole number from 1 to 1000, not '{}'", value));
+            return Error::config(fmt::format("check: --failures takes a whole number from 1 to 1000, not '{}'", value),
+                                 ErrorSource::other);
         options.failures = *n;
         options.failures_given = true;
     } else if (flag == "--state-dir") {
         if (!value.starts_with('/'))
-            return Error::config(fmt::format("check: --state-dir takes an absolute path, not '{}'", value));
+            return Error::config(fmt::format("check: --state-dir takes an absolute path, not '{}'", value),
+                                 ErrorSource::other);
         options.state_dir = value;
         options.state_dir_given = true;
     }

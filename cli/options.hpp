@@ -4,7 +4,7 @@
 #pragma once
 
 #include "config/config.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <optional>
 #include <string>

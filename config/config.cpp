@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "config/config.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "config/config_keys.hpp"
 #include "util/trusted_file.hpp"
 

@@ -2,7 +2,7 @@
 // The configuration: /etc/leftover.conf (JSON as the predecessor wrote it, or YAML).
 #pragma once
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 

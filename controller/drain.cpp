@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-namespace leftover::node {
+namespace leftover::controller {
 namespace {
 
 // Appends `text` escaped, byte by byte, while it fits within `limit` bytes in all.
@@ -111,7 +111,9 @@ Result<DrainAnswer> parse_drain_output(const std::string& text) {
             if (!answer) break;
             return *answer;
         }
-        if (answer) return Error::lookup(fmt::format("leftover-query drain: unexpected output line '{}'", line));
+        if (answer)
+            return Error::lookup(fmt::format("leftover-query drain: unexpected output line '{}'", line),
+                                 ErrorSource::controller);
         if (line == "drained") {
             answer = DrainAnswer{true, {}, {}};
         } else if (line.starts_with("kept ")) {
@@ -120,12 +122,14 @@ Result<DrainAnswer> parse_drain_output(const std::string& text) {
             answer =
                 DrainAnswer{false, rest.substr(0, space), space == std::string::npos ? "" : rest.substr(space + 1)};
             if (answer->state.empty())
-                return Error::lookup(fmt::format("leftover-query drain: unexpected output line '{}'", line));
+                return Error::lookup(fmt::format("leftover-query drain: unexpected output line '{}'", line),
+                                     ErrorSource::controller);
         } else {
-            return Error::lookup(fmt::format("leftover-query drain: unexpected output line '{}'", line));
+            return Error::lookup(fmt::format("leftover-query drain: unexpected output line '{}'", line),
+                                 ErrorSource::controller);
         }
     }
-    return Error::lookup("leftover-query drain: incomplete answer (no end line)");
+    return Error::lookup("leftover-query drain: incomplete answer (no end line)", ErrorSource::controller);
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

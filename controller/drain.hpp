@@ -4,7 +4,7 @@
 // answer. The request itself goes through leftover-query (query_controller.cpp), bounded.
 #pragma once
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace leftover::node {
+namespace leftover::controller {
 
 // slurmctld sets no length on a node's reason (22.05 to 26.05 pack and keep it whole);
 // slurmdbd keeps it in a tinytext column (255 bytes); `sinfo -R` shows 20 characters by
@@ -57,4 +57,4 @@ struct DrainAnswer {
 // "drained\nend\n" or "kept <STATE> <reason>\nend\n"; anything else is an error.
 Result<DrainAnswer> parse_drain_output(const std::string& text);
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-namespace leftover::node {
+namespace leftover::controller {
 
 std::string query_helper_path(const std::string& binary) {
     if (!binary.empty()) {
@@ -14,4 +14,4 @@ std::string query_helper_path(const std::string& binary) {
     return LEFTOVER_QUERY_PATH;
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

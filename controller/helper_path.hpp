@@ -4,10 +4,10 @@
 
 #include <string>
 
-namespace leftover::node {
+namespace leftover::controller {
 
 // leftover-query beside `binary` (the plugin or the command in a build tree), else
 // its installed path in libexec.
 std::string query_helper_path(const std::string& binary);
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

@@ -9,7 +9,7 @@
 #include <charconv>
 #include <sstream>
 
-namespace leftover::node {
+namespace leftover::controller {
 namespace {
 
 // A name that holds a newline cannot be a passwd name (and could not be answered on one
@@ -102,22 +102,28 @@ Result<AccountAnswers> parse_accounts_output(const std::string& text, const std:
                         : kind == "uid"  ? parse_uid_line(rest, answers)
                         : kind == "name" ? parse_name_line(rest, answers)
                                          : false;
-        if (!ok) return Error::lookup(fmt::format("leftover-query accounts: unexpected output line '{}'", line));
+        if (!ok)
+            return Error::lookup(fmt::format("leftover-query accounts: unexpected output line '{}'", line),
+                                 ErrorSource::account_lookup);
     }
-    if (!ended) return Error::lookup("leftover-query accounts: incomplete answer (no end line)");
+    if (!ended)
+        return Error::lookup("leftover-query accounts: incomplete answer (no end line)", ErrorSource::account_lookup);
     for (const uid_t uid : uids)
         if (answers.names.count(uid) == 0)
-            return Error::lookup(fmt::format("leftover-query accounts: no answer for uid {}", uid));
+            return Error::lookup(fmt::format("leftover-query accounts: no answer for uid {}", uid),
+                                 ErrorSource::account_lookup);
     for (const std::string& name : names) {
         if (!askable(name)) {
             answers.uids[name] = UidLookup{LookupStatus::no_account, 0, 0, {}};
             continue;
         }
         if (answers.uids.count(name) == 0)
-            return Error::lookup(fmt::format("leftover-query accounts: no answer for name '{}'", name));
+            return Error::lookup(fmt::format("leftover-query accounts: no answer for name '{}'", name),
+                                 ErrorSource::account_lookup);
     }
     if (answers.names.size() != uids.size() || answers.uids.size() != names.size())
-        return Error::lookup("leftover-query accounts: answers to questions that were not asked");
+        return Error::lookup("leftover-query accounts: answers to questions that were not asked",
+                             ErrorSource::account_lookup);
     return answers;
 }
 
@@ -140,4 +146,4 @@ AccountAnswers QueryAccounts::look_up(const std::set<uid_t>& uids, const std::se
     return std::move(answers).value();
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

@@ -5,12 +5,12 @@
 #pragma once
 
 #include "accounts/accounts.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <string>
 #include <vector>
 
-namespace leftover::node {
+namespace leftover::controller {
 
 class QueryAccounts final : public AccountDatabase {
 public:
@@ -30,4 +30,4 @@ std::vector<std::string> accounts_arguments(const std::set<uid_t>& uids, const s
 Result<AccountAnswers> parse_accounts_output(const std::string& text, const std::set<uid_t>& uids,
                                              const std::set<std::string>& names);
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "controller/query_controller.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "util/bounded_child.hpp"
 #include "util/trusted_file.hpp"
 
@@ -9,10 +9,10 @@
 
 #include <sstream>
 
-namespace leftover::node {
+namespace leftover::controller {
 
-Result<LiveWork> parse_query_output(const std::string& text) {
-    LiveWork live;
+Result<steps::LiveWork> parse_query_output(const std::string& text) {
+    steps::LiveWork live;
     std::istringstream lines(text);
     std::string line;
     while (std::getline(lines, line)) {
@@ -50,9 +50,9 @@ Result<std::string> QueryController::ask(const std::vector<std::string>& args,
     return std::move(output->out);
 }
 
-Result<LiveWork> QueryController::jobs_on_nodes(const std::vector<std::string>& nodes,
-                                                std::optional<std::uint32_t> ending_job,
-                                                std::chrono::steady_clock::time_point deadline) {
+Result<steps::LiveWork> QueryController::jobs_on_nodes(const std::vector<std::string>& nodes,
+                                                       std::optional<std::uint32_t> ending_job,
+                                                       std::chrono::steady_clock::time_point deadline) {
     std::vector<std::string> args;
     for (const std::string& node : nodes) {
         args.emplace_back("--node");
@@ -74,4 +74,4 @@ Result<DrainAnswer> QueryController::drain_node(const std::string& node, const s
     return parse_drain_output(output.value());
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

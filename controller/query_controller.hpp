@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace leftover::node {
+namespace leftover::controller {
 
 class QueryController final : public Controller {
 public:
@@ -16,8 +16,9 @@ public:
     QueryController(std::string helper, std::string slurm_conf)
         : helper_(std::move(helper)), slurm_conf_(std::move(slurm_conf)) {}
 
-    Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t> ending_job,
-                                   std::chrono::steady_clock::time_point deadline) override;
+    Result<steps::LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes,
+                                          std::optional<std::uint32_t> ending_job,
+                                          std::chrono::steady_clock::time_point deadline) override;
     Result<DrainAnswer> drain_node(const std::string& node, const std::string& reason,
                                    std::chrono::steady_clock::time_point deadline) override;
 
@@ -30,6 +31,6 @@ private:
 };
 
 // Parses leftover-query's output; anything but complete, well-formed output is an error.
-Result<LiveWork> parse_query_output(const std::string& text);
+Result<steps::LiveWork> parse_query_output(const std::string& text);
 
-}  // namespace leftover::node
+}  // namespace leftover::controller

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "policy/decision.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 #include "kill/system_calls.hpp"
 
 #include <chrono>

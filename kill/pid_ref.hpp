@@ -10,7 +10,7 @@
 #include "kill/system_calls.hpp"
 #include "policy/decision.hpp"
 #include "procfs/proc_table.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 #include "util/unique_fd.hpp"
 
 #include <sys/types.h>

@@ -42,7 +42,7 @@ std::vector<std::pair<pid_t, uid_t>> SystemCalls::processes_owned_by(const std::
     const UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root.valid()) return pids;
     // A listing that fails midway gives what it found: the caller stops what it can.
-    (void)procfs::for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {
+    (void)for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {
         struct stat st {};
         if (::fstatat(root.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && owners.count(st.st_uid) != 0)
             pids.emplace_back(pid, st.st_uid);

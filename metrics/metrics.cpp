@@ -248,8 +248,8 @@ std::string Metrics::render(bool users) const {
 }
 
 Result<Metrics> Metrics::parse(std::string_view text) {
-    if (text.empty()) return Error::lookup("empty");
-    if (!text.ends_with('\n')) return Error::lookup("the last line is cut off");
+    if (text.empty()) return Error::lookup("empty", ErrorSource::other);
+    if (!text.ends_with('\n')) return Error::lookup("the last line is cut off", ErrorSource::other);
     Metrics metrics;
     std::size_t line_number = 0;
     std::map<std::string, std::map<std::string, bool>> seen;
@@ -260,13 +260,16 @@ Result<Metrics> Metrics::parse(std::string_view text) {
         ++line_number;
         if (line.starts_with('#')) {
             if (!is_our_comment(line))
-                return Error::lookup(fmt::format("line {}: not a line leftover writes", line_number));
+                return Error::lookup(fmt::format("line {}: not a line leftover writes", line_number),
+                                     ErrorSource::other);
             continue;
         }
         auto sample = parse_sample(line);
-        if (!sample.ok()) return Error::lookup(fmt::format("line {}: {}", line_number, sample.error()));
+        if (!sample.ok())
+            return Error::lookup(fmt::format("line {}: {}", line_number, sample.error()), ErrorSource::other);
         if (seen[sample->family][sample->label_value])
-            return Error::lookup(fmt::format("line {}: {} appears twice", line_number, sample->family));
+            return Error::lookup(fmt::format("line {}: {} appears twice", line_number, sample->family),
+                                 ErrorSource::other);
         seen[sample->family][sample->label_value] = true;
         metrics.series_[sample->family][sample->label_value] = sample->value;
     }

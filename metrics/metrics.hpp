@@ -4,9 +4,9 @@
 // collector reads it). Only our own text is parsed back; anything else is not ours.
 #pragma once
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "policy/decision.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <cstdint>
 #include <map>

@@ -20,7 +20,9 @@ namespace {
 
 constexpr std::size_t kMaxMetricsFileSize = std::size_t{1} << 20;  // ours is a few KiB; more is not ours
 
-Error failed(const std::string& what, int err) { return Error::lookup(fmt::format("{}: {}", what, errno_text(err))); }
+Error failed(const std::string& what, int err) {
+    return Error::lookup(fmt::format("{}: {}", what, errno_text(err)), ErrorSource::other);
+}
 
 // The directory, opened and checked itself: a directory, owned by the required owner,
 // writable by nobody else (a user who could write there could swap our file or lock).
@@ -31,14 +33,17 @@ Result<UniqueFd> open_directory(const std::string& dir, uid_t owner) {
     if (::fstat(fd.get(), &st) != 0) return failed(fmt::format("metrics directory {}: cannot stat", dir), errno);
     if (st.st_uid != owner)
         return Error::lookup(
-            fmt::format("metrics directory {}: owned by uid {}; expected uid {} (root)", dir, st.st_uid, owner));
+            fmt::format("metrics directory {}: owned by uid {}; expected uid {} (root)", dir, st.st_uid, owner),
+            ErrorSource::other);
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-        return Error::lookup(fmt::format(
-            "metrics directory {}: mode {:04o}; it must not be writable by group or others", dir, st.st_mode & 07777));
+        return Error::lookup(
+            fmt::format("metrics directory {}: mode {:04o}; it must not be writable by group or others", dir,
+                        st.st_mode & 07777),
+            ErrorSource::other);
     // Whoever could write a directory above could rename this one away and put their own
     // in its place, as for the config file.
     if (auto above = check_trusted_directory_chain(fd.get(), dir, owner); !above.ok())
-        return Error::lookup(fmt::format("metrics directory {}: {}", dir, above.error().message));
+        return Error::lookup(fmt::format("metrics directory {}: {}", dir, above.error().message), ErrorSource::other);
     return fd;
 }
 
@@ -50,10 +55,10 @@ Result<UniqueFd> open_lock(int dir_fd, const std::string& name, const std::strin
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return failed(fmt::format("metrics lock {}: cannot stat", shown), errno);
     if (!S_ISREG(st.st_mode) || st.st_uid != owner || (st.st_mode & 077) != 0)
-        return Error::lookup(
-            fmt::format("metrics lock {}: must be a regular file of uid {} that only it can open "
-                        "(found uid {}, mode {:04o})",
-                        shown, owner, st.st_uid, st.st_mode & 07777));
+        return Error::lookup(fmt::format("metrics lock {}: must be a regular file of uid {} that only it can open "
+                                         "(found uid {}, mode {:04o})",
+                                         shown, owner, st.st_uid, st.st_mode & 07777),
+                             ErrorSource::other);
     return fd;
 }
 
@@ -68,12 +73,13 @@ Status lock_within(int fd, const std::string& shown, const MetricsFileOptions& o
         const auto now = std::chrono::steady_clock::now();
         if (now >= until) {
             if (by_deadline)
-                return Error::lookup(
-                    fmt::format("metrics lock {}: still held by another update at the evaluation's "
-                                "deadline",
-                                shown));
+                return Error::lookup(fmt::format("metrics lock {}: still held by another update at the evaluation's "
+                                                 "deadline",
+                                                 shown),
+                                     ErrorSource::deadline);
             return Error::lookup(fmt::format("metrics lock {}: still held after {} ms by another update", shown,
-                                             options.lock_wait.count()));
+                                             options.lock_wait.count()),
+                                 ErrorSource::other);
         }
         std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(options.lock_poll, until - now));
     }
@@ -90,7 +96,8 @@ Result<std::pair<Metrics, std::string>> read_current(int dir_fd, const std::stri
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return failed(fmt::format("metrics file {}: cannot stat", shown), errno);
     if (!S_ISREG(st.st_mode))
-        return Error::lookup(fmt::format("metrics file {}: not a regular file; leave it to an admin", shown));
+        return Error::lookup(fmt::format("metrics file {}: not a regular file; leave it to an admin", shown),
+                             ErrorSource::other);
     if (static_cast<std::size_t>(st.st_size) > kMaxMetricsFileSize)
         return std::pair{Metrics{}, fmt::format("it is larger than {} bytes", kMaxMetricsFileSize)};
     std::string text;
@@ -131,7 +138,8 @@ Result<MetricsUpdate> update_metrics_file(const std::string& path, const Evaluat
                                           const MetricsFileOptions& options) {
     const auto slash = path.rfind('/');
     if (slash == std::string::npos || slash + 1 == path.size())
-        return Error::config(fmt::format("metrics file {}: expected an absolute path to a file", path));
+        return Error::config(fmt::format("metrics file {}: expected an absolute path to a file", path),
+                             ErrorSource::config);
     const std::string dir = slash == 0 ? "/" : path.substr(0, slash);
     const std::string name = path.substr(slash + 1);
     const std::string lock_name = name + ".lock";

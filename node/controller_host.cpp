@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/controller_host.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "node/running_slurmd.hpp"
 
 #include <fmt/format.h>

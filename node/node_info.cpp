@@ -16,14 +16,14 @@ std::string expand_slurmd_path(std::string pattern, const std::string& node_name
     return pattern;
 }
 
-StepSockets NodeInfo::step_sockets() const {
-    StepSockets where;
+steps::StepSockets NodeInfo::step_sockets() const {
+    steps::StepSockets where;
     if (slurmd_uid) where.spool_owners.insert(*slurmd_uid);
     where.spool_dirs.push_back({spool_dir, true});
     where.node_names.push_back(node_name);
     for (const HostNode& other : other_nodes) {
         where.node_names.push_back(other.name);
-        const auto same_dir = [&](const StepSpoolDir& dir) { return dir.path == other.spool_dir; };
+        const auto same_dir = [&](const steps::StepSpoolDir& dir) { return dir.path == other.spool_dir; };
         const auto known = std::find_if(where.spool_dirs.begin(), where.spool_dirs.end(), same_dir);
         if (known == where.spool_dirs.end())
             where.spool_dirs.push_back({other.spool_dir, other.running});

@@ -45,7 +45,7 @@ struct NodeInfo {
     std::optional<std::string> slurmctld_host;
 
     // Every node's spool dir (node_name's first, which must exist) and every name.
-    StepSockets step_sockets() const;
+    steps::StepSockets step_sockets() const;
     // node_name, then every other node of this host: what slurmctld is asked about.
     std::vector<std::string> node_names() const;
     // "n1 (/var/spool/slurmd/n1), n2 (...)": for log lines.

@@ -109,60 +109,65 @@ template <class Found>
 Status scan_daemons(const std::string& proc_root, std::string_view program, const std::set<uid_t>& owners,
                     Found found) {
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!root.valid()) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
+    if (!root.valid())
+        return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)), ErrorSource::proc);
     std::string my_namespace;
-    if (const int err = procfs::read_link(root.get(), "self/ns/pid", my_namespace))
-        return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", proc_root, errno_text(err)));
+    if (const int err = read_link(root.get(), "self/ns/pid", my_namespace))
+        return Error::lookup(fmt::format("cannot read {}/self/ns/pid: {}", proc_root, errno_text(err)),
+                             ErrorSource::proc);
 
     std::string text;
-    return procfs::for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {
+    return for_each_pid(root.get(), proc_root, [&](pid_t pid, const char* name) -> Status {
         // The owner first, without opening the directory: on a node of 40,000 user
         // processes this pass runs at every sweep. Checked again on the open directory.
         // What cannot be read but did not exit is an error: it might be the daemon.
         struct stat listed {};
         if (::fstatat(root.get(), name, &listed, AT_SYMLINK_NOFOLLOW) != 0) {
-            if (procfs::vanished(errno)) return Ok{};
-            return Error::lookup(fmt::format("cannot stat {}/{}: {}", proc_root, pid, errno_text(errno)));
+            if (vanished(errno)) return Ok{};
+            return Error::lookup(fmt::format("cannot stat {}/{}: {}", proc_root, pid, errno_text(errno)),
+                                 ErrorSource::proc);
         }
         if (owners.count(listed.st_uid) == 0) return Ok{};
         UniqueFd pid_dir;
-        if (const int err = procfs::open_pid_dir(root.get(), pid, pid_dir)) {
-            if (procfs::vanished(err)) return Ok{};
-            return Error::lookup(fmt::format("cannot open {}/{}: {}", proc_root, pid, errno_text(err)));
+        if (const int err = open_pid_dir(root.get(), pid, pid_dir)) {
+            if (vanished(err)) return Ok{};
+            return Error::lookup(fmt::format("cannot open {}/{}: {}", proc_root, pid, errno_text(err)),
+                                 ErrorSource::proc);
         }
         struct stat st {};
         if (::fstat(pid_dir.get(), &st) != 0 || owners.count(st.st_uid) == 0) return Ok{};
         const auto failed = [&](const char* file, int err) -> Error {
             return Error::lookup(fmt::format("cannot read {}/{}/{} of a process of uid {}: {}", proc_root, pid, file,
-                                             st.st_uid, errno_text(err)));
+                                             st.st_uid, errno_text(err)),
+                                 ErrorSource::proc);
         };
         std::string exe;
-        if (const int err = procfs::read_link(pid_dir.get(), "exe", exe)) {
-            if (procfs::vanished(err)) return Ok{};  // exited, or a kernel thread (no exe)
+        if (const int err = read_link(pid_dir.get(), "exe", exe)) {
+            if (vanished(err)) return Ok{};  // exited, or a kernel thread (no exe)
             // Some root processes' exe stays closed even to root (pid 1 in some
             // containers): the name the kernel took from the executable must do there;
             // only the owner (root or Slurm's account) can name such a process.
-            procfs::StatFields stat;
-            if (const int stat_err = procfs::read_stat(pid_dir.get(), pid, stat, text)) {
-                if (procfs::vanished(stat_err)) return Ok{};
+            StatFields stat;
+            if (const int stat_err = read_stat(pid_dir.get(), pid, stat, text)) {
+                if (vanished(stat_err)) return Ok{};
                 return failed("stat", stat_err);
             }
             exe = stat.comm;
         }
-        if (procfs::slurm_program_name(procfs::exe_program(exe)) != program) return Ok{};
+        if (slurm_program_name(exe_program(exe)) != program) return Ok{};
         std::string its_namespace;
-        if (const int err = procfs::read_link(pid_dir.get(), "ns/pid", its_namespace)) {
-            if (procfs::vanished(err)) return Ok{};
+        if (const int err = read_link(pid_dir.get(), "ns/pid", its_namespace)) {
+            if (vanished(err)) return Ok{};
             return failed("ns/pid", err);
         }
         if (its_namespace != my_namespace) return Ok{};
-        procfs::StatFields stat;
-        if (const int err = procfs::read_stat(pid_dir.get(), pid, stat, text)) {
-            if (procfs::vanished(err)) return Ok{};
+        StatFields stat;
+        if (const int err = read_stat(pid_dir.get(), pid, stat, text)) {
+            if (vanished(err)) return Ok{};
             return failed("stat", err);
         }
-        if (const int err = procfs::read_file(pid_dir.get(), "cmdline", text)) {
-            if (procfs::vanished(err)) return Ok{};
+        if (const int err = read_file(pid_dir.get(), "cmdline", text)) {
+            if (vanished(err)) return Ok{};
             return failed("cmdline", err);
         }
         if (text.empty()) return Ok{};  // a zombie: the daemon is gone
@@ -171,8 +176,7 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
         // would pass for the daemon's. Its exe after the cmdline tells (an exec
         // replaces both at once).
         std::string exe_after;
-        if (const int err = procfs::read_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe)
-            return Ok{};
+        if (const int err = read_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe) return Ok{};
         found(pid, stat.ppid, text);
         return Ok{};
     });

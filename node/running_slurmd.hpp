@@ -6,7 +6,7 @@
 #pragma once
 
 #include "node/node_info.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 

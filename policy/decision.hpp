@@ -21,6 +21,9 @@
 
 namespace leftover {
 
+// The decision takes the live work as the step sockets define it.
+using steps::LiveWork;
+
 // What ended, as far as the decision cares.
 struct Event {
     Scope scope = Scope::node;

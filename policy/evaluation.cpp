@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "policy/evaluation.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 
 #include <fmt/format.h>
 

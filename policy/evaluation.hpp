@@ -7,7 +7,7 @@
 #include "policy/decision.hpp"
 #include "policy/exemptions.hpp"
 #include "procfs/proc_table.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <chrono>
 #include <functional>

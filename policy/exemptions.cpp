@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "policy/exemptions.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "util/errno_text.hpp"
 #include "util/escape.hpp"
 #include "util/trusted_file.hpp"

@@ -7,7 +7,7 @@
 
 #include "accounts/accounts.hpp"
 #include "config/config.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "procfs/proc_holders.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
 
@@ -15,16 +15,14 @@
 namespace leftover {
 namespace {
 
-using namespace procfs;
-
 // A status file's process is a zombie: state Z or X with no other thread left (a leader
 // whose own thread exited shows Z while its threads run).
 Result<bool> zombie(std::string_view status) {
     const auto state = status_value(status, "State");
     const auto threads = status_value(status, "Threads");
-    if (!state || state->empty() || !threads) return Error::lookup("no State or Threads line");
+    if (!state || state->empty() || !threads) return Error::lookup("no State or Threads line", ErrorSource::proc);
     const auto count = parse_ids(*threads);
-    if (!count || count->size() != 1) return Error::lookup("a Threads line that does not parse");
+    if (!count || count->size() != 1) return Error::lookup("a Threads line that does not parse", ErrorSource::proc);
     return ((*state)[0] == 'Z' || (*state)[0] == 'X') && count->front() <= 1;
 }
 
@@ -35,10 +33,11 @@ Result<std::map<uid_t, std::vector<pid_t>>> processes_holding(const std::string&
     std::map<uid_t, std::vector<pid_t>> holders;
     if (uids.empty()) return holders;
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (root.get() < 0) return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)));
+    if (root.get() < 0)
+        return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)), ErrorSource::proc);
     const auto failure = [&](pid_t pid, int err) {
         const auto what = err == EBADMSG ? std::string("unexpected contents") : errno_text(err);
-        return Error::lookup(fmt::format("cannot read {}/{}/status: {}", proc_root, pid, what));
+        return Error::lookup(fmt::format("cannot read {}/{}/status: {}", proc_root, pid, what), ErrorSource::proc);
     };
     std::string buf;
     const Status listed = for_each_pid(root.get(), proc_root, [&](pid_t pid, const char*) -> Status {

@@ -4,7 +4,7 @@
 // a user runs (uids U/0/0/0) has a /proc entry of root's: it would look like none of hers.
 #pragma once
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace leftover::procfs {
+namespace leftover {
 
 namespace {
 
@@ -247,4 +247,4 @@ std::optional<Mount> find_mount(std::string_view mountinfo, std::string_view mou
     return found;
 }
 
-}  // namespace leftover::procfs
+}  // namespace leftover

@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-namespace leftover::procfs {
+namespace leftover {
 
 int open_dir(int dirfd, const char* path, UniqueFd& out) {
     out.reset(::openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -93,7 +93,8 @@ Status for_each_pid(int root, std::string_view proc_root,
             if (pid) visited = visit(*pid, name);
         });
         if (!visited) return visited;
-        if (n < 0) return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(-n)));
+        if (n < 0)
+            return Error::lookup(fmt::format("cannot list {}: {}", proc_root, errno_text(-n)), ErrorSource::proc);
         if (n == 0) return Ok{};
     }
 }
@@ -135,4 +136,4 @@ int probe_process(int root, pid_t pid, Probe& out, std::string& buf) {
     return 0;
 }
 
-}  // namespace leftover::procfs
+}  // namespace leftover

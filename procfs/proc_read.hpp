@@ -6,7 +6,7 @@
 #pragma once
 
 #include "procfs/process.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 #include "util/unique_fd.hpp"
 
 #include <sys/types.h>
@@ -21,10 +21,8 @@
 #include <vector>
 
 namespace leftover {
-struct ScanOptions;
-}
 
-namespace leftover::procfs {
+struct ScanOptions;
 
 // The I/O functions return 0 or an errno value, so callers can tell a process that
 // went away (vanished) from a real failure without looking at errno later.
@@ -121,4 +119,4 @@ std::optional<Mount> find_mount(std::string_view mountinfo, std::string_view mou
 // Slurm daemon shares its pid namespace.
 Result<Ok> check_view(int root, const ScanOptions& options);
 
-}  // namespace leftover::procfs
+}  // namespace leftover

@@ -2,7 +2,7 @@
 // Reads of single processes after the scan (proc_table.hpp): job cgroups of kill
 // candidates, one process's identity for the executor, the caller's own ancestry.
 #include "util/errno_text.hpp"
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "procfs/proc_read.hpp"
 #include "procfs/proc_table.hpp"
 
@@ -13,8 +13,6 @@
 #include <algorithm>
 
 namespace leftover {
-
-using namespace procfs;
 
 Status read_job_cgroups(const std::string& proc_root, ProcessTable& table, const std::set<pid_t>& pids) {
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -57,11 +55,10 @@ std::vector<pid_t> read_ancestry(const std::string& proc_root, pid_t pid) {
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (root.get() < 0) return chain;
     std::string buf;
-    procfs::StatFields stat;
+    StatFields stat;
     for (pid_t next = pid; chain.size() < max_ancestry_depth;) {
         UniqueFd dir;
-        if (procfs::open_pid_dir(root.get(), next, dir) != 0 || procfs::read_stat(dir.get(), next, stat, buf) != 0)
-            break;
+        if (open_pid_dir(root.get(), next, dir) != 0 || read_stat(dir.get(), next, stat, buf) != 0) break;
         next = stat.ppid;
         if (next <= 0 || next == pid || std::ranges::count(chain, next) > 0) break;
         chain.push_back(next);

@@ -4,7 +4,7 @@
 // caller wants, and the ancestry of those resolved lazily.
 #include "procfs/proc_table.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
 
@@ -28,8 +28,6 @@ const Process* ProcessTable::find(pid_t pid) const {
 }
 
 namespace {
-
-using namespace procfs;
 
 void apply_stat(Process& p, StatFields&& stat) {
     p.ppid = stat.ppid;

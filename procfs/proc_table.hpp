@@ -3,7 +3,7 @@
 #pragma once
 
 #include "procfs/process.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <chrono>
 #include <functional>

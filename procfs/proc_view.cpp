@@ -3,7 +3,7 @@
 // pid namespace. A /proc of another namespace, or one mounted with hidepid=, would
 // give a plausible but partial table; the sweep must then decide nothing at all.
 #include "util/errno_text.hpp"
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "procfs/proc_read.hpp"
 #include "procfs/proc_table.hpp"
 
@@ -16,7 +16,7 @@
 #include <climits>
 #include <cstdlib>
 
-namespace leftover::procfs {
+namespace leftover {
 
 namespace {
 
@@ -180,4 +180,4 @@ Status check_view(int root, const ScanOptions& options) {
     return Ok{};
 }
 
-}  // namespace leftover::procfs
+}  // namespace leftover

@@ -136,9 +136,9 @@ int drain(int argc, char** argv) {
     }
     const node_info_t& info = nodes->node_array[0];
     const std::uint32_t state = info.node_state;
-    const leftover::node::SeenNodeState seen{(state & NODE_STATE_BASE) == NODE_STATE_DOWN,
-                                             (state & NODE_STATE_DRAIN) != 0, (state & NODE_STATE_FAIL) != 0};
-    if (leftover::node::keeps_its_reason(seen)) {
+    const leftover::controller::SeenNodeState seen{(state & NODE_STATE_BASE) == NODE_STATE_DOWN,
+                                                   (state & NODE_STATE_DRAIN) != 0, (state & NODE_STATE_FAIL) != 0};
+    if (leftover::controller::keeps_its_reason(seen)) {
         std::printf("kept %s %s\nend\n", state_text(state).c_str(), one_line(info.reason).c_str());
         slurm_free_node_info_msg(nodes);
         return std::fflush(stdout) == 0 ? 0 : 2;

@@ -8,7 +8,9 @@ gives them to clang-tidy as its header filter; CMakeLists.txt reads the table it
 
 The table's rows look like  | `kill/` | `util` `procfs` `policy` | ... |  -- the first
 cell names the folder, the second the folders it may include ("nothing" for none). A
-folder may always include itself. Tests, benchmarks and fuzz targets are not layered."""
+folder may always include itself. Tests, benchmarks and fuzz targets are not layered.
+It also fails when a product file's `namespace leftover...` lines name another namespace
+than the rest of its folder: one namespace per folder (the first one seen is the folder's)."""
 import pathlib
 import re
 import subprocess
@@ -33,6 +35,8 @@ if list_folders:
 files = sorted(set(subprocess.run(["git", "-C", str(top), "ls-files", "*.cpp", "*.hpp"],
                                   capture_output=True, text=True, check=True).stdout.split()))
 include = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
+namespace = re.compile(r"^\s*namespace\s+(leftover(?:::\w+)*)\b")
+folder_namespace = {}  # folder -> (its one namespace, the file that named it first)
 bad = []
 for name in files:
     folder = name.split("/")[0]
@@ -45,8 +49,13 @@ for name in files:
         match = include.match(text)
         if match and match.group(1) != folder and match.group(1) not in table[folder]:
             bad.append(f"{name}:{number}: {folder}/ may not include {match.group(1)}/ ({text.strip()})")
+        match = namespace.match(text)
+        if match:
+            ours, first = folder_namespace.setdefault(folder, (match.group(1), name))
+            if match.group(1) != ours:
+                bad.append(f"{name}:{number}: namespace {match.group(1)}, but {folder}/ is {ours} (as in {first})")
 for line in bad:
     print(f"check-layers: {line}", file=sys.stderr)
 if bad:
     sys.exit(1)
-print(f"check-layers: {len(files)} files, {len(table)} folders, every include allowed")
+print(f"check-layers: {len(files)} files, {len(table)} folders, every include allowed, one namespace per folder")

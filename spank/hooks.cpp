@@ -91,7 +91,7 @@ void guarded(const char* hook, Body&& body) noexcept {
 void on_slurmd_start(spank_t, int ac, char** av) noexcept {
     guarded("slurmd start", [&] {
         const PluginArgs args = parse_plugin_args(ac, av);
-        slurm_info("leftover: %s, config %s", node::build_banner().c_str(), args.config_path.c_str());
+        slurm_info("leftover: %s, config %s", steps::build_banner().c_str(), args.config_path.c_str());
         // A listed name without an account protects nobody: say so where operators look.
         const auto loaded = sweep::load_config_and_exemptions(args.config_path, args.config_path_given, {});
         if (loaded.exemptions && loaded.exemptions->ok())
@@ -120,7 +120,7 @@ void on_step_exit(spank_t sp, int ac, char** av) noexcept {
         // Slurm 24.11 may have lent this process to the job's user for its X11 cleanup
         // (spank/privileges.hpp): a config read now would fail. The lend takes well under
         // a millisecond; a second is a bound, not an expectation.
-        if (!node::wait_for_root(started + std::chrono::seconds(1))) {
+        if (!spank::wait_for_root(started + std::chrono::seconds(1))) {
             slurm_error("leftover: exit: slurmstepd still runs as uid %u, not root, after 1 s; nothing done",
                         static_cast<unsigned>(::geteuid()));
             return;
@@ -134,10 +134,10 @@ void on_step_exit(spank_t sp, int ac, char** av) noexcept {
             return;
         }
         sweep::Trigger trigger;
-        trigger.label = "step " + node::describe_step(*job, *step);
+        trigger.label = "step " + steps::describe_step(*job, *step);
         trigger.uid = *uid;
         trigger.job_id = *job;
-        trigger.ending_step = node::StepId{*job, *step};
+        trigger.ending_step = steps::StepId{*job, *step};
         // This slurmstepd is the ending step's: its own children get no step protection.
         // slurmd's pid stays unknown here: slurmd double-forks slurmstepd (22.05 req.c,
         // _forkexec_slurmstepd), so our parent is init by now; and SlurmdPidFile is gone

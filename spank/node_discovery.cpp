@@ -43,9 +43,9 @@ Status add_running_host_nodes(node::NodeInfo& node) {
 Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid) {
     const char* node_name = std::getenv("SLURMD_NODENAME");
     if (node_name == nullptr || *node_name == '\0')
-        return Error::lookup("SLURMD_NODENAME is not set: cannot tell which node's steps to ask");
+        return Error::lookup("SLURMD_NODENAME is not set: cannot tell which node's steps to ask", ErrorSource::other);
     node::NodeInfo node = node::node_info_from_slurm_conf(node_name);
-    if (node.spool_dir.empty()) return Error::lookup("SlurmdSpoolDir is unknown in this process");
+    if (node.spool_dir.empty()) return Error::lookup("SlurmdSpoolDir is unknown in this process", ErrorSource::other);
     // Other slurmd on this host: slurmstepd knows the node table from slurm.conf (22.05
     // reads the whole file; from 23.02 on slurmd sends it the NodeName lines, but not to
     // the job epilog). Running slurmd are not looked for in /proc here: that would cost
@@ -62,12 +62,12 @@ Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid) {
     return node;
 }
 
-std::unique_ptr<node::Controller> make_controller(const node::NodeInfo& node) {
-    return std::make_unique<node::QueryController>(node::query_helper_path(plugin_path()), node.slurm_conf);
+std::unique_ptr<controller::Controller> make_controller(const node::NodeInfo& node) {
+    return std::make_unique<controller::QueryController>(controller::query_helper_path(plugin_path()), node.slurm_conf);
 }
 
 std::unique_ptr<AccountDatabase> make_bounded_accounts() {
-    return std::make_unique<node::QueryAccounts>(node::query_helper_path(plugin_path()));
+    return std::make_unique<controller::QueryAccounts>(controller::query_helper_path(plugin_path()));
 }
 
 }  // namespace leftover::spank

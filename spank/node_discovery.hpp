@@ -5,7 +5,7 @@
 #include "accounts/accounts.hpp"
 #include "controller/controller.hpp"
 #include "node/node_info.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <memory>
 #include <optional>
@@ -20,7 +20,7 @@ namespace leftover::spank {
 Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid = std::nullopt);
 
 // The controller as seen through the leftover-query helper next to this plugin.
-std::unique_ptr<node::Controller> make_controller(const node::NodeInfo& node);
+std::unique_ptr<controller::Controller> make_controller(const node::NodeInfo& node);
 
 // Account lookups through the same helper, bounded by each caller's deadline.
 std::unique_ptr<AccountDatabase> make_bounded_accounts();

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-namespace leftover::node {
+namespace leftover::spank {
 
 bool wait_for_root(std::chrono::steady_clock::time_point deadline) {
     for (;;) {
@@ -15,4 +15,4 @@ bool wait_for_root(std::chrono::steady_clock::time_point deadline) {
     }
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::spank

@@ -9,10 +9,10 @@
 
 #include <chrono>
 
-namespace leftover::node {
+namespace leftover::spank {
 
 // Waits until the effective uid and gid are both 0, polling, at most until `deadline`.
 // Whether they are.
 bool wait_for_root(std::chrono::steady_clock::time_point deadline);
 
-}  // namespace leftover::node
+}  // namespace leftover::spank

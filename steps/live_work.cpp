@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "steps/live_work.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 
 #include <fmt/format.h>
 
-namespace leftover::node {
+namespace leftover::steps {
 
 std::string describe_step(std::uint32_t job_id, std::uint32_t step_id) {
     switch (step_id) {
@@ -41,4 +41,4 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
     return live;
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::steps

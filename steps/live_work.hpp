@@ -4,7 +4,7 @@
 #pragma once
 
 #include "steps/local_steps.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 
@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace leftover {
+namespace leftover::steps {
 
 // The work Slurm still has on the node, apart from what is ending.
 struct LiveWork {
@@ -25,10 +25,6 @@ struct LiveWork {
     std::map<std::uint64_t, uid_t> job_users;  // each job's user, where slurmctld told
     bool operator==(const LiveWork&) const = default;
 };
-
-}  // namespace leftover
-
-namespace leftover::node {
 
 struct StepId {
     std::uint32_t job_id = 0;
@@ -44,4 +40,4 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
 
 std::string describe_step(std::uint32_t job_id, std::uint32_t step_id);
 
-}  // namespace leftover::node
+}  // namespace leftover::steps

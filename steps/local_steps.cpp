@@ -25,7 +25,7 @@
 //                           REQUEST_STEP_UID = 20.
 #include "steps/local_steps.hpp"
 
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "util/errno_text.hpp"
 #include "util/poll_timeout.hpp"
 #include "util/unique_fd.hpp"
@@ -52,7 +52,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace leftover::node {
+namespace leftover::steps {
 namespace {
 
 namespace wire {
@@ -490,4 +490,4 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::
     return read_local_steps(StepSockets{{{spool_dir, true}}, {node_name}}, deadline, protocol);
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::steps

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 #include "steps/stepd_protocol.hpp"
 
-namespace leftover::node {
+namespace leftover::steps {
 
 // A step whose slurmstepd answered on its socket.
 struct LocalStep {
@@ -134,4 +134,4 @@ Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::
                                        std::chrono::steady_clock::time_point deadline,
                                        const StepdProtocol& protocol = build_stepd_protocol());
 
-}  // namespace leftover::node
+}  // namespace leftover::steps

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "steps/local_steps.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 
@@ -15,7 +15,7 @@
 #include <set>
 #include <string>
 
-namespace leftover::node {
+namespace leftover::steps {
 
 // What this sweep's looks at the step sockets have seen, for work_being_set_up: a stepd
 // seen once is past its setup, whatever a later look finds (an ending stepd removes its
@@ -47,4 +47,4 @@ struct SeenSteps {
 Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root, const SeenSteps& seen,
                                                      const std::set<pid_t>& not_doubt);
 
-}  // namespace leftover::node
+}  // namespace leftover::steps

@@ -5,7 +5,7 @@
 
 #include <slurm/slurm_version.h>
 
-namespace leftover::node {
+namespace leftover::steps {
 namespace {
 
 constexpr int kBuildMajor = SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER);
@@ -87,4 +87,4 @@ std::string build_banner() {
                        SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
 }
 
-}  // namespace leftover::node
+}  // namespace leftover::steps

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-namespace leftover::node {
+namespace leftover::steps {
 
 constexpr std::int32_t protocol_version(int n) { return n << 8; }  // SLURM_<rel>_PROTOCOL_VERSION
 
@@ -80,4 +80,4 @@ std::string describe_protocol_version(std::int32_t version);
 // front ends' banners.
 std::string build_banner();
 
-}  // namespace leftover::node
+}  // namespace leftover::steps

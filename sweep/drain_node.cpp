@@ -12,20 +12,19 @@
 
 namespace leftover::sweep {
 
-std::vector<node::Survivor> survivors_after_sigkill(const KillReport& report, const std::string& proc_root) {
+std::vector<controller::Survivor> survivors_after_sigkill(const KillReport& report, const std::string& proc_root) {
     std::set<pid_t> got_sigkill;
     for (const KillRecord& record : report.actions)
         if (record.signal == SIGKILL && record.outcome == Outcome::signalled) got_sigkill.insert(record.pid);
-    std::vector<node::Survivor> out;
+    std::vector<controller::Survivor> out;
     const UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root.valid()) return out;
     std::string buffer;
     for (const Decision& d : report.survivors) {
         if (got_sigkill.count(d.pid) == 0) continue;
         UniqueFd dir;
-        procfs::StatFields stat;
-        if (procfs::open_pid_dir(root.get(), d.pid, dir) != 0 || procfs::read_stat(dir.get(), d.pid, stat, buffer) != 0)
-            continue;
+        StatFields stat;
+        if (open_pid_dir(root.get(), d.pid, dir) != 0 || read_stat(dir.get(), d.pid, stat, buffer) != 0) continue;
         // Gone, or its pid reused since, or dead and waiting for its parent: not a survivor.
         if (stat.start_time != d.start_time || stat.state == 'Z' || stat.state == 'X') continue;
         out.push_back({d.uid, d.user, stat.state});
@@ -33,7 +32,7 @@ std::vector<node::Survivor> survivors_after_sigkill(const KillReport& report, co
     return out;
 }
 
-DrainResult request_drain(node::Controller* controller, const std::string& node_name, const std::string& reason,
+DrainResult request_drain(controller::Controller* controller, const std::string& node_name, const std::string& reason,
                           std::chrono::steady_clock::time_point deadline, const std::string& what, Logger& log) {
     if (controller == nullptr) {
         log.error(fmt::format("{}: drain of node {} not requested: no controller connection; the node stays as it is",
@@ -48,7 +47,7 @@ DrainResult request_drain(node::Controller* controller, const std::string& node_
     }
     if (!answer->drained) {
         log.info(fmt::format("{}: node {} is {} already (reason '{}'): its reason kept, no drain requested", what,
-                             node_name, answer->state, node::bounded_reason(answer->reason)));
+                             node_name, answer->state, controller::bounded_reason(answer->reason)));
         return DrainResult::kept;
     }
     log.warn(fmt::format("{}: node {} drained: {}", what, node_name, reason));
@@ -56,7 +55,8 @@ DrainResult request_drain(node::Controller* controller, const std::string& node_
 }
 
 std::optional<DrainResult> drain_on_survivors(const Config& config, const DrainContext& context,
-                                              const KillReport& report, node::Controller* controller, Logger& log) {
+                                              const KillReport& report, controller::Controller* controller,
+                                              Logger& log) {
     // Nothing on doubt: an error, a dry run; and a step end leaves it to the job epilog.
     if (!config.drain_on_survivors || config.dry_run || report.error || context.step_end) return std::nullopt;
     const auto survivors = survivors_after_sigkill(report, context.proc_root);
@@ -64,8 +64,8 @@ std::optional<DrainResult> drain_on_survivors(const Config& config, const DrainC
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                std::chrono::duration<double>(config.slurm_timeout));
-    return request_drain(controller, context.node_name, node::survivors_reason(survivors), deadline, context.label,
-                         log);
+    return request_drain(controller, context.node_name, controller::survivors_reason(survivors), deadline,
+                         context.label, log);
 }
 
 }  // namespace leftover::sweep

@@ -19,12 +19,12 @@ namespace leftover::sweep {
 
 // The report's survivors that got a SIGKILL and are still there now: the same process
 // (start time) in `proc_root`, not a zombie, with the state it shows.
-std::vector<node::Survivor> survivors_after_sigkill(const KillReport& report, const std::string& proc_root);
+std::vector<controller::Survivor> survivors_after_sigkill(const KillReport& report, const std::string& proc_root);
 
 // What a drain request came to, logged: drained (warn, with the reason), kept (the node's
 // own state and reason), failed (error: why; the node stays as it is). `what` says who
 // asks, e.g. "job 12 epilog".
-DrainResult request_drain(node::Controller* controller, const std::string& node_name, const std::string& reason,
+DrainResult request_drain(controller::Controller* controller, const std::string& node_name, const std::string& reason,
                           std::chrono::steady_clock::time_point deadline, const std::string& what, Logger& log);
 
 struct DrainContext {
@@ -37,6 +37,7 @@ struct DrainContext {
 // Drains when the config asks for it and the sweep ended, without an error and not dry,
 // with processes that outlived SIGKILL; returns the result when a drain was asked for.
 std::optional<DrainResult> drain_on_survivors(const Config& config, const DrainContext& context,
-                                              const KillReport& report, node::Controller* controller, Logger& log);
+                                              const KillReport& report, controller::Controller* controller,
+                                              Logger& log);
 
 }  // namespace leftover::sweep

@@ -60,7 +60,7 @@ Result<std::optional<std::string>> JobStateSource::job_starting() const {
         caller_.insert(request_.self);
         for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller_.insert(pid);
     }
-    return node::work_being_set_up(request_.proc_root, seen_steps_, caller_);
+    return steps::work_being_set_up(request_.proc_root, seen_steps_, caller_);
 }
 
 Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
@@ -73,38 +73,38 @@ Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
     // the local questions leave it half the time.
     const bool may_ask_controller = !at_step_end() && controller_ != nullptr;
     const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
-    auto state = node::ask_local_steps(request_.node.step_sockets(), local_until);
+    auto state = steps::ask_local_steps(request_.node.step_sockets(), local_until);
     LEFTOVER_TRY(state);
     seen_steps_.add(state.value());
-    for (const node::UnansweredStep& step : state->unanswered)
+    for (const steps::UnansweredStep& step : state->unanswered)
         if (unanswered_logged_.insert(step.socket_path).second)
             log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
-                                  step.job_id, node::describe_step(step.job_id, step.step_id), step.error));
+                                  step.job_id, steps::describe_step(step.job_id, step.step_id), step.error));
     if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
     log_answers(state.value());
-    auto live = node::live_work_from(state.value(), request_.trigger.ending_step,
+    auto live = steps::live_work_from(state.value(), request_.trigger.ending_step,
                                      fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
     LEFTOVER_TRY(live);
     if (!state->unanswered.empty()) LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
     return live;
 }
 
-void JobStateSource::log_answers(const node::LocalJobState& state) {
-    for (const node::LocalStep& step : state.live)
+void JobStateSource::log_answers(const steps::LocalJobState& state) {
+    for (const steps::LocalStep& step : state.live)
         if (logged_.insert(step.socket_path).second)
             log_.debug(fmt::format(
                 "step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
-                node::describe_step(step.job_id, step.step_id), step.socket_path, step.uid, node::to_string(step.state),
-                step.raw_state, node::describe_protocol_version(step.stepd_version),
+                steps::describe_step(step.job_id, step.step_id), step.socket_path, step.uid, steps::to_string(step.state),
+                step.raw_state, steps::describe_protocol_version(step.stepd_version),
                 step.stepd_pid ? fmt::format("pid {}", *step.stepd_pid) : std::string("not in this pid namespace")));
-    for (const node::DeadStep& dead : state.dead)
+    for (const steps::DeadStep& dead : state.dead)
         if (logged_.insert(dead.socket_path).second)
             log_.info(fmt::format("step {} is gone: its slurmstepd does not answer on {} (stale socket)",
-                                  node::describe_step(dead.job_id, dead.step_id), dead.socket_path));
+                                  steps::describe_step(dead.job_id, dead.step_id), dead.socket_path));
 }
 
-Error JobStateSource::unanswered_error(const std::vector<node::UnansweredStep>& unanswered) {
-    const node::UnansweredStep& first = unanswered.front();
+Error JobStateSource::unanswered_error(const std::vector<steps::UnansweredStep>& unanswered) {
+    const steps::UnansweredStep& first = unanswered.front();
     return Error::lookup(
         fmt::format("slurmstepd socket {} of job {}: {}{}", first.socket_path, first.job_id, first.error,
                     unanswered.size() > 1 ? fmt::format(" (and {} more sockets unanswered)", unanswered.size() - 1)
@@ -112,14 +112,14 @@ Error JobStateSource::unanswered_error(const std::vector<node::UnansweredStep>& 
         ErrorSource::step_socket);
 }
 
-Status JobStateSource::resolve_through_controller(const std::vector<node::UnansweredStep>& unanswered, LiveWork& live,
+Status JobStateSource::resolve_through_controller(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live,
                                                   Clock::time_point until) {
     auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
     if (!work.ok())
         return Error::lookup(
             fmt::format("{}; asking slurmctld instead: {}", unanswered_error(unanswered).message, work.error().message),
             ErrorSource::controller);
-    for (const node::UnansweredStep& step : unanswered) {
+    for (const steps::UnansweredStep& step : unanswered) {
         const auto user = work->job_users.find(step.job_id);
         const bool runs = user != work->job_users.end();
         // Said once per socket and sweep, and again only if slurmctld's answer changes.

@@ -6,14 +6,14 @@
 
 #include "config/config.hpp"
 #include "controller/controller.hpp"
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "policy/evaluation.hpp"
 #include "steps/live_work.hpp"
 #include "steps/local_steps.hpp"
 #include "steps/starting_work.hpp"
 #include "sweep/log.hpp"
 #include "sweep/sweep_request.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 
@@ -30,7 +30,7 @@ namespace leftover::sweep {
 // The job-state reader for one sweep: fresh answers every round, stale sockets logged once.
 class JobStateSource {
 public:
-    JobStateSource(const Config& config, const SweepRequest& request, node::Controller* controller,
+    JobStateSource(const Config& config, const SweepRequest& request, controller::Controller* controller,
                    std::chrono::steady_clock::time_point deadline, Logger& log)
         : config_(config), request_(request), controller_(controller), deadline_(deadline), log_(log) {}
 
@@ -56,29 +56,29 @@ private:
     Result<LiveWork> read_step_sockets(std::chrono::steady_clock::time_point until);
 
     // Each live and each gone step once per sweep.
-    void log_answers(const node::LocalJobState& state);
+    void log_answers(const steps::LocalJobState& state);
 
     // A step end keeps everyone: its stepd's children must not start a helper (see at_step_end).
-    static Error unanswered_error(const std::vector<node::UnansweredStep>& unanswered);
+    static Error unanswered_error(const std::vector<steps::UnansweredStep>& unanswered);
 
     // One slurmctld query for every step that could not be asked: a job slurmctld says
     // runs here makes its user live, as an answering stepd would; one it does not list
     // has ended, like a step whose stepd says it is ending. No answer: a lookup error.
-    Status resolve_through_controller(const std::vector<node::UnansweredStep>& unanswered, LiveWork& live,
+    Status resolve_through_controller(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live,
                                       std::chrono::steady_clock::time_point until);
 
     std::optional<std::uint32_t> ending_job() const;
 
     const Config& config_;
     const SweepRequest& request_;
-    node::Controller* controller_;
+    controller::Controller* controller_;
     std::chrono::steady_clock::time_point deadline_;
     Logger& log_;
     std::set<std::string> logged_;                 // sockets already described: once per sweep
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
-    node::SeenSteps seen_steps_;      // by every look of this sweep, for job_starting
+    steps::SeenSteps seen_steps_;      // by every look of this sweep, for job_starting
     mutable std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
 };
 

@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-namespace leftover {
+namespace leftover::sweep {
 namespace {
 
 std::string who(const KillRecord& r) {
@@ -114,4 +114,4 @@ std::string format_cleanup_totals(const CleanupTotals& t) {
     return text;
 }
 
-}  // namespace leftover
+}  // namespace leftover::sweep

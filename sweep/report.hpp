@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-namespace leftover {
+namespace leftover::sweep {
 
 // "SIGTERM pid=123 user=alice uid=41001 comm='sleep' reason=stray (no live work on this node)"
 // or, in a dry run, "would kill pid=123 ...". Failures say what failed.
@@ -39,4 +39,4 @@ std::string format_cleanup_totals(const CleanupTotals& totals);
 // 1288490188 -> "1.2 GiB", 512 -> "512 B"
 std::string format_bytes(std::uint64_t bytes);
 
-}  // namespace leftover
+}  // namespace leftover::sweep

@@ -59,22 +59,28 @@ std::set<uid_t> cleanup_candidates(const Config& config, const SweepRequest& req
 
 Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exemptions,
                                      const AccountDatabase& accounts, std::chrono::steady_clock::time_point deadline) {
-    if (in.error) return Error::lookup(fmt::format("{}: {}", to_string(in.error->kind), in.error->message));
-    if (in.failed_lookups) return Error::lookup("an account lookup failed in this evaluation");
-    if (in.deadline_reached) return Error::lookup("the evaluation reached its deadline");
-    if (in.job_starting) return Error::lookup(fmt::format("a job is starting on this node ({})", *in.job_starting));
-    if (in.fresh == nullptr || in.fresh_live == nullptr) return Error::lookup("no evaluation after the sweep");
-    if (in.holders == nullptr) return Error::lookup("the processes of the cleanup's users were not read");
+    if (in.error)
+        return Error::lookup(fmt::format("{}: {}", to_string(in.error->kind), in.error->message), in.error->source);
+    if (in.failed_lookups)
+        return Error::lookup("an account lookup failed in this evaluation", ErrorSource::account_lookup);
+    if (in.deadline_reached) return Error::lookup("the evaluation reached its deadline", ErrorSource::deadline);
+    if (in.job_starting)
+        return Error::lookup(fmt::format("a job is starting on this node ({})", *in.job_starting), ErrorSource::other);
+    if (in.fresh == nullptr || in.fresh_live == nullptr)
+        return Error::lookup("no evaluation after the sweep", ErrorSource::other);
+    if (in.holders == nullptr)
+        return Error::lookup("the processes of the cleanup's users were not read", ErrorSource::proc);
     if (in.candidates.empty()) return std::set<uid_t>{};
     // Reaped users were judged by name already; the job's user may not have been (it may
     // have left no process): every candidate is classified again, by the same rule.
     const AccountAnswers answers = accounts.look_up(in.candidates, exemptions.listed_names(), deadline);
     for (const auto& [uid, lookup] : answers.names)
         if (lookup.status == LookupStatus::failed)
-            return Error::lookup(fmt::format("account lookup for uid {} failed", uid));
+            return Error::lookup(fmt::format("account lookup for uid {} failed", uid), ErrorSource::account_lookup);
     for (const auto& [name, lookup] : answers.uids)
         if (lookup.status == LookupStatus::failed)
-            return Error::lookup(fmt::format("account lookup for listed name '{}' failed", name));
+            return Error::lookup(fmt::format("account lookup for listed name '{}' failed", name),
+                                 ErrorSource::account_lookup);
     std::set<uid_t> uids;
     for (const uid_t uid : in.candidates) {
         if (exemptions.classify(uid, answers).is_protected()) continue;

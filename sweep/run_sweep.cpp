@@ -99,7 +99,7 @@ std::string controller_host_text(const std::string& why) {
 // and counts (the metrics).
 class SweepRun {
 public:
-    SweepRun(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+    SweepRun(const ConfigAndExemptions& loaded, const SweepRequest& request, controller::Controller* controller,
              const AccountDatabase& accounts, Logger& log)
         : loaded_(loaded),
           request_(request),
@@ -257,7 +257,7 @@ private:
 
     const ConfigAndExemptions& loaded_;
     const SweepRequest& request_;
-    node::Controller* controller_;
+    controller::Controller* controller_;
     const AccountDatabase& accounts_;
     Logger& log_;
     SummaryInput summary_;
@@ -276,7 +276,7 @@ ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, b
     return loaded;
 }
 
-KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, controller::Controller* controller,
                      const AccountDatabase& accounts, Logger& log) {
     return SweepRun(loaded, request, controller, accounts, log).run();
 }
@@ -287,7 +287,7 @@ std::vector<std::string> listed_name_warnings(const Config& config, const Exempt
 }
 
 Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
-                             node::Controller* controller, const AccountDatabase& accounts, Logger& log) {
+                             controller::Controller* controller, const AccountDatabase& accounts, Logger& log) {
     KillReport seen;  // what a check adds to the metrics: its plan, or its error; nothing signalled
     // The metrics lock is not waited for past the check's deadline (the default bound before the config is read).
     Clock::time_point metrics_until = Clock::now() + seconds(Config{}.slurm_timeout);

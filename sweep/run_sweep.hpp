@@ -5,7 +5,7 @@
 
 #include "cleanup/cleanup.hpp"
 #include "config/config.hpp"
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "controller/controller.hpp"
 #include "kill/executor.hpp"
 #include "policy/exemptions.hpp"
@@ -14,7 +14,7 @@
 #include "node/node_info.hpp"
 #include "sweep/log.hpp"
 #include "sweep/sweep_request.hpp"
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 
@@ -37,7 +37,7 @@ ConfigAndExemptions load_config_and_exemptions(const std::string& config_path, b
 
 // Evaluates and sweeps, logging every action, every error and one summary. Returns the
 // report (its error set on any config or lookup error, in which case nothing was killed).
-KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, node::Controller* controller,
+KillReport run_sweep(const ConfigAndExemptions& loaded, const SweepRequest& request, controller::Controller* controller,
                      const AccountDatabase& accounts, Logger& log);
 
 // Warnings about listed names that protect nobody (no account has them) or cannot be
@@ -58,6 +58,6 @@ struct NodeCheck {
 // The evaluation run_sweep starts from (same job-state source, same context), for
 // `leftover check`. Errors are returned, not logged: the caller reports them.
 Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepRequest& request,
-                             node::Controller* controller, const AccountDatabase& accounts, Logger& log);
+                             controller::Controller* controller, const AccountDatabase& accounts, Logger& log);
 
 }  // namespace leftover::sweep

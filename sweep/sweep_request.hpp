@@ -22,7 +22,7 @@ struct Trigger {
     // so the scope is always node and slew/slew_max are the caller's business.
     std::optional<uid_t> uid;
     std::optional<std::uint32_t> job_id;
-    std::optional<node::StepId> ending_step;  // set in slurm_spank_exit
+    std::optional<steps::StepId> ending_step;  // set in slurm_spank_exit
     // Set in the job epilog: the whole job is ending, so slurmctld's view of it (still
     // COMPLETING) is not live work. At a step's end the job's allocation lives on.
     bool job_ending = false;

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace leftover::node {
+namespace leftover {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -34,7 +34,8 @@ struct Pipe {
 
 Status open_pipe(Pipe& pipe) {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return Error::lookup(fmt::format("pipe: {}", errno_text(errno)));
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+        return Error::lookup(fmt::format("pipe: {}", errno_text(errno)), ErrorSource::other);
     pipe.read.reset(fds[0]);
     pipe.write.reset(fds[1]);
     return Ok{};
@@ -78,7 +79,7 @@ Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std:
     const int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), environment.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    if (rc != 0) return Error::lookup(fmt::format("cannot run {}: {}", argv[0], errno_text(rc)));
+    if (rc != 0) return Error::lookup(fmt::format("cannot run {}: {}", argv[0], errno_text(rc)), ErrorSource::other);
     // Only the child writes now: its exit is then the end of both streams.
     out.write.reset();
     err.write.reset();
@@ -111,9 +112,10 @@ Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std:
     if (timed_out || open_streams > 0) ::kill(pid, SIGKILL);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (timed_out) return Error::lookup(fmt::format("{} did not finish before the deadline; killed", argv[0]));
+    if (timed_out)
+        return Error::lookup(fmt::format("{} did not finish before the deadline; killed", argv[0]), ErrorSource::other);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;
 }
 
-}  // namespace leftover::node
+}  // namespace leftover

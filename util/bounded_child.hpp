@@ -4,13 +4,13 @@
 // the call.
 #pragma once
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <chrono>
 #include <string>
 #include <vector>
 
-namespace leftover::node {
+namespace leftover {
 
 struct ChildOutput {
     std::string out;
@@ -25,4 +25,4 @@ std::string error_text(const ChildOutput& output);
 Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                                 std::chrono::steady_clock::time_point deadline);
 
-}  // namespace leftover::node
+}  // namespace leftover

@@ -121,14 +121,14 @@ Status check_trusted_directory_chain(int dir_fd, const std::string& name, uid_t 
         const std::string prefix = name + ": ";
         std::string why = error->message;
         if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
-        return Error::lookup(why);
+        return Error::lookup(why, ErrorSource::other);
     }
     return Ok{};
 }
 
 Status check_trusted_file(const std::string& path, uid_t required_owner) {
     const auto opened = open_trusted(path, required_owner);
-    if (!opened.ok()) return Error::lookup(opened.error().message);
+    if (!opened.ok()) return Error::lookup(opened.error().message, ErrorSource::other);
     return Ok{};
 }
 

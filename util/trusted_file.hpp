@@ -3,7 +3,7 @@
 // nobody else can write is believed, and the checks apply to the opened file itself.
 #pragma once
 
-#include "util/result.hpp"
+#include "errors/result.hpp"
 
 #include <sys/types.h>
 

@@ -8,7 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const auto text = leftover::fuzz::as_text(data, size);
-    const auto job = leftover::procfs::slurm_job_cgroup(text);
+    const auto job = leftover::slurm_job_cgroup(text);
     if (!job) return 0;
     const std::string_view name = *job;
     const bool job_id = name.size() > 4 && name.starts_with("job_") && name[4] != '0' &&

@@ -6,7 +6,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const auto text = leftover::fuzz::as_text(data, size);
-    const auto mount = leftover::procfs::find_mount(text, "/proc");
+    const auto mount = leftover::find_mount(text, "/proc");
     if (mount) FUZZ_CHECK(mount->fstype.size() <= text.size() && mount->super_options.size() <= text.size());
     return 0;
 }

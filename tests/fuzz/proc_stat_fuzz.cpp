@@ -10,7 +10,7 @@
 
 namespace {
 
-using leftover::procfs::parse_stat;
+using leftover::parse_stat;
 
 void raw(std::string_view text) {
     const auto stat = parse_stat(text);

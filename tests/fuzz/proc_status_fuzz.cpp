@@ -11,7 +11,7 @@
 
 namespace {
 
-using namespace leftover::procfs;
+using namespace leftover;
 
 void raw(std::string_view text) {
     for (const std::string_view key : {"Uid", "Gid", "Groups", "CapEff", "Name"}) {

@@ -12,7 +12,7 @@
 
 namespace {
 
-using namespace leftover::node;
+using namespace leftover::steps;
 
 struct Replies {
     const std::uint8_t* data;

@@ -84,7 +84,7 @@ TEST_CASE("check table: a clean node, and an error") {
     CHECK(has(format_check_table(clean), "no strays: a sweep now would kill nothing; 2 processes in all"));
 
     CheckResult failed;
-    failed.error = Error::lookup("slurmstepd socket x: timed out");
+    failed.error = Error::lookup("slurmstepd socket x: timed out", ErrorSource::step_socket);
     CHECK(check_exit_status(failed) == kExitError);
     CHECK(format_check_table(failed).empty());
 }
@@ -124,7 +124,7 @@ TEST_CASE("check JSON: the documented shape, parsed back") {
 
 TEST_CASE("check JSON: keys in the documented order, two-space indentation, a final newline") {
     CheckResult failed;
-    failed.error = Error::config("/etc/leftover.conf:3: unknown key 'grace_period'");
+    failed.error = Error::config("/etc/leftover.conf:3: unknown key 'grace_period'", ErrorSource::config);
     CHECK(format_check_json(failed) ==
           "{\n"
           "  \"format\": 1,\n"
@@ -150,7 +150,7 @@ TEST_CASE("check JSON: keys in the documented order, two-space indentation, a fi
 
 TEST_CASE("check JSON: an error keeps every key") {
     CheckResult failed;
-    failed.error = Error::lookup("slurmstepd socket x: timed out");
+    failed.error = Error::lookup("slurmstepd socket x: timed out", ErrorSource::step_socket);
     const auto doc = nlohmann::json::parse(format_check_json(failed));
     CHECK(doc["status"] == "error");
     CHECK(doc["exit_status"] == 2);
@@ -197,9 +197,9 @@ TEST_CASE("check health: one line, OK on a clean node, ERROR with the count or t
     clean.check->plan.decisions.resize(1);  // pid 1, kept
     CHECK(format_check_health(clean) == "leftover: OK: no stray processes\n");
     CheckResult failed;
-    failed.error = Error::lookup("slurmstepd socket x:\ntimed out");
+    failed.error = Error::lookup("slurmstepd socket x:\ntimed out", ErrorSource::step_socket);
     CHECK(format_check_health(failed) == "leftover: ERROR: lookup error: slurmstepd socket x: timed out\n");
-    failed.error = Error::config("/etc/leftover.conf:3: unknown key 'grace_period'");
+    failed.error = Error::config("/etc/leftover.conf:3: unknown key 'grace_period'", ErrorSource::config);
     CHECK(format_check_health(failed) ==
           "leftover: ERROR: config error: /etc/leftover.conf:3: unknown key 'grace_period'\n");
 }

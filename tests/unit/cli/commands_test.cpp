@@ -36,20 +36,20 @@ constexpr uid_t kProtected = 41005;  // alice: listed in protected_users
 constexpr uid_t kSystem = 900;       // below uid_min: never even inspected
 
 // Hands the command a controller that forwards to the node's, so tests can count calls.
-class Forward final : public node::Controller {
+class Forward final : public controller::Controller {
 public:
-    explicit Forward(node::Controller& target) : target_(target) {}
+    explicit Forward(controller::Controller& target) : target_(target) {}
     Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t> job,
                                    std::chrono::steady_clock::time_point deadline) override {
         return target_.jobs_on_nodes(nodes, job, deadline);
     }
-    Result<node::DrainAnswer> drain_node(const std::string& node, const std::string& reason,
-                                         std::chrono::steady_clock::time_point deadline) override {
+    Result<controller::DrainAnswer> drain_node(const std::string& node, const std::string& reason,
+                                               std::chrono::steady_clock::time_point deadline) override {
         return target_.drain_node(node, reason, deadline);
     }
 
 private:
-    node::Controller& target_;
+    controller::Controller& target_;
 };
 
 FakeProcess user_process(pid_t pid, uid_t uid, std::string comm = "sleep") {
@@ -120,7 +120,7 @@ struct Node {
                 if (discovery_error) return *discovery_error;
                 return info();
             },
-            .make_controller = [this](const node::NodeInfo&) -> std::unique_ptr<node::Controller> {
+            .make_controller = [this](const node::NodeInfo&) -> std::unique_ptr<controller::Controller> {
                 return std::make_unique<Forward>(controller);
             },
             .accounts = accounts,
@@ -222,13 +222,14 @@ TEST_CASE("check: config and lookup errors exit 2 and kill nothing") {
                   "leftover: lookup error: protected users file " + node.dir / "absent.list" + ": does not exist"));
     }
     SUBCASE("slurmctld does not answer") {
-        node.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
+        node.controller.error =
+            Error::lookup("asking slurmctld: did not finish before the deadline", ErrorSource::controller);
         CHECK(node.run({"check", "--json"}) == kExitError);
         CHECK(YAML::Load(node.out.str())["error"]["message"].as<std::string>() ==
               "asking slurmctld: did not finish before the deadline");
     }
     SUBCASE("not a Slurm node: said plainly") {
-        node.discovery_error = Error::not_a_slurm_node("no slurm.conf");
+        node.discovery_error = Error::not_a_slurm_node("no slurm.conf", ErrorSource::other);
         CHECK(node.run({"check"}) == kExitError);
         CHECK(node.err.str() == "leftover: not a Slurm node: no slurm.conf\n");
         CHECK(node.run({"sweep", "--no-slew"}) == kExitError);
@@ -344,7 +345,7 @@ TEST_CASE("sweep: a real stray is killed and the sweep exits 0") {
     REQUIRE(options.ok());
     Environment env{
         .discover_node = [&](const NodeOverrides&) -> Result<node::NodeInfo> { return node.info(); },
-        .make_controller = [&](const node::NodeInfo&) -> std::unique_ptr<node::Controller> {
+        .make_controller = [&](const node::NodeInfo&) -> std::unique_ptr<controller::Controller> {
             return std::make_unique<Forward>(node.controller);
         },
         .accounts = node.accounts,
@@ -400,7 +401,7 @@ TEST_CASE("fault catalogue: leftover config names each listed name that has no a
 
 TEST_CASE("--help and --version exit 0 without looking at the node") {
     Node node;
-    node.discovery_error = Error::not_a_slurm_node("must not be asked");
+    node.discovery_error = Error::not_a_slurm_node("must not be asked", ErrorSource::other);
     CHECK(node.run({"--version"}, false) == kExitClean);
     CHECK(node.out.str().starts_with(fmt::format("leftover 0.1.0 built for Slurm {}.{:02}.",
                                                  SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
@@ -422,7 +423,8 @@ TEST_CASE("check --health: exit 0 and OK when clean, 1 with strays, 2 on a broke
                                      ":1: unknown key 'protected_user'"));
     const std::string line = node.out.str();
     CHECK(std::count(line.begin(), line.end(), '\n') == 1);
-    node.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
+    node.controller.error =
+        Error::lookup("asking slurmctld: did not finish before the deadline", ErrorSource::controller);
     node.config("protected_users: [alice]\n");
     CHECK(node.run({"check", "--health"}) == kExitError);
     CHECK(node.out.str() == "leftover: ERROR: lookup error: asking slurmctld: did not finish before the deadline\n");

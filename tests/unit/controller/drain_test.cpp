@@ -11,7 +11,7 @@
 #include <string>
 
 using namespace leftover;
-using namespace leftover::node;
+using namespace leftover::controller;
 using namespace std::chrono_literals;
 
 TEST_CASE("drain reason: names the count, the user and the state, as an admin reads it") {

@@ -12,7 +12,7 @@
 #include <doctest/doctest.h>
 
 using namespace leftover;
-using namespace leftover::node;
+using namespace leftover::controller;
 using namespace std::chrono_literals;
 using leftover::test::FakeProc;
 using leftover::test::TempDir;

@@ -8,7 +8,7 @@
 #include <string>
 
 using namespace leftover;
-using namespace leftover::node;
+using namespace leftover::controller;
 using namespace std::chrono_literals;
 
 TEST_CASE("controller answers: complete output is parsed") {

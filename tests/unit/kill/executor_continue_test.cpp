@@ -86,7 +86,7 @@ TEST_CASE("sweep: a target that execs a setuid program as it is stopped runs aga
     }
     SUBCASE("error: the evaluation after the stop fails") {
         sweeper.job_state = [&reads] {
-            if (++reads > 2) return Result<LiveWork>(Error::lookup("stepd gone"));
+            if (++reads > 2) return Result<LiveWork>(Error::lookup("stepd gone", ErrorSource::step_socket));
             return Result<LiveWork>(LiveWork{});
         };
         report = sweeper.run(0ms, false, calls, 10s);

@@ -188,7 +188,9 @@ TEST_CASE("fault catalogue: a user cleared before SIGTERM but holding an allocat
 
 TEST_CASE("sweep: a lookup error kills nothing") {
     Sweeper sweeper(41109);
-    sweeper.job_state = [] { return Result<LiveWork>(Error::lookup("slurmstepd did not answer")); };
+    sweeper.job_state = [] {
+        return Result<LiveWork>(Error::lookup("slurmstepd did not answer", ErrorSource::step_socket));
+    };
     const pid_t stray = spawn_as(41109, {"sleep", "1000"});
     const KillReport report = sweeper.run(0ms);
     REQUIRE(report.error);

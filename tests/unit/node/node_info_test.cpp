@@ -25,7 +25,7 @@ TEST_CASE("fault catalogue: every node's spool dir and name, each dir once, a ru
     REQUIRE(info.other_nodes.size() == 3);
     CHECK(info.other_nodes[0] == HostNode{"n2", "/spool/n2", true});
 
-    const StepSockets where = info.step_sockets();
+    const leftover::steps::StepSockets where = info.step_sockets();
     CHECK(where.node_names == std::vector<std::string>{"n1", "n2", "n3", "n4"});
     REQUIRE(where.spool_dirs.size() == 3);
     CHECK(where.spool_dirs[0].path == "/spool/n1");

@@ -189,8 +189,9 @@ TEST_CASE("evaluation: the users a cleanup may touch are asked about with the ki
 
 TEST_CASE("evaluation: a failed allocation check of the cleanup's users alone is the evaluation's error") {
     Node node;
-    Evaluation evaluation = node.evaluation(
-        [](const std::set<uid_t>&) -> Result<std::set<uid_t>> { return Error::lookup("slurmctld did not answer"); });
+    Evaluation evaluation = node.evaluation([](const std::set<uid_t>&) -> Result<std::set<uid_t>> {
+        return Error::lookup("slurmctld did not answer", ErrorSource::controller);
+    });
     CHECK(evaluation().ok());  // nobody asked about yet
     evaluation.ask_allocations_of({kLate});
     const auto plan = evaluation();
@@ -214,14 +215,15 @@ TEST_CASE("evaluation: nothing that would be killed means slurmctld is not asked
 TEST_CASE("evaluation: a failed scan, job-state read or allocation check is the evaluation's error") {
     Node node;
     node.fake.add_process(user_process(700, kStray));
-    node.job_state_error = Error::lookup("slurmstepd did not answer");
+    node.job_state_error = Error::lookup("slurmstepd did not answer", ErrorSource::step_socket);
     auto plan = node.evaluation()();
     REQUIRE_FALSE(plan.ok());
     CHECK(plan.error().message == "slurmstepd did not answer");
 
     node.job_state_error.reset();
-    plan = node.evaluation(
-        [](const std::set<uid_t>&) -> Result<std::set<uid_t>> { return Error::lookup("slurmctld did not answer"); })();
+    plan = node.evaluation([](const std::set<uid_t>&) -> Result<std::set<uid_t>> {
+        return Error::lookup("slurmctld did not answer", ErrorSource::controller);
+    })();
     REQUIRE_FALSE(plan.ok());
     CHECK(plan.error().message == "slurmctld did not answer");
 

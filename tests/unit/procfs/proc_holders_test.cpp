@@ -2,7 +2,7 @@
 // processes_holding (procfs/proc_holders.cpp) on a fake /proc: which processes hold a
 // uid as any of their four uids, read from every status file whoever owns the entry.
 #include "procfs/proc_holders.hpp"
-#include "errors/error_source.hpp"
+#include "errors/error.hpp"
 #include "support/fake_proc.hpp"
 
 #include <doctest/doctest.h>

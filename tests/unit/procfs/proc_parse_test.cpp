@@ -10,7 +10,6 @@
 using namespace leftover;
 
 TEST_CASE("proc cgroup: Slurm v1 and v2 job layouts are recognised, with any CgroupSlice (25.11+)") {
-    using procfs::slurm_job_cgroup;
     CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7/step_0/task_1\n") == "job_7");
     CHECK(slurm_job_cgroup("4:memory:/slurm/uid_1000/job_7\n") == "job_7");
     CHECK(slurm_job_cgroup("3:cpuset,cpu:/slurm_node17/uid_5/job_8/step_extern\n") == "job_8");
@@ -31,7 +30,6 @@ TEST_CASE("proc cgroup: Slurm v1 and v2 job layouts are recognised, with any Cgr
 }
 
 TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected") {
-    using procfs::slurm_job_cgroup;
     const std::vector<std::string> rejected = {
         "0::/user.slice/user-1000.slice/user@1000.service/app.slice/job_7\n",
         "0::/user.slice/user-1000.slice/user@1000.service/system.slice/slurmstepd.scope/job_7\n",
@@ -65,7 +63,6 @@ TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected")
 }
 
 TEST_CASE("proc view: mountinfo lookup takes the mount on top, unescaping its path") {
-    using procfs::find_mount;
     const std::string text =
         "22 1 0:21 / /proc rw - proc proc rw\n"
         "30 22 0:40 / /proc rw shared:5 master:2 - tmpfs none rw\n"

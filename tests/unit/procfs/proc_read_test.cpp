@@ -17,7 +17,6 @@
 #include <string>
 
 using namespace leftover;
-using namespace leftover::procfs;
 
 namespace {
 
@@ -88,7 +87,7 @@ TEST_CASE("listing /proc: every pid-named entry is visited once, and a visitor's
     int visits = 0;
     const Status stopped = for_each_pid(again.get(), root.path(), [&](pid_t, const char*) -> Status {
         ++visits;
-        return Error::lookup("the deadline was reached");
+        return Error::lookup("the deadline was reached", ErrorSource::deadline);
     });
     REQUIRE_FALSE(stopped.ok());
     CHECK(stopped.error().message == "the deadline was reached");

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <thread>
 
-using namespace leftover::node;
+using namespace leftover::spank;
 using namespace std::chrono_literals;
 
 namespace {

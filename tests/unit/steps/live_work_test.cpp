@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 using namespace leftover;
-using namespace leftover::node;
+using namespace leftover::steps;
 
 namespace {
 

@@ -38,14 +38,14 @@ namespace {
 
 using leftover::ErrorKind;
 using leftover::UniqueFd;
-using leftover::node::LocalJobState;
-using leftover::node::parse_any_step_socket_name;
-using leftover::node::parse_step_socket_name;
-using leftover::node::read_local_steps;
-using leftover::node::StepdProtocol;
-using leftover::node::StepdState;
-using leftover::node::StepSocketName;
-using leftover::node::StepSockets;
+using leftover::steps::LocalJobState;
+using leftover::steps::parse_any_step_socket_name;
+using leftover::steps::parse_step_socket_name;
+using leftover::steps::read_local_steps;
+using leftover::steps::StepdProtocol;
+using leftover::steps::StepdState;
+using leftover::steps::StepSocketName;
+using leftover::steps::StepSockets;
 using leftover::test::Behaviour;
 using leftover::test::bind_unix;
 using leftover::test::FakeStepd;
@@ -390,7 +390,7 @@ TEST_CASE("a listen backlog a client holds full is given up on after a short ret
     CHECK(result.error().message ==
           "slurmstepd socket " + spool.file("n1_41.0") + ": timed out connecting (listen backlog full)");
     auto asked =
-        leftover::node::ask_local_steps(StepSockets{{{spool.path(), true}}, {"n1"}}, Clock::now() + 120s, k2205Client);
+        leftover::steps::ask_local_steps(StepSockets{{{spool.path(), true}}, {"n1"}}, Clock::now() + 120s, k2205Client);
     REQUIRE(asked.ok());
     REQUIRE(asked->live.size() == 1);
     CHECK(asked->live.front().job_id == 40);
@@ -474,10 +474,10 @@ public:
     GapListener(const std::string& path, Act act) : path_(path), act_(act), listener_(bind_unix(path)) {
         REQUIRE(::listen(listener_.get(), 4) == 0);
         current_ = this;
-        leftover::node::testing::after_connect = &GapListener::hook;
+        leftover::steps::testing::after_connect = &GapListener::hook;
     }
     ~GapListener() {
-        leftover::node::testing::after_connect = nullptr;
+        leftover::steps::testing::after_connect = nullptr;
         current_ = nullptr;
     }
     GapListener(const GapListener&) = delete;
@@ -577,7 +577,7 @@ TEST_CASE("one unanswerable step fails the whole lookup") {
 
 TEST_CASE("every release in the table: the build's handshake and ENDING as that release numbers it") {
     // A stepd of each release, asked by a client of the same release.
-    for (const StepdProtocol& row : leftover::node::kStepdProtocols) {
+    for (const StepdProtocol& row : leftover::steps::kStepdProtocols) {
         CAPTURE(row.major);
         CAPTURE(row.minor);
         const bool cancelled_inserted = row.version >= k2311ProtocolVersion;

@@ -9,7 +9,7 @@
 #include <vector>
 
 using namespace leftover;
-using namespace leftover::node;
+using namespace leftover::steps;
 using namespace leftover::test;
 
 namespace {

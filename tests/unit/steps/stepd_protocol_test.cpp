@@ -6,7 +6,7 @@
 
 #include <slurm/slurm_version.h>
 
-using namespace leftover::node;
+using namespace leftover::steps;
 
 TEST_CASE("stepd protocol table: this build's release has a row, versions ascend, oldest below own") {
     const StepdProtocol& build = build_stepd_protocol();

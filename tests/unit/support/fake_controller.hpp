@@ -10,14 +10,14 @@
 
 namespace leftover::test {
 
-class FakeController final : public node::Controller {
+class FakeController final : public controller::Controller {
 public:
-    LiveWork live;
+    steps::LiveWork live;
     std::optional<Error> error;
     int calls = 0;
     std::vector<std::string> last_nodes;  // what the last call asked about
-    Result<LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t>,
-                                   std::chrono::steady_clock::time_point) override {
+    Result<steps::LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t>,
+                                          std::chrono::steady_clock::time_point) override {
         ++calls;
         last_nodes = nodes;
         if (error) return *error;
@@ -29,14 +29,14 @@ public:
     std::string node_reason;
     std::optional<Error> drain_error;
     std::vector<std::string> drain_reasons;  // every reason a drain was asked with
-    Result<node::DrainAnswer> drain_node(const std::string&, const std::string& reason,
-                                         std::chrono::steady_clock::time_point) override {
+    Result<controller::DrainAnswer> drain_node(const std::string&, const std::string& reason,
+                                               std::chrono::steady_clock::time_point) override {
         drain_reasons.push_back(reason);
         if (drain_error) return *drain_error;
-        if (node_drained) return node::DrainAnswer{false, "IDLE+DRAIN", node_reason};
+        if (node_drained) return controller::DrainAnswer{false, "IDLE+DRAIN", node_reason};
         node_drained = true;
         node_reason = reason;
-        return node::DrainAnswer{true, {}, {}};
+        return controller::DrainAnswer{true, {}, {}};
     }
 };
 

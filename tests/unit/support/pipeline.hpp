@@ -58,7 +58,7 @@ struct Pipeline {
     sweep::ConfigAndExemptions load(const std::string& config) {
         return sweep::load_config_and_exemptions(dir.write("leftover.conf", config), true, request.node.slurm_uids);
     }
-    KillReport run(const std::string& config, node::Controller* via = nullptr) {
+    KillReport run(const std::string& config, controller::Controller* via = nullptr) {
         return sweep::run_sweep(load(config), request, via ? via : &controller, accounts, log);
     }
     std::string summary() const {

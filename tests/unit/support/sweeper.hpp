@@ -111,7 +111,7 @@ inline const KillRecord* check_continued_not_killed(const KillReport& report, pi
 // Every action as the log would say it, one a line: for INFO() when a check fails.
 inline std::string format_actions(const KillReport& report) {
     std::string lines;
-    for (const KillRecord& r : report.actions) lines += format_action(r) + "\n";
+    for (const KillRecord& r : report.actions) lines += sweep::format_action(r) + "\n";
     return lines;
 }
 

@@ -87,7 +87,7 @@ TEST_CASE("drain on survivors: nothing asked with the key off, in a dry run, aft
     }
     {
         Survived s;
-        s.report.error = Error::lookup("slurmstepd socket: timed out");
+        s.report.error = Error::lookup("slurmstepd socket: timed out", ErrorSource::step_socket);
         CHECK_FALSE(s.drain());
         CHECK(s.controller.drain_reasons.empty());
     }
@@ -113,8 +113,8 @@ TEST_CASE("drain on survivors: only processes that got SIGKILL and are still the
 
 TEST_CASE("drain on survivors: slurmctld down is logged as a failed request, and nothing else happens") {
     Survived s;
-    s.controller.drain_error =
-        Error::lookup("asking slurmctld: leftover-query did not finish before the deadline; killed");
+    s.controller.drain_error = Error::lookup(
+        "asking slurmctld: leftover-query did not finish before the deadline; killed", ErrorSource::controller);
     CHECK(s.drain() == DrainResult::failed);
     CHECK(s.sink.level_of("job 12 epilog: drain of node n1 failed: asking slurmctld: leftover-query did not finish "
                           "before the deadline; killed; the node stays as it is") == LogLevel::err);

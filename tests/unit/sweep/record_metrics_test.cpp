@@ -81,6 +81,6 @@ TEST_CASE("metrics sample: the trigger of a step end, a job epilog and a node sw
     trigger.job_ending = true;
     CHECK(trigger_of(trigger) == MetricsTrigger::epilog);
     trigger.job_ending = false;
-    trigger.ending_step = node::StepId{7, 0};
+    trigger.ending_step = steps::StepId{7, 0};
     CHECK(trigger_of(trigger) == MetricsTrigger::step);
 }

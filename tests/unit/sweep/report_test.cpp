@@ -10,6 +10,7 @@
 #include <string>
 
 using namespace leftover;
+using namespace leftover::sweep;
 using leftover::test::decision_for;
 
 namespace {
@@ -83,7 +84,7 @@ TEST_CASE("report: the summary of a dry run, an error, survivors and a deadline"
           "node sweep: dry run: swept [alice]; would kill 1; kept 0; survivors 1; lookup errors 0; 0.0 ms");
 
     KillReport failed;
-    failed.error = Error::lookup("slurmstepd did not answer");
+    failed.error = Error::lookup("slurmstepd did not answer", ErrorSource::step_socket);
     failed.deadline_reached = true;
     const SummaryInput epilog{"job 12 epilog", 41001, "", false, 12.34};
     CHECK(format_summary(epilog, failed) ==

@@ -66,7 +66,7 @@ TEST_CASE("cleanup guard: only a swept user with nothing left and nothing failed
         CHECK(uids.value() == std::set<uid_t>{41610});
     }
     SUBCASE("a lookup error in the evaluation") {
-        g.input.error = Error::lookup("slurmstepd socket x: timed out");
+        g.input.error = Error::lookup("slurmstepd socket x: timed out", ErrorSource::step_socket);
         REQUIRE_FALSE(g.run().ok());
         CHECK(g.run().error().message == "lookup error: slurmstepd socket x: timed out");
     }
@@ -267,7 +267,7 @@ TEST_CASE("cleanup candidates: the reaped users, the job's user at its epilog on
     plan.decisions.push_back(process_of(41617, Verdict::kill, Reason::stray));
     plan.decisions.push_back(process_of(41618, Verdict::keep, Reason::has_live_job));
     SUBCASE("a step end: the reaped only") {
-        request.trigger.ending_step = node::StepId{7, 0};
+        request.trigger.ending_step = steps::StepId{7, 0};
         CHECK(sweep::cleanup_candidates(config, request, plan) == std::set<uid_t>{41617});
         plan.decisions.clear();
         CHECK(sweep::cleanup_candidates(config, request, plan).empty());
@@ -316,7 +316,7 @@ TEST_CASE("cleanup: without contain, the job's user who slurmctld says holds an 
         CHECK(pipeline.sink.count("cleanup: removed") == 0);
     }
     SUBCASE("slurmctld cannot be asked") {
-        pipeline.controller.error = Error::lookup("squeue: timed out");
+        pipeline.controller.error = Error::lookup("squeue: timed out", ErrorSource::controller);
         pipeline.run(pipeline.config());
         CHECK(pipeline.controller.calls > 0);
         CHECK(exists(pipeline.users_file));

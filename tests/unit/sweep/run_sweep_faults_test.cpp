@@ -89,8 +89,8 @@ TEST_CASE("fault catalogue: a step socket that closes at once, hangs, or answers
     // everyone (the job epilog asks slurmctld about it instead, see the tests below).
     pipeline.request.trigger.label = "job 7 step 0";
     pipeline.request.trigger.job_ending = false;
-    pipeline.request.trigger.ending_step = node::StepId{7, 0};
-    FakeStepd ending(pipeline.dir / "spool/n1_7.0", 41482, 2, Behaviour::answer, node::build_stepd_protocol().version);
+    pipeline.request.trigger.ending_step = steps::StepId{7, 0};
+    FakeStepd ending(pipeline.dir / "spool/n1_7.0", 41482, 2, Behaviour::answer, steps::build_stepd_protocol().version);
     const pid_t stray = spawn_as(41482, {"sleep", "600"});
     const std::string socket = pipeline.dir / "spool/n1_9.0";
     std::optional<std::string> reply;
@@ -160,7 +160,7 @@ TEST_CASE("fault catalogue: a step socket a user holds busy is resolved through 
         CHECK(pipeline.sink.count(named) == 1);
     }
     SUBCASE("slurmctld cannot be asked: nothing is killed, and the error names the socket") {
-        pipeline.controller.error = Error::lookup("asking slurmctld: timed out");
+        pipeline.controller.error = Error::lookup("asking slurmctld: timed out", ErrorSource::controller);
         const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 1\n");
         const auto line = std::find_if(pipeline.sink.lines.begin(), pipeline.sink.lines.end(),
                                        [](const auto& l) { return l.second.starts_with("lookup error: "); });
@@ -182,7 +182,8 @@ TEST_CASE("fault catalogue: a controller query that exits non-zero, hangs, print
     SUBCASE("hangs") { script = "exec sleep 600"; }
     SUBCASE("empty") { script = "exit 0"; }
     SUBCASE("garbage") { script = "echo 'slurm_load_jobs: Socket timed out'; echo end"; }
-    node::QueryController controller(pipeline.dir.write("leftover-query", "#!/bin/sh\n" + script + "\n", 0755), "");
+    controller::QueryController controller(pipeline.dir.write("leftover-query", "#!/bin/sh\n" + script + "\n", 0755),
+                                           "");
     const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 1\n", &controller);
     const auto line = std::find_if(pipeline.sink.lines.begin(), pipeline.sink.lines.end(),
                                    [](const auto& l) { return l.second.starts_with("lookup error: "); });
@@ -240,11 +241,11 @@ TEST_CASE("fault catalogue: a step end whose account lookup hangs kills nothing,
     Pipeline pipeline(kUser);
     pipeline.request.trigger.label = "step 7.0";
     pipeline.request.trigger.job_ending = false;
-    pipeline.request.trigger.ending_step = node::StepId{7, 0};
+    pipeline.request.trigger.ending_step = steps::StepId{7, 0};
     // The ending step answers on its socket while its exit hook runs (its state does
     // not matter: the ending step is never live work).
     FakeStepd ending_step(pipeline.dir / "spool/n1_7.0", kUser, 2, Behaviour::answer,
-                          node::build_stepd_protocol().version);
+                          steps::build_stepd_protocol().version);
     const pid_t stray = spawn_as(kUser, {"sleep", "600"});
     REQUIRE(is_running(stray));
     std::string config = "grace: 0\nslurm_timeout: 1\n";

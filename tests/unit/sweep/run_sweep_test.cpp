@@ -104,7 +104,8 @@ TEST_CASE("run_sweep: a config or lookup error kills nothing, says why, and stil
     }
     SUBCASE("slurmctld does not answer (no PrologFlags=contain)") {
         pipeline.request.node.prolog_contain = false;
-        pipeline.controller.error = Error::lookup("asking slurmctld: did not finish before the deadline");
+        pipeline.controller.error =
+            Error::lookup("asking slurmctld: did not finish before the deadline", ErrorSource::controller);
         report = pipeline.run("grace: 0\n");
         says = "lookup error: asking slurmctld: did not finish before the deadline; nothing more killed";
     }
@@ -246,7 +247,7 @@ TEST_CASE("run_sweep: a step end with job_source controller asks nobody and swee
     pipeline.use(fake);
     pipeline.request.trigger.label = "step 7.0";
     pipeline.request.trigger.job_ending = false;
-    pipeline.request.trigger.ending_step = node::StepId{7, 0};
+    pipeline.request.trigger.ending_step = steps::StepId{7, 0};
     const KillReport report = pipeline.run("job_source: controller\ndry_run: true\n");
     CHECK_FALSE(report.error);
     CHECK(pipeline.controller.calls == 0);
@@ -289,7 +290,7 @@ TEST_CASE("run_sweep: each evaluation adds its kill, its reasons and its trigger
     std::ifstream in(file);
     CHECK(std::string(std::istreambuf_iterator<char>(in), {}).find("rs.user") == std::string::npos);
 
-    pipeline.request.trigger.ending_step = node::StepId{7, 0};
+    pipeline.request.trigger.ending_step = steps::StepId{7, 0};
     pipeline.request.trigger.job_ending = false;
     pipeline.run(fmt::format("metrics_file: {}\nmetrics_users: true\n", file));
     CHECK(metrics_in(file).value("leftover_evaluations_total", "step") == 1);

@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 using namespace leftover;
-using namespace leftover::node;
 using namespace std::chrono_literals;
 
 TEST_CASE("bounded child: output and exit code come back") {

@@ -3,47 +3,12 @@
 // and only the edges (plugin, command) turn it into log lines or exit codes.
 #pragma once
 
-#include <string>
+#include "errors/error.hpp"
+
 #include <utility>
 #include <variant>
 
 namespace leftover {
-
-enum class ErrorKind {
-    config,            // the configuration is invalid or untrusted
-    lookup,            // something needed to decide could not be learned: never kill on it
-    not_a_slurm_node,  // the command runs where no slurmd's state can be read
-};
-
-// What could not be learned (the config, a step socket, /proc...), named where the error
-// is made: the metrics count an error by it. Its values are leftover's own words, so
-// util declares the type only and errors/error_source.hpp defines them; util's own
-// errors keep the value-initialised one, `other`, and a caller that knows what it was
-// reading says so in the error it makes of them.
-enum class ErrorSource : unsigned char;
-
-struct Error {
-    ErrorKind kind;
-    std::string message;  // names the file, key or source and what was expected
-    ErrorSource source{};
-
-    static Error config(std::string msg, ErrorSource source = {}) {
-        return {ErrorKind::config, std::move(msg), source};
-    }
-    static Error lookup(std::string msg, ErrorSource source = {}) {
-        return {ErrorKind::lookup, std::move(msg), source};
-    }
-    static Error not_a_slurm_node(std::string msg) { return {ErrorKind::not_a_slurm_node, std::move(msg)}; }
-};
-
-inline const char* to_string(ErrorKind kind) {
-    switch (kind) {
-        case ErrorKind::config: return "config error";
-        case ErrorKind::lookup: return "lookup error";
-        case ErrorKind::not_a_slurm_node: return "not a Slurm node";
-    }
-    return "error";
-}
 
 template <class T, class E = Error>
 class Result {
