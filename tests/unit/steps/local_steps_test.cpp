@@ -44,6 +44,7 @@ using leftover::node::parse_step_socket_name;
 using leftover::node::read_local_steps;
 using leftover::node::StepdProtocol;
 using leftover::node::StepdState;
+using leftover::node::StepSocketCalls;
 using leftover::node::StepSocketName;
 using leftover::node::StepSockets;
 using leftover::test::Behaviour;
@@ -467,27 +468,24 @@ TEST_CASE("a step ending under the question (handshake reset, then nobody listen
 namespace {
 
 // A step socket whose listener is acted on in the gap between the client's connect and
-// its first send (local_steps.hpp's testing::after_connect), while the hook is installed.
-class GapListener {
+// its first send, through the seam (local_steps.hpp's StepSocketCalls) given to the read.
+class GapListener : public StepSocketCalls {
 public:
     enum class Act { close_listener, close_and_unlink, drop_connection };
     GapListener(const std::string& path, Act act) : path_(path), act_(act), listener_(bind_unix(path)) {
         REQUIRE(::listen(listener_.get(), 4) == 0);
-        current_ = this;
-        leftover::node::testing::after_connect = &GapListener::hook;
-    }
-    ~GapListener() {
-        leftover::node::testing::after_connect = nullptr;
-        current_ = nullptr;
     }
     GapListener(const GapListener&) = delete;
     GapListener& operator=(const GapListener&) = delete;
     int gaps() const { return gaps_; }
 
-private:
-    static void hook(const std::string& path) {
-        if (current_ && path == current_->path_) current_->act();
+    int connect(int fd, const sockaddr_un& address) override {
+        const int rc = StepSocketCalls::connect(fd, address);
+        if (rc == 0 && path_ == address.sun_path) act();
+        return rc;
     }
+
+private:
     void act() {
         ++gaps_;
         if (act_ == Act::drop_connection) {
@@ -497,7 +495,6 @@ private:
         listener_.reset();  // Linux resets the connection waiting in the backlog
         if (act_ == Act::close_and_unlink) ::unlink(path_.c_str());
     }
-    static inline GapListener* current_ = nullptr;
     std::string path_;
     Act act_;
     UniqueFd listener_;
@@ -513,7 +510,7 @@ TEST_CASE("a step ending between connect and handshake (EPIPE sending the versio
         FakeStepd live(spool.file("n1_26.0"), 900, kStateRunning);
         GapListener ending(spool.file("n1_27.4294967291"), act);
 
-        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client, ending);
         REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
         CHECK(ending.gaps() == 1);
         REQUIRE(result->dead.size() == 1);
@@ -527,7 +524,7 @@ TEST_CASE("a stepd that drops the connection before the handshake but still list
     TempDir spool;
     GapListener dropping(spool.file("n1_28.0"), GapListener::Act::drop_connection);
 
-    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client, dropping);
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().kind == ErrorKind::lookup);
     CHECK(result.error().message ==
