@@ -52,7 +52,7 @@ void exec_setuid_at_stop(ScriptedSystemCalls& calls, std::set<pid_t>& setuid) {
 
 }  // namespace
 
-TEST_CASE("sweep: a target that execs a setuid program as it is stopped runs again on every way out") {
+TEST_CASE("executor: a target that execs a setuid program as it is stopped runs again on every way out") {
     constexpr uid_t user = 41130;
     Sweeper sweeper(user);
     const pid_t target = sweeper.spawn({"sleep", "1000"});
@@ -124,7 +124,7 @@ TEST_CASE("sweep: a target that execs a setuid program as it is stopped runs aga
     REQUIRE(report.survivors.size() == (why.empty() || report.error ? 0U : 1U));
 }
 
-TEST_CASE("sweep: a stopped target is killed through the pin that stopped it, not a second one") {
+TEST_CASE("executor: a stopped target is killed through the pin that stopped it, not a second one") {
     constexpr uid_t user = 41131;
     Sweeper sweeper(user);
     const pid_t target = sweeper.spawn({"sleep", "1000"});

@@ -27,7 +27,7 @@ Outcome only_outcome(const KillReport& report) {
 
 }  // namespace
 
-TEST_CASE("sweep: a pid that names another process by signal time is never signalled") {
+TEST_CASE("executor: a pid that names another process by signal time is never signalled") {
     Sweeper sweeper(41110);
     const pid_t target = spawn_as(41110, {"sleep", "1000"});
     ScriptedSystemCalls calls;
@@ -42,7 +42,7 @@ TEST_CASE("sweep: a pid that names another process by signal time is never signa
     CHECK(is_running(target));
 }
 
-TEST_CASE("sweep: injected faults are reported, never fatal") {
+TEST_CASE("executor: injected faults are reported, never fatal") {
     Sweeper sweeper(41111);
     const pid_t target = spawn_as(41111, {"sleep", "1000"});
     ScriptedSystemCalls calls;
@@ -70,7 +70,7 @@ TEST_CASE("sweep: injected faults are reported, never fatal") {
     CHECK(is_running(target));
 }
 
-TEST_CASE("sweep: a target that never dies ends the sweep at its budget with a survivor") {
+TEST_CASE("executor: a target that never dies ends the sweep at its budget with a survivor") {
     Sweeper sweeper(41112);
     const pid_t target = spawn_as(41112, {"sleep", "1000"});
     ScriptedSystemCalls calls;

@@ -15,7 +15,7 @@ using namespace leftover;
 using namespace leftover::test;
 using namespace std::chrono_literals;
 
-TEST_CASE("sweep: the first processes of a job of a swept user that starts during the stop are never stopped") {
+TEST_CASE("executor: the first processes of a job of a swept user that starts during the stop are never stopped") {
     constexpr uid_t user = 41132;
     Sweeper sweeper(user);
     SharedDir dir;

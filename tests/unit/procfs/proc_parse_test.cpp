@@ -64,7 +64,7 @@ TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected")
     }
 }
 
-TEST_CASE("proc view: mountinfo lookup takes the mount on top, unescaping its path") {
+TEST_CASE("proc mountinfo: the lookup takes the mount on top, unescaping its path") {
     using procfs::find_mount;
     const std::string text =
         "22 1 0:21 / /proc rw - proc proc rw\n"
