@@ -176,7 +176,7 @@ bool gone_errno(int err) { return err == ECONNREFUSED || err == ENOENT; }
 // Connects `fd` to the step socket at path. nullopt once connected; otherwise what asking
 // it found: gone (nobody listens, or the socket vanished) or an error.
 std::optional<QueryOutcome> connect_step(const std::string& path, std::chrono::steady_clock::time_point deadline,
-                                         UniqueFd& fd) {
+                                         StepSocketCalls& calls, UniqueFd& fd) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof(addr.sun_path))
@@ -186,11 +186,11 @@ std::optional<QueryOutcome> connect_step(const std::string& path, std::chrono::s
     fd.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (fd.get() < 0) return QueryOutcome{std::nullopt, fmt::format("socket: {}", errno_text(errno))};
 
-    const auto* sa = reinterpret_cast<const sockaddr*>(&addr);  // the sockets API takes a sockaddr*
     std::optional<std::chrono::steady_clock::time_point> backlog_give_up;
     for (;;) {
-        if (::connect(fd.get(), sa, sizeof(addr)) == 0) return std::nullopt;
-        const int err = errno;
+        const int rc = calls.connect(fd.get(), addr);
+        if (rc == 0) return std::nullopt;
+        const int err = -rc;
         if (gone_errno(err)) return QueryOutcome{};
         if (err == EAGAIN) {
             // AF_UNIX: the listen backlog is full. Linux does not complete such a
@@ -280,10 +280,9 @@ std::optional<std::string> ask_sluid(int fd, std::chrono::steady_clock::time_poi
 }
 
 QueryOutcome query_step_once(const std::string& path, std::chrono::steady_clock::time_point deadline,
-                             const StepdProtocol& protocol, bool& handshake_reset) {
+                             const StepdProtocol& protocol, StepSocketCalls& calls, bool& handshake_reset) {
     UniqueFd fd;
-    if (auto not_connected = connect_step(path, deadline, fd)) return std::move(*not_connected);
-    if (testing::after_connect) testing::after_connect(path);
+    if (auto not_connected = connect_step(path, deadline, calls, fd)) return std::move(*not_connected);
     StepAnswer answer{};
     std::optional<std::string> msg = ask_owner_and_state(fd.get(), deadline, protocol, answer, handshake_reset);
     if (!msg) msg = ask_stepd_pid(fd.get(), deadline, answer);
@@ -303,12 +302,12 @@ QueryOutcome query_step_once(const std::string& path, std::chrono::steady_clock:
 // is asked once more: only a connect that nobody takes (ECONNREFUSED) or a socket gone
 // (ENOENT) makes the step dead; anything else stays what that second try found.
 QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time_point deadline,
-                        const StepdProtocol& protocol) {
+                        const StepdProtocol& protocol, StepSocketCalls& calls) {
     bool handshake_reset = false;
-    QueryOutcome first = query_step_once(path, deadline, protocol, handshake_reset);
+    QueryOutcome first = query_step_once(path, deadline, protocol, calls, handshake_reset);
     if (!handshake_reset) return first;
     bool reset_again = false;
-    QueryOutcome second = query_step_once(path, deadline, protocol, reset_again);
+    QueryOutcome second = query_step_once(path, deadline, protocol, calls, reset_again);
     if (second.answer || !second.error) return second;
     return first;
 }
@@ -354,6 +353,16 @@ std::optional<StepSocketName> parse_step_socket_name(const std::string& file_nam
     auto parsed = parse_any_step_socket_name(file_name);
     if (!parsed || parsed->node != node_name) return std::nullopt;
     return parsed->step;
+}
+
+int StepSocketCalls::connect(int fd, const sockaddr_un& address) {
+    const auto* sa = reinterpret_cast<const sockaddr*>(&address);  // the sockets API takes a sockaddr*
+    return ::connect(fd, sa, sizeof(address)) == 0 ? 0 : -errno;
+}
+
+StepSocketCalls& real_step_socket_calls() {
+    static StepSocketCalls calls;
+    return calls;
 }
 
 namespace {
@@ -405,7 +414,7 @@ Status list_step_sockets(const std::string& spool_dir, DIR* dir, const std::vect
 }  // namespace
 
 Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
-                                      const StepdProtocol& protocol) {
+                                      const StepdProtocol& protocol, StepSocketCalls& calls) {
     if (where.node_names.empty() ||
         std::find(where.node_names.begin(), where.node_names.end(), std::string()) != where.node_names.end())
         return Error::lookup("slurmstepd sockets: the node name is empty", ErrorSource::step_socket);
@@ -448,7 +457,7 @@ Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::ste
 
     LocalJobState state;
     for (auto& candidate : candidates) {
-        QueryOutcome outcome = query_step(candidate.path, deadline, protocol);
+        QueryOutcome outcome = query_step(candidate.path, deadline, protocol, calls);
         if (outcome.error) {
             state.unanswered.push_back(
                 {candidate.name.job_id, candidate.name.step_id, std::move(candidate.path), std::move(*outcome.error)});
@@ -475,8 +484,8 @@ Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::ste
 }
 
 Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
-                                       const StepdProtocol& protocol) {
-    auto state = ask_local_steps(where, deadline, protocol);
+                                       const StepdProtocol& protocol, StepSocketCalls& calls) {
+    auto state = ask_local_steps(where, deadline, protocol, calls);
     if (state.ok() && !state->unanswered.empty()) {
         const UnansweredStep& first = state->unanswered.front();
         return Error::lookup(fmt::format("slurmstepd socket {}: {}", first.socket_path, first.error),
@@ -486,8 +495,9 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
 }
 
 Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,
-                                       std::chrono::steady_clock::time_point deadline, const StepdProtocol& protocol) {
-    return read_local_steps(StepSockets{{{spool_dir, true}}, {node_name}}, deadline, protocol);
+                                       std::chrono::steady_clock::time_point deadline, const StepdProtocol& protocol,
+                                       StepSocketCalls& calls) {
+    return read_local_steps(StepSockets{{{spool_dir, true}}, {node_name}}, deadline, protocol, calls);
 }
 
 }  // namespace leftover::steps

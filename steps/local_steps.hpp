@@ -9,6 +9,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include <chrono>
 #include <cstdint>
@@ -103,6 +104,18 @@ struct StepSockets {
     std::set<uid_t> spool_owners{0};
 };
 
+// The one seam between the step-socket reader and the kernel, as kill/system_calls.hpp is
+// for the executor: tests inject a subclass to act in a gap (end a step between its
+// connect and its handshake, as a stepd whose tasks finish right then does).
+class StepSocketCalls {
+public:
+    virtual ~StepSocketCalls() = default;
+    // connect(2) of a step socket: 0, or -errno on failure.
+    virtual int connect(int fd, const sockaddr_un& address);
+};
+
+StepSocketCalls& real_step_socket_calls();
+
 // Lists every spool dir (each directory once, however many paths name it) for the
 // step sockets of the known nodes and asks each slurmstepd for the step's uid, state
 // and own pid. Entries that are not sockets, or not named like step sockets, are ignored.
@@ -114,24 +127,22 @@ struct StepSockets {
 // deadline, short read, unexpected reply, any error other than "nobody listens"): an
 // unanswered step may still be live, so the caller must not decide on a partial picture.
 // `protocol`: the client's release (the build's; tests play other rows of the table).
+// `calls`: the kernel's (tests inject a gap).
 Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
-                                       const StepdProtocol& protocol = build_stepd_protocol());
+                                       const StepdProtocol& protocol = build_stepd_protocol(),
+                                       StepSocketCalls& calls = real_step_socket_calls());
 
 // As read_local_steps, but a step socket that cannot be asked is listed in `unanswered`
 // rather than failing the lookup: the caller must then learn whether its job is live
 // some other way (slurmctld) or fail itself.
 Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
-                                      const StepdProtocol& protocol = build_stepd_protocol());
-
-namespace testing {
-// Called between a step socket's connect and its handshake, so that tests can end a step
-// in that gap (as a stepd whose tasks finish right then does). Never set by the product.
-inline void (*after_connect)(const std::string& socket_path) = nullptr;
-}  // namespace testing
+                                      const StepdProtocol& protocol = build_stepd_protocol(),
+                                      StepSocketCalls& calls = real_step_socket_calls());
 
 // One node, one spool dir (which must exist).
 Result<LocalJobState> read_local_steps(const std::string& spool_dir, const std::string& node_name,
                                        std::chrono::steady_clock::time_point deadline,
-                                       const StepdProtocol& protocol = build_stepd_protocol());
+                                       const StepdProtocol& protocol = build_stepd_protocol(),
+                                       StepSocketCalls& calls = real_step_socket_calls());
 
 }  // namespace leftover::steps

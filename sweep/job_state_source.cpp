@@ -83,7 +83,7 @@ Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
     if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
     log_answers(state.value());
     auto live = steps::live_work_from(state.value(), request_.trigger.ending_step,
-                                     fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
+                                      fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
     LEFTOVER_TRY(live);
     if (!state->unanswered.empty()) LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
     return live;
@@ -94,8 +94,8 @@ void JobStateSource::log_answers(const steps::LocalJobState& state) {
         if (logged_.insert(step.socket_path).second)
             log_.debug(fmt::format(
                 "step {} ({}): uid {}, {} (state {} from a Slurm {} stepd), slurmstepd {}",
-                steps::describe_step(step.job_id, step.step_id), step.socket_path, step.uid, steps::to_string(step.state),
-                step.raw_state, steps::describe_protocol_version(step.stepd_version),
+                steps::describe_step(step.job_id, step.step_id), step.socket_path, step.uid,
+                steps::to_string(step.state), step.raw_state, steps::describe_protocol_version(step.stepd_version),
                 step.stepd_pid ? fmt::format("pid {}", *step.stepd_pid) : std::string("not in this pid namespace")));
     for (const steps::DeadStep& dead : state.dead)
         if (logged_.insert(dead.socket_path).second)

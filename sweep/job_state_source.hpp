@@ -78,7 +78,7 @@ private:
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     bool nodes_logged_ = false;
-    steps::SeenSteps seen_steps_;      // by every look of this sweep, for job_starting
+    steps::SeenSteps seen_steps_;     // by every look of this sweep, for job_starting
     mutable std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
 };
 

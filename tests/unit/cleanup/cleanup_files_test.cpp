@@ -2,6 +2,7 @@
 // The file walk of the cleanup (cleanup/cleanup_files.cpp) on real trees in a temp
 // directory: files of test uids 41601-41609, root's files, symlinks, swaps and mounts.
 #include "cleanup/cleanup.hpp"
+#include "support/scripted_cleanup_calls.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -212,23 +213,16 @@ TEST_CASE("cleanup files: depth, entry count and the deadline bound the walk, an
 
 namespace {
 
-// The real calls, counting what the kernel hands the walk, with a clock that passes the
-// deadline once `deadline_after` names have been read.
-class CountingCalls : public CleanupCalls {
-public:
-    std::size_t names_read = 0;
-    std::size_t deadline_after = SIZE_MAX;
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::now() + 1h;
-    int read_dir(int dirfd, std::vector<std::string>& names) override {
+// A read_dir script: the real call, counting in `names_read` the names the kernel hands
+// the walk.
+auto counting_names(std::size_t& names_read) {
+    return [&names_read](int dirfd, std::vector<std::string>& names) {
         const std::size_t before = names.size();
-        const int rc = CleanupCalls::read_dir(dirfd, names);
+        const int rc = real_cleanup_calls().read_dir(dirfd, names);
         names_read += names.size() - before;
         return rc;
-    }
-    std::chrono::steady_clock::time_point now() override {
-        return names_read >= deadline_after ? deadline : std::chrono::steady_clock::now();
-    }
-};
+    };
+}
 
 // A directory anyone could have filled: `n` empty files of `owner`.
 void fill(const std::string& dir, int n, uid_t owner) {
@@ -248,24 +242,32 @@ constexpr int kHuge = 20000;  // about twenty getdents64 buffers
 TEST_CASE("cleanup files: the entry limit stops the walk inside a huge directory, before it is read whole") {
     Scratch s;
     fill(s.dir.path(), kHuge, 0);
-    CountingCalls calls;
+    ScriptedCleanupCalls calls;
+    std::size_t names_read = 0;
+    calls.script.read_dir = counting_names(names_read);
     CleanupOptions options;
     options.max_entries = 100;
     const CleanupReport report = clean(s.dir.path(), {kUser}, options, calls);
     REQUIRE(report.errors.size() == 1);
     CHECK(report.errors.front() == s.dir.path() + ": more than 100 entries looked at, the rest not searched");
     // One buffer (about a thousand names) read, not the twenty thousand of the directory.
-    CHECK(calls.names_read > 100);
-    CHECK(calls.names_read < kHuge / 4);
+    CHECK(names_read > 100);
+    CHECK(names_read < kHuge / 4);
 }
 
 TEST_CASE("cleanup files: a deadline that passes inside a huge directory stops the walk there and says so") {
     Scratch s;
     fill(s.dir.path(), kHuge, kUser);
-    CountingCalls calls;
-    calls.deadline_after = 1;  // passes as soon as the first batch is read
+    ScriptedCleanupCalls calls;
+    std::size_t names_read = 0;
+    calls.script.read_dir = counting_names(names_read);
+    const auto deadline = std::chrono::steady_clock::now() + 1h;
+    // The walk's clock passes the deadline as soon as the first batch is read.
+    calls.script.now = [&names_read, deadline] {
+        return names_read >= 1 ? deadline : std::chrono::steady_clock::now();
+    };
     CleanupOptions options;
-    options.deadline = calls.deadline;
+    options.deadline = deadline;
     const auto started = std::chrono::steady_clock::now();
     const CleanupReport report = clean(s.dir.path(), {kUser}, options, calls);
     CHECK(std::chrono::steady_clock::now() - started < 30s);  // hang detector only
@@ -273,34 +275,23 @@ TEST_CASE("cleanup files: a deadline that passes inside a huge directory stops t
     REQUIRE(report.errors.size() == 1);
     CHECK(report.errors.front() == s.dir.path() + ": the deadline passed, the rest not searched");
     CHECK(report.records.empty());
-    CHECK(calls.names_read < kHuge / 4);
+    CHECK(names_read < kHuge / 4);
     CHECK(std::distance(std::filesystem::directory_iterator(s.dir.path()), {}) == kHuge);
 }
-
-namespace {
-
-// Swaps something in at the worst moment, through the seam: after the walk judged the
-// entry and before it acts on it.
-class SwappingCalls : public CleanupCalls {
-public:
-    std::function<void(const std::string& name)> before_open;
-    int open_dir_at(int dirfd, const std::string& name) override {
-        if (before_open) before_open(name);
-        return CleanupCalls::open_dir_at(dirfd, name);
-    }
-};
-
-}  // namespace
 
 TEST_CASE("cleanup files: a symlink swapped in for a judged directory is not followed") {
     Scratch s;
     make_dir(s.dir / "d", kUser);
     make_file(s.dir / "d/f", kUser);
-    SwappingCalls calls;
-    calls.before_open = [&](const std::string& name) {
-        if (name != "d") return;
-        std::filesystem::rename(s.dir / "d", s.dir / "moved");
-        make_link(s.outside.path(), s.dir / "d", kUser);
+    // Swaps a symlink in at the worst moment, through the seam: after the walk judged the
+    // directory and before it opens it.
+    ScriptedCleanupCalls calls;
+    calls.script.open_dir_at = [&](int dirfd, const std::string& name) {
+        if (name == "d") {
+            std::filesystem::rename(s.dir / "d", s.dir / "moved");
+            make_link(s.outside.path(), s.dir / "d", kUser);
+        }
+        return real_cleanup_calls().open_dir_at(dirfd, name);
     };
     const CleanupReport report = clean(s.dir.path(), {kUser}, {}, calls);
     CHECK(exists(s.canary));
@@ -313,19 +304,15 @@ TEST_CASE("cleanup files: an entry replaced between its check and its unlink is 
     make_file(s.dir / "f", kUser);
     bool swapped = false;
     // The last check before the unlink runs in stat_at: swap before the check of "f".
-    class Late : public CleanupCalls {
-    public:
-        std::function<void()> on_second_stat;
-        int stats = 0;
-        int stat_at(int dirfd, const std::string& name, EntryStat& out) override {
-            if (name == "f" && ++stats == 2 && on_second_stat) on_second_stat();
-            return CleanupCalls::stat_at(dirfd, name, out);
+    int stats = 0;
+    ScriptedCleanupCalls late;
+    late.script.stat_at = [&](int dirfd, const std::string& name, EntryStat& out) {
+        if (name == "f" && ++stats == 2) {
+            std::filesystem::rename(s.dir / "f", s.dir / "kept");
+            make_file(s.dir / "f", 0, "root's now");
+            swapped = true;
         }
-    } late;
-    late.on_second_stat = [&] {
-        std::filesystem::rename(s.dir / "f", s.dir / "kept");
-        make_file(s.dir / "f", 0, "root's now");
-        swapped = true;
+        return real_cleanup_calls().stat_at(dirfd, name, out);
     };
     const CleanupReport report = clean(s.dir.path(), {kUser}, {}, late);
     REQUIRE(swapped);
@@ -438,16 +425,14 @@ TEST_CASE("cleanup files: a directory on another device, or an entry of another 
     make_dir(s.dir / "subvolume", kUser);
     make_file(s.dir / "subvolume/inside", kUser);
     make_file(s.dir / "bound-file", kUser);
-    class Devices : public CleanupCalls {
-    public:
-        int stat_at(int dirfd, const std::string& name, EntryStat& out) override {
-            const int rc = CleanupCalls::stat_at(dirfd, name, out);
-            if (rc == 0 && out.mount_id == 0) out.mount_id = 7;  // a kernel without STATX_MNT_ID: say one
-            if (rc == 0 && (name == "layer-file" || name == "subvolume")) out.dev += 1;
-            if (rc == 0 && name == "bound-file") out.mount_id += 1;
-            return rc;
-        }
-    } calls;
+    ScriptedCleanupCalls calls;
+    calls.script.stat_at = [](int dirfd, const std::string& name, EntryStat& out) {
+        const int rc = real_cleanup_calls().stat_at(dirfd, name, out);
+        if (rc == 0 && out.mount_id == 0) out.mount_id = 7;  // a kernel without STATX_MNT_ID: say one
+        if (rc == 0 && (name == "layer-file" || name == "subvolume")) out.dev += 1;
+        if (rc == 0 && name == "bound-file") out.mount_id += 1;
+        return rc;
+    };
     const CleanupReport report = clean(s.dir.path(), {kUser}, {}, calls);
     CHECK_FALSE(exists(s.dir / "layer-file"));
     CHECK(exists(s.dir / "subvolume/inside"));

@@ -5,6 +5,7 @@
 #include "cleanup/cleanup.hpp"
 #include "cleanup/cleanup_ipc.hpp"
 #include "support/processes.hpp"
+#include "support/scripted_cleanup_calls.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -178,48 +179,37 @@ TEST_CASE("cleanup ipc: a user's segment, semaphore and queue go, an attached se
 
 namespace {
 
-class FaultyIpc : public CleanupCalls {
-public:
-    std::optional<uid_t> owner_now;  // IPC_STAT says another owner
-    int remove_error = 0;
-    bool other_namespace = false;
-    bool init_unreadable = false;        // /proc/1/ns/ipc: EACCES
-    std::optional<ino_t> own_namespace;  // /proc/self/ns/ipc's inode
-    int removes = 0;
-    int sysv_stat(SysvKind kind, int id, SysvStat& out) override {
-        const int rc = CleanupCalls::sysv_stat(kind, id, out);
-        if (owner_now) out.uid = *owner_now;
+// A stat_path script: /proc/1/ns/ipc cannot be read (EACCES), and /proc/self/ns/ipc is
+// the namespace of inode `own`.
+auto namespaces_where_init_unreadable(ino_t own) {
+    return [own](const std::string& path, EntryStat& out) {
+        if (path.ends_with("/1/ns/ipc")) return -EACCES;
+        const int rc = real_cleanup_calls().stat_path(path, out);
+        if (path.ends_with("/self/ns/ipc")) out.ino = own;
         return rc;
-    }
-    int sysv_remove(SysvKind kind, int id) override {
-        ++removes;
-        return remove_error ? -remove_error : CleanupCalls::sysv_remove(kind, id);
-    }
-    int stat_path(const std::string& path, EntryStat& out) override {
-        if (init_unreadable && path.ends_with("/1/ns/ipc")) return -EACCES;
-        const int rc = CleanupCalls::stat_path(path, out);
-        if (other_namespace && path.ends_with("/self/ns/ipc")) out.ino += 1;
-        if (own_namespace && path.ends_with("/self/ns/ipc")) out.ino = *own_namespace;
-        return rc;
-    }
-};
+    };
+}
 
 }  // namespace
 
 TEST_CASE("cleanup ipc: the owner is checked again right before IPC_RMID, and a failure is reported") {
     OwnedIpc owned;
     const int shm = owned.add(SysvKind::shm, made_as(41605, make_shm, owned));
-    FaultyIpc calls;
+    ScriptedCleanupCalls calls;
     SUBCASE("owner changed") {
-        calls.owner_now = 41606;
+        calls.script.sysv_stat = [](SysvKind kind, int id, SysvStat& out) {
+            const int rc = real_cleanup_calls().sysv_stat(kind, id, out);
+            out.uid = 41606;  // IPC_STAT says another owner
+            return rc;
+        };
         const CleanupReport report = clean_up({41605}, ipc_only(), calls);
         REQUIRE(record_of(report, shm) != nullptr);
         CHECK(record_of(report, shm)->outcome == CleanupOutcome::changed);
-        CHECK(calls.removes == 0);
+        CHECK(calls.count.sysv_remove == 0);
         CHECK(alive(SysvKind::shm, shm));
     }
     SUBCASE("IPC_RMID fails") {
-        calls.remove_error = EPERM;
+        calls.script.sysv_remove = [](SysvKind, int) { return -EPERM; };
         const CleanupReport report = clean_up({41605}, ipc_only(), calls);
         REQUIRE(record_of(report, shm) != nullptr);
         CHECK(record_of(report, shm)->outcome == CleanupOutcome::failed);
@@ -231,34 +221,37 @@ TEST_CASE("cleanup ipc: the owner is checked again right before IPC_RMID, and a 
 TEST_CASE("cleanup ipc: outside the host IPC namespace nothing is touched") {
     OwnedIpc owned;
     const int shm = owned.add(SysvKind::shm, made_as(41606, make_shm, owned));
-    FaultyIpc calls;
-    calls.other_namespace = true;
+    ScriptedCleanupCalls calls;
+    calls.script.stat_path = [](const std::string& path, EntryStat& out) {
+        const int rc = real_cleanup_calls().stat_path(path, out);
+        if (path.ends_with("/self/ns/ipc")) out.ino += 1;
+        return rc;
+    };
     const CleanupReport report = clean_up({41606}, ipc_only(), calls);
     CHECK(report.records.empty());
     REQUIRE(report.errors.size() == 1);
     CHECK(report.errors.front().find("not in the host IPC namespace") != std::string::npos);
-    CHECK(calls.removes == 0);
+    CHECK(calls.count.sysv_remove == 0);
     CHECK(alive(SysvKind::shm, shm));
 }
 
 TEST_CASE("cleanup ipc: where pid 1's namespace cannot be read, only the kernel's initial one counts as the host's") {
     OwnedIpc owned;
     const int shm = owned.add(SysvKind::shm, made_as(41607, make_shm, owned));
-    FaultyIpc calls;
-    calls.init_unreadable = true;
+    ScriptedCleanupCalls calls;
     SUBCASE("the initial namespace") {
-        calls.own_namespace = 0xEFFFFFFFU;
+        calls.script.stat_path = namespaces_where_init_unreadable(0xEFFFFFFFU);
         const CleanupReport report = clean_up({41607}, ipc_only(), calls);
         CHECK(report.errors.empty());
         CHECK_FALSE(alive(SysvKind::shm, shm));
     }
     SUBCASE("another namespace") {
-        calls.own_namespace = 4026532000U;
+        calls.script.stat_path = namespaces_where_init_unreadable(4026532000U);
         const CleanupReport report = clean_up({41607}, ipc_only(), calls);
         REQUIRE(report.errors.size() == 1);
         CHECK(report.errors.front().find("not in the host IPC namespace") != std::string::npos);
         CHECK(report.errors.front().find("/proc/1/ns/ipc cannot be read: Permission denied") != std::string::npos);
-        CHECK(calls.removes == 0);
+        CHECK(calls.count.sysv_remove == 0);
         CHECK(alive(SysvKind::shm, shm));
     }
 }

@@ -245,7 +245,7 @@ TEST_CASE("check JSON: cleanup is null when off, else the totals, one object per
     CHECK(c["errors"] == nlohmann::json::array({"/tmp/m: another mount, not crossed"}));
 }
 
-TEST_CASE("check on a host where slurmctld runs: a sweep kills nothing there, so clean, and the reason is said") {
+TEST_CASE("check report: where slurmctld runs a sweep kills nothing there, so clean, and the reason is said") {
     CheckResult result = sample();  // two strays of lo_alice
     REQUIRE(check_exit_status(result) == kExitStrays);
     CHECK(nlohmann::json::parse(format_check_json(result))["controller_host"].is_null());

@@ -263,7 +263,7 @@ TEST_CASE("check and sweep: slurmd is never touched, and must share the command'
     }
 }
 
-TEST_CASE("check, sweep --dry-run and the plugin's epilog sweep decide the same") {
+TEST_CASE("commands: check, sweep --dry-run and the plugin's epilog sweep decide the same") {
     Node node;
     node.proc.add_process(user_process(204, kAlice, "helper"));
     node.proc.add_process(user_process(205, kBob, "daemon"));
@@ -399,7 +399,7 @@ TEST_CASE("fault catalogue: leftover config names each listed name that has no a
     CHECK_FALSE(has(node.out.str(), "'lo_bob'"));
 }
 
-TEST_CASE("--help and --version exit 0 without looking at the node") {
+TEST_CASE("commands: --help and --version exit 0 without looking at the node") {
     Node node;
     node.discovery_error = Error::not_a_slurm_node("must not be asked", ErrorSource::other);
     CHECK(node.run({"--version"}, false) == kExitClean);

@@ -4,6 +4,7 @@
 // uses a uid of its own (414xx) and scope job_user, as executor_test.cpp does.
 #include "util/escape.hpp"
 #include "support/processes.hpp"
+#include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
 
 #include <doctest/doctest.h>
@@ -56,33 +57,33 @@ bool wait_count(uid_t uid, std::size_t count) {
     return true;
 }
 
-// Gives the first pid the executor pins to another process, as a small pid namespace
-// soon does: ends the planned process and, through ns_last_pid, starts one of
-// `new_uid` under the same pid, just before the pin.
-class PidReuser : public SystemCalls {
-public:
-    explicit PidReuser(uid_t uid) : new_uid(uid) {}
-    uid_t new_uid;
+// The pid that reuse_first_pin gave to another process, and that process.
+struct PidReuse {
     pid_t reused = 0;
     pid_t replacement = 0;
+};
 
-    int pidfd_open(pid_t pid) override {
-        if (reused == 0) {
-            reused = pid;
+// Scripts `calls` to give the first pid the executor pins to another process, as a small
+// pid namespace soon does: ends the planned process and, through ns_last_pid, starts one
+// of `new_uid` under the same pid, just before the pin.
+void reuse_first_pin(ScriptedSystemCalls& calls, uid_t new_uid, PidReuse& reuse) {
+    calls.script.pidfd_open = [new_uid, &reuse](pid_t pid) {
+        if (reuse.reused == 0) {
+            reuse.reused = pid;
             ::kill(pid, SIGKILL);
             ::waitpid(pid, nullptr, 0);
-            for (int attempt = 0; attempt < 100 && replacement != pid; ++attempt) {
-                if (replacement > 0) {
-                    ::kill(replacement, SIGKILL);
-                    ::waitpid(replacement, nullptr, 0);
+            for (int attempt = 0; attempt < 100 && reuse.replacement != pid; ++attempt) {
+                if (reuse.replacement > 0) {
+                    ::kill(reuse.replacement, SIGKILL);
+                    ::waitpid(reuse.replacement, nullptr, 0);
                 }
                 std::ofstream("/proc/sys/kernel/ns_last_pid") << pid - 1 << std::flush;
-                replacement = spawn_as(new_uid, {"sleep", "1000"});
+                reuse.replacement = spawn_as(new_uid, {"sleep", "1000"});
             }
         }
-        return SystemCalls::pidfd_open(pid);
-    }
-};
+        return real_system_calls().pidfd_open(pid);
+    };
+}
 
 [[noreturn]] void pause_forever() {
     for (;;) ::pause();
@@ -102,10 +103,12 @@ TEST_CASE("fault catalogue: pid reuse in a pid namespace leaves the new process 
     // Pid 2 is kthreadd's on a host, and the scan takes it and its children for kernel
     // threads: in a fresh pid namespace the first process of a test can be pid 2.
     if (planned <= 2) planned = spawn_as(41485, {"sleep", "1000"});
-    PidReuser calls(41486);
+    ScriptedSystemCalls calls;
+    PidReuse reuse;
+    reuse_first_pin(calls, 41486, reuse);
     const KillReport report = sweeper.run(0ms, false, calls, 5s);
-    REQUIRE(calls.reused == planned);
-    REQUIRE_MESSAGE(calls.replacement == planned, "pid " << planned << " was not given out again");
+    REQUIRE(reuse.reused == planned);
+    REQUIRE_MESSAGE(reuse.replacement == planned, "pid " << planned << " was not given out again");
     // The first pin (SIGSTOP, before any kill) finds another process under the pid: no
     // signal of the sweep reaches it, then or later.
     std::vector<Outcome> outcomes;
@@ -114,7 +117,7 @@ TEST_CASE("fault catalogue: pid reuse in a pid namespace leaves the new process 
     REQUIRE_FALSE(outcomes.empty());
     CHECK(outcomes.front() == Outcome::pid_reused);
     CHECK(std::count(outcomes.begin(), outcomes.end(), Outcome::signalled) == 0);
-    CHECK(is_running(calls.replacement));
+    CHECK(is_running(reuse.replacement));
     CHECK(processes_of(41486) == std::vector<pid_t>{planned});
 }
 

@@ -5,12 +5,14 @@
 // the setuid exec is forced into the moment of the SIGSTOP through the SystemCalls seam.
 #include "kill/executor.hpp"
 #include "support/processes.hpp"
+#include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
 
 #include <doctest/doctest.h>
 
 #include <csignal>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -21,47 +23,43 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A process whose SIGSTOP lands as it execs a setuid-root program: from then on its
-// uids read U/0/0/0, its start time unchanged (an exec keeps it). The process itself
-// stays as it is; only what the executor reads of it changes.
-class SetuidAtStop : public SystemCalls {
-public:
-    std::set<pid_t> setuid;  // the processes that exec'd
-    int opened = 0;          // pidfd_open calls
-
-    int pidfd_open(pid_t pid) override {
-        ++opened;
-        const int fd = SystemCalls::pidfd_open(pid);
-        if (fd >= 0) pid_of_[fd] = pid;
+// Scripts `calls` so that a process's SIGSTOP lands as it execs a setuid-root program:
+// from then on its uids read U/0/0/0, its start time unchanged (an exec keeps it). The
+// process itself stays as it is; only what the executor reads of it changes. `setuid`
+// gets the processes that exec'd.
+void exec_setuid_at_stop(ScriptedSystemCalls& calls, std::set<pid_t>& setuid) {
+    auto pid_of = std::make_shared<std::map<int, pid_t>>();
+    calls.script.pidfd_open = [pid_of](pid_t pid) {
+        const int fd = real_system_calls().pidfd_open(pid);
+        if (fd >= 0) (*pid_of)[fd] = pid;
         return fd;
-    }
-    int pidfd_send_signal(int pidfd, int signal) override {
-        const int rc = SystemCalls::pidfd_send_signal(pidfd, signal);
-        if (rc == 0 && signal == SIGSTOP) setuid.insert(pid_of_.at(pidfd));
+    };
+    calls.script.pidfd_send_signal = [pid_of, &setuid](int pidfd, int signal) {
+        const int rc = real_system_calls().pidfd_send_signal(pidfd, signal);
+        if (rc == 0 && signal == SIGSTOP) setuid.insert(pid_of->at(pidfd));
         return rc;
-    }
-    std::optional<Identity> read_identity(const std::string& root, pid_t pid) override {
-        auto identity = SystemCalls::read_identity(root, pid);
+    };
+    calls.script.read_identity = [&setuid](const std::string& root, pid_t pid) {
+        auto identity = real_system_calls().read_identity(root, pid);
         if (identity && setuid.count(pid) != 0) {
             identity->uids.effective = 0;
             identity->uids.saved = 0;
             identity->uids.filesystem = 0;
         }
         return identity;
-    }
-
-private:
-    std::map<int, pid_t> pid_of_;
-};
+    };
+}
 
 }  // namespace
 
-TEST_CASE("sweep: a target that execs a setuid program as it is stopped runs again on every way out") {
+TEST_CASE("executor: a target that execs a setuid program as it is stopped runs again on every way out") {
     constexpr uid_t user = 41130;
     Sweeper sweeper(user);
     const pid_t target = sweeper.spawn({"sleep", "1000"});
     REQUIRE(wait_owner(target, user));
-    SetuidAtStop calls;
+    ScriptedSystemCalls calls;
+    std::set<pid_t> setuid;  // the processes that exec'd
+    exec_setuid_at_stop(calls, setuid);
     int reads = 0;
     // The first evaluation reads the job state twice (before its scan and, since it would
     // kill, after it); the reads after the SIGSTOP take each way out.
@@ -109,13 +107,13 @@ TEST_CASE("sweep: a target that execs a setuid program as it is stopped runs aga
     SUBCASE("an exception: the evaluation after the stop throws, the executor's destructor continues it") {
         sweeper.job_state = after_stop([](LiveWork&) { throw std::runtime_error("no memory"); });
         CHECK_THROWS_AS(sweeper.run(0ms, false, calls, 10s), std::runtime_error);
-        CHECK(calls.setuid.count(target) == 1);
+        CHECK(setuid.count(target) == 1);
         CHECK(is_running(target));
         CHECK(wait_not_stopped(target));
         return;
     }
     INFO(format_actions(report));
-    REQUIRE(calls.setuid.count(target) == 1);  // it was stopped, and changed then
+    REQUIRE(setuid.count(target) == 1);  // it was stopped, and changed then
     CHECK(is_running(target));
     CHECK(wait_not_stopped(target));
     const KillRecord& last = report.actions.back();
@@ -126,22 +124,17 @@ TEST_CASE("sweep: a target that execs a setuid program as it is stopped runs aga
     REQUIRE(report.survivors.size() == (why.empty() || report.error ? 0U : 1U));
 }
 
-TEST_CASE("sweep: a stopped target is killed through the pin that stopped it, not a second one") {
+TEST_CASE("executor: a stopped target is killed through the pin that stopped it, not a second one") {
     constexpr uid_t user = 41131;
     Sweeper sweeper(user);
     const pid_t target = sweeper.spawn({"sleep", "1000"});
     REQUIRE(wait_owner(target, user));
     // Counts pins; no process changes.
-    class CountingOpens : public SetuidAtStop {
-    public:
-        std::optional<Identity> read_identity(const std::string& root, pid_t pid) override {
-            return SystemCalls::read_identity(root, pid);
-        }
-    } calls;
+    ScriptedSystemCalls calls;
     const KillReport report = sweeper.run(0ms, false, calls);
     INFO(format_actions(report));
     REQUIRE(action_for(report, target, SIGSTOP) != nullptr);
     CHECK(action_for(report, target, SIGKILL)->outcome == Outcome::signalled);
     CHECK(wait_gone(target));
-    CHECK(calls.opened == 1);
+    CHECK(calls.count.pidfd_open == 1);
 }

@@ -3,6 +3,7 @@
 // on real processes of a test uid each (support/sweeper.hpp).
 #include "kill/executor.hpp"
 #include "support/processes.hpp"
+#include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
 
 #include <doctest/doctest.h>
@@ -10,8 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <functional>
-#include <set>
 #include <thread>
 
 using namespace leftover;
@@ -19,34 +18,6 @@ using namespace leftover::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Faults through the one system-call seam.
-class FaultyCalls : public SystemCalls {
-public:
-    int open_error = 0;             // pidfd_open fails with it
-    int signal_error = 0;           // pidfd_send_signal fails with it
-    std::set<int> failing_signals;  // with signal_error: only these fail (empty: every one)
-    bool identity_shifted = false;
-    bool identity_gone = false;
-    bool swallow_signals = false;  // pretend to signal, send nothing
-    int signals_sent = 0;
-    std::function<void(int signal)> before_signal;  // e.g. a signal that takes long
-
-    int pidfd_open(pid_t pid) override { return open_error ? -open_error : SystemCalls::pidfd_open(pid); }
-    int pidfd_send_signal(int pidfd, int signal) override {
-        if (before_signal) before_signal(signal);
-        if (signal_error && (failing_signals.empty() || failing_signals.count(signal) != 0)) return -signal_error;
-        if (swallow_signals) return 0;
-        ++signals_sent;
-        return SystemCalls::pidfd_send_signal(pidfd, signal);
-    }
-    std::optional<Identity> read_identity(const std::string& root, pid_t pid) override {
-        if (identity_gone) return std::nullopt;
-        auto identity = SystemCalls::read_identity(root, pid);
-        if (identity && identity_shifted) identity->start_time += 1;  // as if the pid now named another process
-        return identity;
-    }
-};
 
 Outcome only_outcome(const KillReport& report) {
     REQUIRE_FALSE(report.actions.empty());
@@ -56,49 +27,54 @@ Outcome only_outcome(const KillReport& report) {
 
 }  // namespace
 
-TEST_CASE("sweep: a pid that names another process by signal time is never signalled") {
+TEST_CASE("executor: a pid that names another process by signal time is never signalled") {
     Sweeper sweeper(41110);
     const pid_t target = spawn_as(41110, {"sleep", "1000"});
-    FaultyCalls calls;
-    calls.identity_shifted = true;
+    ScriptedSystemCalls calls;
+    calls.script.read_identity = [](const std::string& root, pid_t pid) {
+        auto identity = real_system_calls().read_identity(root, pid);
+        if (identity) identity->start_time += 1;  // as if the pid now named another process
+        return identity;
+    };
     const KillReport report = sweeper.run(0ms, false, calls, 3s);
     CHECK(only_outcome(report) == Outcome::pid_reused);
-    CHECK(calls.signals_sent == 0);
+    CHECK(calls.count.pidfd_send_signal == 0);
     CHECK(is_running(target));
 }
 
-TEST_CASE("sweep: injected faults are reported, never fatal") {
+TEST_CASE("executor: injected faults are reported, never fatal") {
     Sweeper sweeper(41111);
     const pid_t target = spawn_as(41111, {"sleep", "1000"});
-    FaultyCalls calls;
+    ScriptedSystemCalls calls;
+    const auto fail_with = [](int error) { return [error](auto...) { return -error; }; };
     SUBCASE("pidfd_open EPERM") {
-        calls.open_error = EPERM;
+        calls.script.pidfd_open = fail_with(EPERM);
         CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::permission_denied);
     }
     SUBCASE("pidfd_send_signal EPERM") {
-        calls.signal_error = EPERM;
+        calls.script.pidfd_send_signal = fail_with(EPERM);
         CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::permission_denied);
     }
     SUBCASE("pidfd_send_signal EIO") {
-        calls.signal_error = EIO;
+        calls.script.pidfd_send_signal = fail_with(EIO);
         CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::failed);
     }
     SUBCASE("ESRCH is success") {
-        calls.signal_error = ESRCH;
+        calls.script.pidfd_send_signal = fail_with(ESRCH);
         CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::gone);
     }
     SUBCASE("identity unreadable after pinning") {
-        calls.identity_gone = true;
+        calls.script.read_identity = [](const std::string&, pid_t) { return std::optional<Identity>(); };
         CHECK(only_outcome(sweeper.run(0ms, false, calls, 2s)) == Outcome::gone);
     }
     CHECK(is_running(target));
 }
 
-TEST_CASE("sweep: a target that never dies ends the sweep at its budget with a survivor") {
+TEST_CASE("executor: a target that never dies ends the sweep at its budget with a survivor") {
     Sweeper sweeper(41112);
     const pid_t target = spawn_as(41112, {"sleep", "1000"});
-    FaultyCalls calls;
-    calls.swallow_signals = true;
+    ScriptedSystemCalls calls;
+    calls.script.pidfd_send_signal = [](int, int) { return 0; };  // pretend to signal, send nothing
     const auto started = std::chrono::steady_clock::now();
     const KillReport report = sweeper.run(100ms, false, calls, 1500ms);
     CHECK(std::chrono::steady_clock::now() - started < 15s);  // hang detector only
@@ -115,9 +91,9 @@ TEST_CASE("fault catalogue: an evaluation that returns after the deadline sends 
         std::this_thread::sleep_until(sweeper.deadline + 20ms);
         return Result<LiveWork>(LiveWork{});
     };
-    FaultyCalls calls;
+    ScriptedSystemCalls calls;
     const KillReport report = sweeper.run(2000ms, false, calls, 300ms);
-    CHECK(calls.signals_sent == 0);
+    CHECK(calls.count.pidfd_send_signal == 0);
     CHECK(report.actions.empty());
     CHECK(report.deadline_reached);
     CHECK(report.evaluations == 1);
@@ -130,17 +106,18 @@ TEST_CASE("fault catalogue: a deadline that passes midway through a long target 
     Sweeper sweeper(41115);
     std::vector<pid_t> strays;
     for (int i = 0; i < 6; ++i) strays.push_back(spawn_as(41115, {"sleep", "1000"}));
-    FaultyCalls calls;
+    ScriptedSystemCalls calls;
     int kills = 0;
     // The second SIGKILL takes until the deadline.
-    calls.before_signal = [&](int signal) {
+    calls.script.pidfd_send_signal = [&](int pidfd, int signal) {
         if (signal == SIGKILL && ++kills == 2) std::this_thread::sleep_until(sweeper.deadline);
+        return real_system_calls().pidfd_send_signal(pidfd, signal);
     };
     KillReport report;
     SUBCASE("without stopping first") {
         sweeper.stop_rounds = 0;
         report = sweeper.run(0ms, false, calls, 2s);
-        CHECK(calls.signals_sent == 2);
+        CHECK(calls.count.pidfd_send_signal == 2);
         CHECK(report.evaluations == 1);
     }
     SUBCASE("stopped first: what was not killed runs again") {
@@ -187,9 +164,11 @@ TEST_CASE("fault catalogue: the grace wait ends at the deadline") {
 TEST_CASE("fault catalogue: a stopped process that no signal could kill runs again when the sweep returns") {
     Sweeper sweeper(41122);
     const pid_t target = spawn_as(41122, {"sleep", "1000"});
-    FaultyCalls calls;
-    calls.signal_error = EPERM;
-    calls.failing_signals = {SIGTERM, SIGKILL};
+    ScriptedSystemCalls calls;
+    calls.script.pidfd_send_signal = [](int pidfd, int signal) {
+        if (signal == SIGTERM || signal == SIGKILL) return -EPERM;
+        return real_system_calls().pidfd_send_signal(pidfd, signal);
+    };
     const KillReport report = sweeper.run(100ms, false, calls, 5s);
     INFO(format_actions(report));
     REQUIRE(action_for(report, target, SIGSTOP) != nullptr);

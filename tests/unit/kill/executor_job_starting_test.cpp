@@ -112,7 +112,7 @@ TEST_CASE("fault catalogue: a user whose job was starting as the sweep looked ke
     CHECK(report.survivors.empty());
 }
 
-TEST_CASE("job starting: with no job starting the round goes ahead and the stray is killed") {
+TEST_CASE("executor: with no job starting the round goes ahead and the stray is killed") {
     Sweeper sweeper(41137);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     sweeper.job_starting = [] { return Result<std::optional<std::string>>(std::optional<std::string>()); };

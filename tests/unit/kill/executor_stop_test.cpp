@@ -5,6 +5,7 @@
 #include "kill/executor.hpp"
 #include "support/plans.hpp"
 #include "support/processes.hpp"
+#include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
 #include "support/temp_dir.hpp"
 
@@ -53,16 +54,6 @@ private:
 struct KillGroup {
     pid_t pgid;
     ~KillGroup() { ::kill(-pgid, SIGKILL); }
-};
-
-// Counts the signals sent.
-class CountingCalls : public SystemCalls {
-public:
-    int signals = 0;
-    int pidfd_send_signal(int pidfd, int signal) override {
-        ++signals;
-        return SystemCalls::pidfd_send_signal(pidfd, signal);
-    }
 };
 
 // The forker, copied where every test uid can run it.
@@ -178,14 +169,12 @@ TEST_CASE("fault catalogue: a pid hopper outruns a sweep that does not stop it f
     // The control: signals alone chase a pid that has moved on by the time they land.
     // On a busy machine the hopper may not get the CPU to move within those 50 ms: the
     // signals wait here until it has (as on a node where it does), so the control holds.
-    class LateSignals : public SystemCalls {
-    public:
-        int pidfd_open(pid_t pid) override {
-            const auto until = std::chrono::steady_clock::now() + 1s;
-            while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
-            return SystemCalls::pidfd_open(pid);
-        }
-    } late;
+    ScriptedSystemCalls late;
+    late.script.pidfd_open = [](pid_t pid) {
+        const auto until = std::chrono::steady_clock::now() + 1s;
+        while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+        return real_system_calls().pidfd_open(pid);
+    };
     sweeper.stop_rounds = 0;
     const KillReport chased = sweeper.run(200ms, false, late);
     INFO(format_actions(chased));
@@ -308,9 +297,9 @@ TEST_CASE("fault catalogue: a child forked before its parent stopped makes the s
 TEST_CASE("fault catalogue: a dry run stops nothing and reports what it would do as before") {
     Sweeper sweeper(41120);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
-    CountingCalls calls;
+    ScriptedSystemCalls calls;  // counts the signals sent
     const KillReport report = sweeper.run(2000ms, true, calls);
-    CHECK(calls.signals == 0);
+    CHECK(calls.count.pidfd_send_signal == 0);
     REQUIRE(report.actions.size() == 1);
     CHECK(report.actions.front().pid == stray);
     CHECK(report.actions.front().signal == SIGTERM);
@@ -324,18 +313,12 @@ TEST_CASE("fault catalogue: stopping that never settles gives up after its round
     Sweeper sweeper(41121);
     sweeper.spawn({"sleep", "1000"});
     // Each SIGSTOP is lost and the user has a new process, as if the target forked first.
-    class Forking : public SystemCalls {
-    public:
-        explicit Forking(Sweeper& sweeper) : sweeper_(sweeper) {}
-        int pidfd_send_signal(int pidfd, int signal) override {
-            if (signal != SIGSTOP) return SystemCalls::pidfd_send_signal(pidfd, signal);
-            sweeper_.spawn({"sleep", "1000"});
-            return 0;
-        }
-
-    private:
-        Sweeper& sweeper_;
-    } calls(sweeper);
+    ScriptedSystemCalls calls;
+    calls.script.pidfd_send_signal = [&sweeper](int pidfd, int signal) {
+        if (signal != SIGSTOP) return real_system_calls().pidfd_send_signal(pidfd, signal);
+        sweeper.spawn({"sleep", "1000"});
+        return 0;
+    };
     sweeper.stop_rounds = 3;
     const KillReport report = sweeper.run(200ms, false, calls);
     INFO(format_actions(report));

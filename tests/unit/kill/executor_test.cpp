@@ -23,7 +23,7 @@ using namespace leftover;
 using namespace leftover::test;
 using namespace std::chrono_literals;
 
-TEST_CASE("sweep: a user's strays, a double-forked setsid daemon among them, are gone, and a dry run leaves them") {
+TEST_CASE("executor: a user's strays, a double-forked setsid daemon among them, are gone, and a dry run leaves them") {
     Sweeper sweeper(41101);
     SharedDir dir;
     const pid_t plain = spawn_as(41101, {"sleep", "1000"});
@@ -49,7 +49,7 @@ TEST_CASE("sweep: a user's strays, a double-forked setsid daemon among them, are
     CHECK_FALSE(report.error);
 }
 
-TEST_CASE("sweep: a process that ignores SIGTERM dies by SIGKILL after grace") {
+TEST_CASE("executor: a process that ignores SIGTERM dies by SIGKILL after grace") {
     Sweeper sweeper(41102);
     SharedDir dir;
     const pid_t stubborn = spawn_stubborn(41102, dir);
@@ -62,7 +62,7 @@ TEST_CASE("sweep: a process that ignores SIGTERM dies by SIGKILL after grace") {
     CHECK(report.survivors.empty());
 }
 
-TEST_CASE("sweep: grace 0 sends SIGKILL at once") {
+TEST_CASE("executor: grace 0 sends SIGKILL at once") {
     Sweeper sweeper(41103);
     const pid_t stray = spawn_as(41103, {"sleep", "1000"});
     const KillReport report = sweeper.run(0ms);
@@ -71,7 +71,7 @@ TEST_CASE("sweep: grace 0 sends SIGKILL at once") {
     CHECK(action_for(report, stray, SIGKILL) != nullptr);
 }
 
-TEST_CASE("sweep: a stray that keeps forking converges to none left") {
+TEST_CASE("executor: a stray that keeps forking converges to none left") {
     Sweeper sweeper(41104);
     SharedDir dir;
     REQUIRE(spawn_stubborn(41104, dir, "while :; do sleep 1000 & sleep 0.01; done") > 0);
@@ -84,7 +84,7 @@ TEST_CASE("sweep: a stray that keeps forking converges to none left") {
     CHECK(processes_of(41104).empty());
 }
 
-TEST_CASE("sweep: a protected user's processes and a mixed-uid process survive") {
+TEST_CASE("executor: a protected user's processes and a mixed-uid process survive") {
     Sweeper sweeper(41105, "op.erator");
     sweeper.config.protected_users = {"op.erator"};
     const pid_t protected_process = spawn_as(41105, {"sleep", "1000"});
@@ -110,7 +110,7 @@ TEST_CASE("sweep: a protected user's processes and a mixed-uid process survive")
     CHECK(kept);
 }
 
-TEST_CASE("sweep: a child of a slurmstepd survives, a child of a process merely named slurmstepd does not") {
+TEST_CASE("executor: a child of a slurmstepd survives, a child of a process merely named slurmstepd does not") {
     Sweeper sweeper(41107);
     SharedDir dir;
     // A stand-in slurmstepd: root, and its executable is named slurmstepd.
@@ -140,7 +140,7 @@ TEST_CASE("sweep: a child of a slurmstepd survives, a child of a process merely 
         }
 }
 
-TEST_CASE("sweep: a job of the same user that starts during grace keeps its processes") {
+TEST_CASE("executor: a job of the same user that starts during grace keeps its processes") {
     Sweeper sweeper(41108);
     bool terminated = false;
     sweeper.observer.on_action = [&terminated](const KillRecord& r) {
@@ -186,7 +186,7 @@ TEST_CASE("fault catalogue: a user cleared before SIGTERM but holding an allocat
     CHECK(reason_of(*sweeper.last_plan, stubborn) == Reason::has_live_job);
 }
 
-TEST_CASE("sweep: a lookup error kills nothing") {
+TEST_CASE("executor: a lookup error kills nothing") {
     Sweeper sweeper(41109);
     sweeper.job_state = [] {
         return Result<LiveWork>(Error::lookup("slurmstepd did not answer", ErrorSource::step_socket));

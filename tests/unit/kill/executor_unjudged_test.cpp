@@ -4,6 +4,7 @@
 // starting. On real processes of a test uid.
 #include "kill/executor.hpp"
 #include "support/processes.hpp"
+#include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
 
 #include <doctest/doctest.h>
@@ -14,7 +15,7 @@ using namespace leftover;
 using namespace leftover::test;
 using namespace std::chrono_literals;
 
-TEST_CASE("sweep: the first processes of a job of a swept user that starts during the stop are never stopped") {
+TEST_CASE("executor: the first processes of a job of a swept user that starts during the stop are never stopped") {
     constexpr uid_t user = 41132;
     Sweeper sweeper(user);
     SharedDir dir;
@@ -23,25 +24,20 @@ TEST_CASE("sweep: the first processes of a job of a swept user that starts durin
     // As the stray is stopped, a job of its user starts (a session of its own, a process
     // and its child: a batch script and what it runs), and the stray seems to have exited
     // (so the stop phase looks for what it may have forked).
-    class JobStartsAtStop : public SystemCalls {
-    public:
-        JobStartsAtStop(Sweeper& s, const SharedDir& d) : sweeper_(s), dir_(d) {}
+    struct {
         pid_t script = 0, child = 0;
-        int pidfd_send_signal(int pidfd, int signal) override {
-            if (signal != SIGSTOP || script != 0) return SystemCalls::pidfd_send_signal(pidfd, signal);
-            sweeper_.spawn(
-                {"setsid", "sh", "-c",
-                 "echo $$ > " + (dir_ / "script.pid") + "; sleep 1000 & echo $! > " + (dir_ / "child.pid") + "; wait"});
-            script = wait_pid_file(dir_ / "script.pid");
-            child = wait_pid_file(dir_ / "child.pid");
-            wait_owner(child, 41132);
-            return -ESRCH;
-        }
-
-    private:
-        Sweeper& sweeper_;
-        const SharedDir& dir_;
-    } calls(sweeper, dir);
+    } job;
+    ScriptedSystemCalls calls;
+    calls.script.pidfd_send_signal = [&](int pidfd, int signal) {
+        if (signal != SIGSTOP || job.script != 0) return real_system_calls().pidfd_send_signal(pidfd, signal);
+        sweeper.spawn(
+            {"setsid", "sh", "-c",
+             "echo $$ > " + (dir / "script.pid") + "; sleep 1000 & echo $! > " + (dir / "child.pid") + "; wait"});
+        job.script = wait_pid_file(dir / "script.pid");
+        job.child = wait_pid_file(dir / "child.pid");
+        wait_owner(job.child, 41132);
+        return -ESRCH;
+    };
     int reads = 0;
     // The evaluation after the stop sees the job (the first one reads twice).
     sweeper.job_state = [&reads] {
@@ -51,14 +47,14 @@ TEST_CASE("sweep: the first processes of a job of a swept user that starts durin
     };
     const KillReport report = sweeper.run(0ms, false, calls);
     INFO(format_actions(report));
-    REQUIRE(calls.script > 0);
-    REQUIRE(calls.child > 0);
-    CHECK(action_for(report, calls.script, SIGSTOP) == nullptr);
-    CHECK(action_for(report, calls.child, SIGSTOP) == nullptr);
-    CHECK(action_for(report, calls.script, SIGKILL) == nullptr);
-    CHECK(action_for(report, calls.child, SIGKILL) == nullptr);
-    CHECK(is_running(calls.script));
-    CHECK(wait_not_stopped(calls.script));
-    CHECK(wait_not_stopped(calls.child));
+    REQUIRE(job.script > 0);
+    REQUIRE(job.child > 0);
+    CHECK(action_for(report, job.script, SIGSTOP) == nullptr);
+    CHECK(action_for(report, job.child, SIGSTOP) == nullptr);
+    CHECK(action_for(report, job.script, SIGKILL) == nullptr);
+    CHECK(action_for(report, job.child, SIGKILL) == nullptr);
+    CHECK(is_running(job.script));
+    CHECK(wait_not_stopped(job.script));
+    CHECK(wait_not_stopped(job.child));
     CHECK(wait_not_stopped(stray));
 }

@@ -4,6 +4,7 @@
 // SystemCalls seam.
 #include "kill/pid_ref.hpp"
 #include "support/processes.hpp"
+#include "support/scripted_system_calls.hpp"
 
 #include <doctest/doctest.h>
 
@@ -19,25 +20,14 @@ using namespace leftover::test;
 
 namespace {
 
-// Counts the signals sent through pins; `on_read` runs before each /proc re-read and
-// `reads_as` may change what it returns.
-class SeenCalls : public SystemCalls {
-public:
-    int signals = 0;
-    std::function<void()> on_read;
-    std::function<void(Identity&)> reads_as;
-
-    int pidfd_send_signal(int pidfd, int signal) override {
-        ++signals;
-        return SystemCalls::pidfd_send_signal(pidfd, signal);
-    }
-    std::optional<Identity> read_identity(const std::string& root, pid_t pid) override {
-        if (on_read) on_read();
-        auto identity = SystemCalls::read_identity(root, pid);
-        if (identity && reads_as) reads_as(*identity);
+// A read of /proc that shows what `change` makes of the process it reads.
+auto reading_as(std::function<void(Identity&)> change) {
+    return [change = std::move(change)](const std::string& root, pid_t pid) {
+        auto identity = real_system_calls().read_identity(root, pid);
+        if (identity) change(*identity);
         return identity;
-    }
-};
+    };
+}
 
 // Kills what a test of `uid` leaves.
 struct Cleanup {
@@ -75,7 +65,7 @@ TEST_CASE("pid ref: a signal goes through the pin only when /proc, read right th
     const Cleanup cleanup{user};
     const pid_t pid = spawn_as(user, {"sleep", "1000"});
     Decision decision = decided_now(pid, user);
-    SeenCalls calls;
+    ScriptedSystemCalls calls;  // counts the signals sent through pins
     PidRef ref = pin(calls, pid);
     CHECK(ref.pid() == pid);
     const auto expect = [&decision](const Identity& now) { return is_decided(now, decision); };
@@ -85,7 +75,7 @@ TEST_CASE("pid ref: a signal goes through the pin only when /proc, read right th
         result = ref.signal_if("/proc", SIGKILL, expect);
         CHECK(result.check == PinSignal::Check::same);
         CHECK(result.sent());
-        CHECK(calls.signals == 1);
+        CHECK(calls.count.pidfd_send_signal == 1);
         CHECK(wait_gone(pid));
         CHECK(ref.has_exited());
         return;
@@ -96,44 +86,37 @@ TEST_CASE("pid ref: a signal goes through the pin only when /proc, read right th
         CHECK(result.check == PinSignal::Check::other);
     }
     SUBCASE("uids that are no longer all the decided one (a setuid exec): not signalled") {
-        calls.reads_as = [](Identity& now) { now.uids.effective = 0; };
+        calls.script.read_identity = reading_as([](Identity& now) { now.uids.effective = 0; });
         result = ref.signal_if("/proc", SIGKILL, expect);
         CHECK(result.check == PinSignal::Check::other);
     }
     SUBCASE("/proc unreadable: gone, not signalled") {
-        class Unreadable : public SeenCalls {
-        public:
-            std::optional<Identity> read_identity(const std::string&, pid_t) override { return std::nullopt; }
-        } unreadable;
+        ScriptedSystemCalls unreadable;
+        unreadable.script.read_identity = [](const std::string&, pid_t) { return std::optional<Identity>(); };
         PidRef other_ref = pin(unreadable, pid);
         result = other_ref.signal_if("/proc", SIGKILL, expect);
         CHECK(result.check == PinSignal::Check::gone);
-        CHECK(unreadable.signals == 0);
+        CHECK(unreadable.count.pidfd_send_signal == 0);
     }
     SUBCASE("reaped right after the read that showed it: not signalled") {
         // What /proc showed may have been another process under the pid by then. The
         // read shows what it showed before the reap, as a read racing the reap would.
-        class RacingRead : public SeenCalls {
-        public:
-            std::optional<Identity> before;
-            std::optional<Identity> read_identity(const std::string&, pid_t) override {
-                if (on_read) on_read();
-                return before;
-            }
-        } racing;
-        racing.before = read_identity("/proc", pid);
-        racing.on_read = [pid] { reap(pid); };
+        ScriptedSystemCalls racing;
+        racing.script.read_identity = [pid, before = read_identity("/proc", pid)](const std::string&, pid_t) {
+            reap(pid);
+            return before;
+        };
         PidRef racing_ref = pin(racing, pid);
         result = racing_ref.signal_if("/proc", SIGKILL, expect);
         CHECK(result.check == PinSignal::Check::same);
         CHECK(result.error == ESRCH);
         CHECK_FALSE(result.sent());
-        CHECK(racing.signals == 0);
+        CHECK(racing.count.pidfd_send_signal == 0);
         CHECK(racing_ref.has_exited());
         return;
     }
     CHECK_FALSE(result.sent());
-    CHECK(calls.signals == 0);
+    CHECK(calls.count.pidfd_send_signal == 0);
     CHECK(is_running(pid));
     CHECK(wait_not_stopped(pid));
     CHECK_FALSE(ref.has_exited());
@@ -144,7 +127,7 @@ TEST_CASE("pid ref: a process that took the pinned process's pid never gets a si
     const Cleanup cleanup{user}, cleanup_newcomer{newcomer};
     pid_t pid = spawn_as(user, {"sleep", "1000"});
     const Decision decision = decided_now(pid, user);
-    SeenCalls calls;
+    ScriptedSystemCalls calls;
     PidRef ref = pin(calls, pid);
     // The pinned process ends and, through ns_last_pid, a process of another user gets its
     // pid (other tests may start processes meanwhile: try again until it does).
@@ -167,7 +150,7 @@ TEST_CASE("pid ref: a process that took the pinned process's pid never gets a si
         CHECK(result.check == PinSignal::Check::same);
         CHECK(result.error == ESRCH);
     }
-    CHECK(calls.signals == 0);
+    CHECK(calls.count.pidfd_send_signal == 0);
     CHECK(ref.has_exited());
     CHECK(is_running(replacement));
 }
@@ -188,13 +171,13 @@ TEST_CASE("pid ref: a process stopped through its pin runs again through it with
     const Cleanup cleanup{user};
     const pid_t pid = spawn_as(user, {"sleep", "1000"});
     const Decision decision = decided_now(pid, user);
-    SeenCalls calls;
+    ScriptedSystemCalls calls;
     PidRef ref = pin(calls, pid);
     const auto expect = [&decision](const Identity& now) { return is_decided(now, decision); };
     REQUIRE(ref.signal_if("/proc", SIGSTOP, expect).sent());
     REQUIRE(wait_state(pid, 'T'));
     // It exec'd a setuid program as it stopped: no checked signal reaches it any more.
-    calls.reads_as = [](Identity& now) { now.uids.effective = 0; };
+    calls.script.read_identity = reading_as([](Identity& now) { now.uids.effective = 0; });
     CHECK(ref.signal_if("/proc", SIGCONT, expect).check == PinSignal::Check::other);
     CHECK(state_of(pid) == 'T');
     CHECK(ref.continue_stopped() == 0);

@@ -113,7 +113,7 @@ TEST_CASE("controller host: what cannot be read is a lookup error, never a host 
     }
 }
 
-TEST_CASE("SlurmctldHost names this host by its short or full name, an external-HA list, or localhost") {
+TEST_CASE("controller host: SlurmctldHost names this host by short or full name, an external-HA list, or localhost") {
     const std::set<std::string> host = {"head1", "head1.cluster.example"};
     CHECK(slurmctld_host_naming({"head1"}, host) == "head1");
     CHECK(slurmctld_host_naming({"head1.cluster.example"}, host) == "head1.cluster.example");

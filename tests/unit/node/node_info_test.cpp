@@ -5,7 +5,7 @@
 
 using namespace leftover::node;
 
-TEST_CASE("SlurmdSpoolDir and SlurmdPidFile are expanded as slurmd does it") {
+TEST_CASE("node info: SlurmdSpoolDir and SlurmdPidFile are expanded as slurmd does it") {
     CHECK(expand_slurmd_path("/var/spool/slurmd", "n1", "host") == "/var/spool/slurmd");
     CHECK(expand_slurmd_path("/var/spool/slurmd/%n", "n1", "host") == "/var/spool/slurmd/n1");
     CHECK(expand_slurmd_path("/var/spool/%h/slurmd", "n1", "host") == "/var/spool/host/slurmd");

@@ -62,7 +62,7 @@ TEST_CASE("proc cgroup: look-alike job_ paths a user could create are rejected")
     }
 }
 
-TEST_CASE("proc view: mountinfo lookup takes the mount on top, unescaping its path") {
+TEST_CASE("proc mountinfo: the lookup takes the mount on top, unescaping its path") {
     const std::string text =
         "22 1 0:21 / /proc rw - proc proc rw\n"
         "30 22 0:40 / /proc rw shared:5 master:2 - tmpfs none rw\n"

@@ -209,7 +209,7 @@ TEST_CASE("proc view: the caller must share the Slurm daemon's pid namespace") {
     }
 }
 
-TEST_CASE("proc scan of the real /proc finds this test process as it is") {
+TEST_CASE("proc view: a scan of the real /proc finds this test process as it is") {
     if (geteuid() != 0) {
         // Reading root processes' exe links needs root, as the plugin has.
         MESSAGE("skipped: needs root");
@@ -251,7 +251,7 @@ TEST_CASE("proc scan of the real /proc finds this test process as it is") {
     CHECK(read_ancestry("/proc", getpid()) == self->ancestors());
 }
 
-TEST_CASE("proc scan of the real /proc keeps an unreaped child as a zombie") {
+TEST_CASE("proc view: a scan of the real /proc keeps an unreaped child as a zombie") {
     if (geteuid() != 0) {
         MESSAGE("skipped: needs root");
         return;

@@ -52,7 +52,7 @@ TEST_CASE("live work: in the job epilog there is no ending step to find") {
     CHECK(live->uids.empty());
 }
 
-TEST_CASE("step names") {
+TEST_CASE("live work: step names") {
     CHECK(describe_step(5, 0) == "5.0");
     CHECK(describe_step(5, 0xfffffffbu) == "5.batch");
     CHECK(describe_step(5, 0xfffffffcu) == "5.extern");

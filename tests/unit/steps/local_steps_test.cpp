@@ -44,6 +44,7 @@ using leftover::steps::parse_step_socket_name;
 using leftover::steps::read_local_steps;
 using leftover::steps::StepdProtocol;
 using leftover::steps::StepdState;
+using leftover::steps::StepSocketCalls;
 using leftover::steps::StepSocketName;
 using leftover::steps::StepSockets;
 using leftover::test::Behaviour;
@@ -105,7 +106,7 @@ Clock::time_point soon() { return Clock::now() + 5s; }
 
 }  // namespace
 
-TEST_CASE("step socket names: <node>_<job>.<step> with an optional .<component>, of this node only") {
+TEST_CASE("local steps: step socket names: <node>_<job>.<step> with an optional .<component>, of this node only") {
     CHECK(parse_step_socket_name("n1_12.0", "n1") == StepSocketName{12, 0, std::nullopt});
     CHECK(parse_step_socket_name("n1_12.4294967292", "n1") == StepSocketName{12, kExternStep, std::nullopt});
     CHECK(parse_step_socket_name("n1_7.3.1", "n1") == StepSocketName{7, 3, 1u});
@@ -129,7 +130,7 @@ TEST_CASE("step socket names: <node>_<job>.<step> with an optional .<component>,
     CHECK_FALSE(parse_step_socket_name("cred_state", "n1"));
 }
 
-TEST_CASE("a live step: uid and state over the 22.05 protocol, one connection") {
+TEST_CASE("local steps: a live step: uid and state over the 22.05 protocol, one connection") {
     TempDir spool;
     FakeStepd step(spool.file("n1_42.0"), 1234, kStateRunning);
 
@@ -157,7 +158,7 @@ TEST_CASE("a live step: uid and state over the 22.05 protocol, one connection") 
     CHECK(live.stepd_pid == std::optional<pid_t>{::getpid()});
 }
 
-TEST_CASE("an ending step is flagged ending, batch and extern steps are listed") {
+TEST_CASE("local steps: an ending step is flagged ending, batch and extern steps are listed") {
     TempDir spool;
     FakeStepd batch(spool.file("n1_8." + std::to_string(kBatchStep)), 1001, kStateEnding);
     FakeStepd ext(spool.file("n1_8." + std::to_string(kExternStep)), 1001, kStateRunning);
@@ -174,7 +175,7 @@ TEST_CASE("an ending step is flagged ending, batch and extern steps are listed")
     CHECK(result->live[1].state == StepdState::running);
 }
 
-TEST_CASE("a heterogeneous job component socket") {
+TEST_CASE("local steps: a heterogeneous job component socket") {
     TempDir spool;
     FakeStepd step(spool.file("n1_77.2.1"), 500, kStateRunning);
 
@@ -188,7 +189,7 @@ TEST_CASE("a heterogeneous job component socket") {
     CHECK(result->live[0].uid == 500);
 }
 
-TEST_CASE("non-socket files and names that are no step socket's are ignored") {
+TEST_CASE("local steps: non-socket files and names that are no step socket's are ignored") {
     TempDir spool;
     FakeStepd mine(spool.file("n1_5.0"), 600, kStateRunning);
     make_stale_socket(spool.file("n1_9.0.1.2"));  // not a step socket name
@@ -210,7 +211,7 @@ TEST_CASE("non-socket files and names that are no step socket's are ignored") {
     CHECK(mine.connections() == 1);
 }
 
-TEST_CASE("step socket names of any node: the node is what comes before the last underscore") {
+TEST_CASE("local steps: step socket names of any node: the node is what comes before the last underscore") {
     const auto parsed = parse_any_step_socket_name("rack_1_7.3.1");
     REQUIRE(parsed);
     CHECK(parsed->node == "rack_1");
@@ -281,7 +282,7 @@ TEST_CASE("fault catalogue: two spool dirs (%n) are both read, each directory on
     CHECK(error.error().message.find(top.file("n3") + ": cannot list it") != std::string::npos);
 }
 
-TEST_CASE("a stale socket (nobody listens: ECONNREFUSED) is a dead step") {
+TEST_CASE("local steps: a stale socket (nobody listens: ECONNREFUSED) is a dead step") {
     TempDir spool;
     make_stale_socket(spool.file("n1_3.4294967292"));
     FakeStepd live(spool.file("n1_4.0"), 900, kStateRunning);
@@ -296,7 +297,7 @@ TEST_CASE("a stale socket (nobody listens: ECONNREFUSED) is a dead step") {
     CHECK(result->live[0].job_id == 4);
 }
 
-TEST_CASE("an empty spool directory has no steps") {
+TEST_CASE("local steps: an empty spool directory has no steps") {
     TempDir spool;
     auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
     REQUIRE(result.ok());
@@ -304,7 +305,7 @@ TEST_CASE("an empty spool directory has no steps") {
     CHECK(result->dead.empty());
 }
 
-TEST_CASE("a missing or unreadable spool directory is a lookup error, never 'no jobs'") {
+TEST_CASE("local steps: a missing or unreadable spool directory is a lookup error, never 'no jobs'") {
     TempDir spool;
     const std::string missing = spool.file("nope");
     auto result = read_local_steps(missing, "n1", soon());
@@ -318,7 +319,7 @@ TEST_CASE("a missing or unreadable spool directory is a lookup error, never 'no 
     CHECK(not_dir.error().kind == ErrorKind::lookup);
 }
 
-TEST_CASE("a spool dir writable by group or others, or owned by another user, is a lookup error naming it") {
+TEST_CASE("local steps: a spool dir writable by group or others, or another user's, is a lookup error naming it") {
     TempDir spool;
     // What a user would plant: a socket that says its job is theirs and running.
     FakeStepd planted(spool.file("n1_60.0"), 41001, kStateRunning);
@@ -354,7 +355,7 @@ TEST_CASE("a spool dir writable by group or others, or owned by another user, is
     }
 }
 
-TEST_CASE("a slurmstepd that accepts but never answers: lookup error at the deadline") {
+TEST_CASE("local steps: a slurmstepd that accepts but never answers: lookup error at the deadline") {
     TempDir spool;
     FakeStepd step(spool.file("n1_20.0"), 1000, kStateRunning, Behaviour::silent);
 
@@ -376,7 +377,7 @@ TEST_CASE("a slurmstepd that accepts but never answers: lookup error at the dead
     CHECK(elapsed >= 300ms);
 }
 
-TEST_CASE("a listen backlog a client holds full is given up on after a short retry, not at the deadline") {
+TEST_CASE("local steps: a listen backlog a client holds full is given up on after a short retry, not at the deadline") {
     TempDir spool;
     FakeStepd good(spool.file("n1_40.0"), 10, kStateRunning);
     leftover::test::BlockedListener blocked(spool.file("n1_41.0"));
@@ -400,7 +401,7 @@ TEST_CASE("a listen backlog a client holds full is given up on after a short ret
     CHECK(asked->unanswered.front().error == "timed out connecting (listen backlog full)");
 }
 
-TEST_CASE("a short reply is a lookup error naming the socket") {
+TEST_CASE("local steps: a short reply is a lookup error naming the socket") {
     TempDir spool;
     FakeStepd step(spool.file("n1_21.0"), 0x01020304, kStateRunning, Behaviour::short_uid_reply);
 
@@ -411,7 +412,7 @@ TEST_CASE("a short reply is a lookup error naming the socket") {
     CHECK(result.error().message.find("short read") != std::string::npos);
 }
 
-TEST_CASE("a connection closed before the handshake reply is a lookup error") {
+TEST_CASE("local steps: a connection closed before the handshake reply is a lookup error") {
     TempDir spool;
     FakeStepd step(spool.file("n1_22.0"), 1, kStateRunning, Behaviour::close_at_once);
 
@@ -450,7 +451,7 @@ private:
 
 }  // namespace
 
-TEST_CASE("a step ending under the question (handshake reset, then nobody listens) is a dead step") {
+TEST_CASE("local steps: a step ending under the question (handshake reset, then nobody listens) is a dead step") {
     TempDir spool;
     EndingListener ending(spool.file("n1_23.4294967292"));
     FakeStepd live(spool.file("n1_24.0"), 900, kStateRunning);
@@ -467,27 +468,24 @@ TEST_CASE("a step ending under the question (handshake reset, then nobody listen
 namespace {
 
 // A step socket whose listener is acted on in the gap between the client's connect and
-// its first send (local_steps.hpp's testing::after_connect), while the hook is installed.
-class GapListener {
+// its first send, through the seam (local_steps.hpp's StepSocketCalls) given to the read.
+class GapListener : public StepSocketCalls {
 public:
     enum class Act { close_listener, close_and_unlink, drop_connection };
     GapListener(const std::string& path, Act act) : path_(path), act_(act), listener_(bind_unix(path)) {
         REQUIRE(::listen(listener_.get(), 4) == 0);
-        current_ = this;
-        leftover::steps::testing::after_connect = &GapListener::hook;
-    }
-    ~GapListener() {
-        leftover::steps::testing::after_connect = nullptr;
-        current_ = nullptr;
     }
     GapListener(const GapListener&) = delete;
     GapListener& operator=(const GapListener&) = delete;
     int gaps() const { return gaps_; }
 
-private:
-    static void hook(const std::string& path) {
-        if (current_ && path == current_->path_) current_->act();
+    int connect(int fd, const sockaddr_un& address) override {
+        const int rc = StepSocketCalls::connect(fd, address);
+        if (rc == 0 && path_ == address.sun_path) act();
+        return rc;
     }
+
+private:
     void act() {
         ++gaps_;
         if (act_ == Act::drop_connection) {
@@ -497,7 +495,6 @@ private:
         listener_.reset();  // Linux resets the connection waiting in the backlog
         if (act_ == Act::close_and_unlink) ::unlink(path_.c_str());
     }
-    static inline GapListener* current_ = nullptr;
     std::string path_;
     Act act_;
     UniqueFd listener_;
@@ -506,14 +503,14 @@ private:
 
 }  // namespace
 
-TEST_CASE("a step ending between connect and handshake (EPIPE sending the version) is a dead step") {
+TEST_CASE("local steps: a step ending between connect and handshake (EPIPE sending the version) is a dead step") {
     for (const auto act : {GapListener::Act::close_listener, GapListener::Act::close_and_unlink}) {
         CAPTURE(static_cast<int>(act));
         TempDir spool;
         FakeStepd live(spool.file("n1_26.0"), 900, kStateRunning);
         GapListener ending(spool.file("n1_27.4294967291"), act);
 
-        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+        auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client, ending);
         REQUIRE_MESSAGE(result.ok(), (result.ok() ? "" : result.error().message));
         CHECK(ending.gaps() == 1);
         REQUIRE(result->dead.size() == 1);
@@ -523,11 +520,11 @@ TEST_CASE("a step ending between connect and handshake (EPIPE sending the versio
     }
 }
 
-TEST_CASE("a stepd that drops the connection before the handshake but still listens stays a lookup error") {
+TEST_CASE("local steps: a stepd that drops a connection before the handshake but still listens stays a lookup error") {
     TempDir spool;
     GapListener dropping(spool.file("n1_28.0"), GapListener::Act::drop_connection);
 
-    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client);
+    auto result = read_local_steps(spool.path(), "n1", soon(), k2205Client, dropping);
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().kind == ErrorKind::lookup);
     CHECK(result.error().message ==
@@ -535,7 +532,7 @@ TEST_CASE("a stepd that drops the connection before the handshake but still list
     CHECK(dropping.gaps() == 2);  // asked twice: the second connect was taken again
 }
 
-TEST_CASE("a stepd that drops the handshake but still listens stays a lookup error") {
+TEST_CASE("local steps: a stepd that drops the handshake but still listens stays a lookup error") {
     TempDir spool;
     FakeStepd step(spool.file("n1_25.0"), 1, kStateRunning, Behaviour::close_at_once);
 
@@ -546,7 +543,7 @@ TEST_CASE("a stepd that drops the handshake but still listens stays a lookup err
     CHECK(step.connections() >= 1);
 }
 
-TEST_CASE("a refused handshake or an impossible state is a lookup error") {
+TEST_CASE("local steps: a refused handshake or an impossible state is a lookup error") {
     SUBCASE("handshake answered with SLURM_ERROR") {
         TempDir spool;
         FakeStepd step(spool.file("n1_23.0"), 1, kStateRunning, Behaviour::refuse_version);
@@ -565,7 +562,7 @@ TEST_CASE("a refused handshake or an impossible state is a lookup error") {
     }
 }
 
-TEST_CASE("one unanswerable step fails the whole lookup") {
+TEST_CASE("local steps: one unanswerable step fails the whole lookup") {
     TempDir spool;
     FakeStepd good(spool.file("n1_30.0"), 10, kStateRunning);
     FakeStepd bad(spool.file("n1_31.0"), 11, kStateRunning, Behaviour::close_at_once);
@@ -575,7 +572,7 @@ TEST_CASE("one unanswerable step fails the whole lookup") {
     CHECK(result.error().message.find(spool.file("n1_31.0")) != std::string::npos);
 }
 
-TEST_CASE("every release in the table: the build's handshake and ENDING as that release numbers it") {
+TEST_CASE("local steps: every release in the table: the build's handshake and ENDING as that release numbers it") {
     // A stepd of each release, asked by a client of the same release.
     for (const StepdProtocol& row : leftover::steps::kStepdProtocols) {
         CAPTURE(row.major);
@@ -603,7 +600,7 @@ TEST_CASE("every release in the table: the build's handshake and ENDING as that 
     }
 }
 
-TEST_CASE("from 23.11 on, state 3 is CANCELLED (live) and 4 is ENDING") {
+TEST_CASE("local steps: from 23.11 on, state 3 is CANCELLED (live) and 4 is ENDING") {
     TempDir spool;
     FakeStepd cancelled(spool.file("n1_60.0"), 3001, kStateCancelled2311, Behaviour::answer, k2411ProtocolVersion,
                         k2302ProtocolVersion);
@@ -618,7 +615,7 @@ TEST_CASE("from 23.11 on, state 3 is CANCELLED (live) and 4 is ENDING") {
     CHECK(result->live[1].raw_state == 4);
 }
 
-TEST_CASE("upgrade window: a 24.11 build reads a still-running 23.02 stepd by 23.02's numbering") {
+TEST_CASE("local steps: upgrade window: a 24.11 build reads a still-running 23.02 stepd by 23.02's numbering") {
     TempDir spool;
     // Started by the old slurmd: ENDING is 3 there; a new 24.11 stepd beside it says 4.
     FakeStepd old_ending(spool.file("n1_70.0"), 4001, kStateEnding, Behaviour::answer, k2302ProtocolVersion,
@@ -638,7 +635,7 @@ TEST_CASE("upgrade window: a 24.11 build reads a still-running 23.02 stepd by 23
     CHECK(old_ending.client_version() == k2411ProtocolVersion);
 }
 
-TEST_CASE("a stepd reply outside the oldest stepd to the build, or a state its release lacks, is a lookup error") {
+TEST_CASE("local steps: a stepd release the build does not read, or a state its release lacks, is a lookup error") {
     SUBCASE("a newer stepd than the build: its numbering is unknown") {
         TempDir spool;
         FakeStepd step(spool.file("n1_80.0"), 1, kStateRunning, Behaviour::answer, k2605ProtocolVersion,

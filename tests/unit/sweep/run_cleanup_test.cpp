@@ -171,7 +171,7 @@ struct CleanupPipeline : Pipeline {
 
 }  // namespace
 
-TEST_CASE("cleanup: after a kill the swept user's files go, one line each and the totals in the summary") {
+TEST_CASE("run cleanup: after a kill the swept user's files go, one line each and the totals in the summary") {
     CleanupPipeline pipeline(41611);
     const pid_t stray = spawn_as(41611, {"sleep", "600"});
     const KillReport report = pipeline.run(pipeline.config());
@@ -185,7 +185,7 @@ TEST_CASE("cleanup: after a kill the swept user's files go, one line each and th
     CHECK(summary.ends_with(" ms; cleanup: removed 0 IPC objects, 1 files, 4 B"));
 }
 
-TEST_CASE("cleanup: a cleanup that throws still leaves the sweep its summary line") {
+TEST_CASE("run cleanup: a cleanup that throws still leaves the sweep its summary line") {
     CleanupPipeline pipeline(41620);
     const pid_t stray = spawn_as(41620, {"sleep", "600"});
     pipeline.sink.throw_on = "cleanup: removed";
@@ -196,7 +196,7 @@ TEST_CASE("cleanup: a cleanup that throws still leaves the sweep its summary lin
     CHECK(pipeline.summary().find("cleanup") == std::string::npos);
 }
 
-TEST_CASE("cleanup: the job's user who left no process is cleaned at the job's epilog") {
+TEST_CASE("run cleanup: the job's user who left no process is cleaned at the job's epilog") {
     CleanupPipeline pipeline(41612);
     pipeline.run(pipeline.config());
     CHECK_FALSE(exists(pipeline.users_file));
@@ -204,7 +204,7 @@ TEST_CASE("cleanup: the job's user who left no process is cleaned at the job's e
     CHECK(pipeline.sink.count(pipeline.removed_line()) == 1);
 }
 
-TEST_CASE("cleanup: cleanup off, a dry run, a protected user and a lookup error remove nothing") {
+TEST_CASE("run cleanup: cleanup off, a dry run, a protected user and a lookup error remove nothing") {
     CleanupPipeline pipeline(41613);
     SUBCASE("cleanup off (the default)") {
         pipeline.run(fmt::format("grace: 1\ncleanup_dirs: [{}]\n", pipeline.scratch.path()));
@@ -234,7 +234,7 @@ TEST_CASE("cleanup: cleanup off, a dry run, a protected user and a lookup error 
     CHECK(pipeline.sink.count("cleanup: removed") == 0);
 }
 
-TEST_CASE("cleanup: a dry run lists the files a stray's user would leave, and keeps both") {
+TEST_CASE("run cleanup: a dry run lists the files a stray's user would leave, and keeps both") {
     CleanupPipeline pipeline(41615);
     const pid_t stray = spawn_as(41615, {"sleep", "600"});
     pipeline.run(pipeline.config("dry_run: true\n"));
@@ -246,7 +246,7 @@ TEST_CASE("cleanup: a dry run lists the files a stray's user would leave, and ke
     CHECK(pipeline.summary().ends_with("; cleanup: would remove 0 IPC objects, 1 files, 4 B"));
 }
 
-TEST_CASE("cleanup: leftover check shows what a sweep would remove and removes nothing") {
+TEST_CASE("run cleanup: leftover check shows what a sweep would remove and removes nothing") {
     CleanupPipeline pipeline(41614);
     const pid_t stray = spawn_as(41614, {"sleep", "600"});
     auto check = sweep::check_node(pipeline.load(pipeline.config()), pipeline.request, &pipeline.controller,
@@ -284,7 +284,7 @@ TEST_CASE("cleanup candidates: the reaped users, the job's user at its epilog on
     }
 }
 
-TEST_CASE("cleanup: in the job's epilog a reaped other user is cleaned too, unless scope is job_user") {
+TEST_CASE("run cleanup: in the job's epilog a reaped other user is cleaned too, unless scope is job_user") {
     CleanupPipeline pipeline(41616);
     pipeline.accounts.names[41617] = "rs.other";
     const std::string others_file = pipeline.scratch.write("others.dat", "12", 0644, 41617);
@@ -303,7 +303,7 @@ TEST_CASE("cleanup: in the job's epilog a reaped other user is cleaned too, unle
     kill_all_of(41617);
 }
 
-TEST_CASE("cleanup: without contain, the job's user who slurmctld says holds an allocation here keeps her files") {
+TEST_CASE("run cleanup: without contain, the job's user who slurmctld says holds an allocation here keeps her files") {
     // Her other job is allocated here with no step running (a multi-node job whose batch
     // script runs elsewhere, salloc --no-shell): only slurmctld knows.
     CleanupPipeline pipeline(41622);
@@ -330,7 +330,7 @@ TEST_CASE("cleanup: without contain, the job's user who slurmctld says holds an 
     CHECK(exists(pipeline.roots_file));
 }
 
-TEST_CASE("cleanup: without contain, a reaped user and the job's user are cleared in one query together") {
+TEST_CASE("run cleanup: without contain, a reaped user and the job's user are cleared in one query together") {
     CleanupPipeline pipeline(41623);
     pipeline.request.node.prolog_contain = false;
     pipeline.request.trigger.uid = 41624;  // the ending job's user, who left no process
@@ -353,7 +353,7 @@ TEST_CASE("cleanup: without contain, a reaped user and the job's user are cleare
     kill_all_of(41624);
 }
 
-TEST_CASE("cleanup: a process that holds the user as any one of its four uids keeps the user's files") {
+TEST_CASE("run cleanup: a process that holds the user as any one of its four uids keeps the user's files") {
     CleanupPipeline pipeline(41625);
     FakeProc fake;
     pipeline.use(fake);
@@ -375,7 +375,7 @@ TEST_CASE("cleanup: a process that holds the user as any one of its four uids ke
     SUBCASE("real, under another user's /proc entry") { with_uids({41625, 41626, 41626, 41626}, std::nullopt); }
 }
 
-TEST_CASE("cleanup: a real process running with the user's real uid and root's others keeps the user's files") {
+TEST_CASE("run cleanup: a real process running with the user's real uid and root's others keeps the user's files") {
     CleanupPipeline pipeline(41627);
     // As a setuid-root program she started: uids U/0/0/0, /proc/<pid> root's.
     const pid_t setuid_style = spawn_with_uids(41627, 0, 0, {"sleep", "600"});
