@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // leftover: the command. Everything but wiring lives in commands.cpp and its helpers.
 #include "cli/commands.hpp"
-#include "controller/helper_path.hpp"
+#include "controller/helper_protocol.hpp"
 #include "controller/query_accounts.hpp"
 #include "controller/query_controller.hpp"
 

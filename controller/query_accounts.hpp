@@ -24,10 +24,4 @@ private:
     std::string helper_;
 };
 
-// The helper's arguments after its path, and its output parsed; anything but a complete,
-// well-formed answer to every question is an error.
-std::vector<std::string> accounts_arguments(const std::set<uid_t>& uids, const std::set<std::string>& names);
-Result<AccountAnswers> parse_accounts_output(const std::string& text, const std::set<uid_t>& uids,
-                                             const std::set<std::string>& names);
-
 }  // namespace leftover::controller

@@ -30,7 +30,4 @@ private:
     std::string slurm_conf_;
 };
 
-// Parses leftover-query's output; anything but complete, well-formed output is an error.
-Result<steps::LiveWork> parse_query_output(const std::string& text);
-
 }  // namespace leftover::controller

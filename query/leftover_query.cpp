@@ -3,20 +3,16 @@
 // The plugin runs it as a child process so that a controller that does not answer
 // costs a bounded time: libslurm's calls have no deadline of their own.
 //
-// Usage: leftover-query --node NAME [--node NAME]... [--exclude-job ID]
-// Prints "job <id> uid <uid>" per job on any of the nodes, then "end"; exit 0. Errors:
+// Its command lines and the lines it answers with: controller/helper_protocol.hpp, which
+// both this program and its clients use. Exit 0 after the "end" line; errors on
 // stderr, exit 2.
 //
-// Usage: leftover-query accounts [--uid UID]... [--name NAME]...
-// Account lookups (getpwuid_r, getpwnam_r), run here so that a hung directory service
-// costs the caller its deadline and no more. Prints one line per question, then "end":
-// "uid <uid> found <name>" / "uid <uid> none" / "uid <uid> failed <errno>",
-// "name found <uid> <name>" / "name none <name>" / "name failed <errno> <name>".
-//
-// Usage: leftover-query drain --node NAME --reason TEXT
-// Asks slurmctld for the node's state, then drains it with the reason unless it is
-// drained, draining, down or failing already (drain.hpp: it keeps its reason). Prints
-// "drained" or "kept <STATE> <reason>", then "end"; exit 0. Errors: stderr, exit 2.
+// The jobs question: slurmctld's running or suspended jobs on any of the nodes.
+// The accounts question: getpwuid_r, getpwnam_r, run here so that a hung directory
+// service costs the caller its deadline and no more.
+// The drain: asks slurmctld for the node's state, then drains it with the reason unless
+// it is drained, draining, down or failing already (controller/drain.hpp: it keeps its
+// reason).
 extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
@@ -24,6 +20,7 @@ extern "C" {
 
 #include "accounts/accounts.hpp"
 #include "controller/drain.hpp"
+#include "controller/helper_protocol.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -56,17 +53,7 @@ bool on_any_node(const char* nodes, const std::vector<std::string>& wanted) {
     return found;
 }
 
-const char* status_word(leftover::LookupStatus status) {
-    switch (status) {
-        case leftover::LookupStatus::found: return "found";
-        case leftover::LookupStatus::no_account: return "none";
-        case leftover::LookupStatus::failed: return "failed";
-    }
-    return "failed";
-}
-
 int accounts(int argc, char** argv) {
-    using leftover::LookupStatus;
     for (int i = 2; i < argc; i += 2) {
         const std::string arg = argv[i];
         if (i + 1 >= argc || (arg != "--uid" && arg != "--name")) return usage();
@@ -76,19 +63,13 @@ int accounts(int argc, char** argv) {
             const unsigned long uid = std::strtoul(argv[i + 1], &end, 10);
             if (errno != 0 || end == argv[i + 1] || *end != '\0' || uid > 0xffffffffUL) return usage();
             const auto lookup = leftover::SystemAccounts::name_of(static_cast<uid_t>(uid));
-            std::printf("uid %lu %s", uid, status_word(lookup.status));
-            if (lookup.status == LookupStatus::found) std::printf(" %s", lookup.name.c_str());
-            if (lookup.status == LookupStatus::failed) std::printf(" %d", lookup.error);
+            (void)std::fputs(leftover::controller::uid_answer_line(static_cast<uid_t>(uid), lookup).c_str(), stdout);
         } else {
             const auto lookup = leftover::SystemAccounts::uid_of(argv[i + 1]);
-            std::printf("name %s", status_word(lookup.status));
-            if (lookup.status == LookupStatus::found) std::printf(" %u", static_cast<unsigned>(lookup.uid));
-            if (lookup.status == LookupStatus::failed) std::printf(" %d", lookup.error);
-            std::printf(" %s", argv[i + 1]);
+            (void)std::fputs(leftover::controller::name_answer_line(argv[i + 1], lookup).c_str(), stdout);
         }
-        std::putchar('\n');
     }
-    std::puts("end");
+    (void)std::fputs(leftover::controller::kEndLine, stdout);
     return std::fflush(stdout) == 0 ? 0 : 2;
 }
 
@@ -193,10 +174,10 @@ int main(int argc, char** argv) {
         if (state != JOB_RUNNING && state != JOB_SUSPENDED) continue;
         if (exclude && job.job_id == *exclude) continue;
         if (!on_any_node(job.nodes, nodes)) continue;
-        std::printf("job %u uid %u\n", job.job_id, job.user_id);
+        (void)std::fputs(leftover::controller::job_line(job.job_id, job.user_id).c_str(), stdout);
     }
     slurm_free_job_info_msg(jobs);
-    std::puts("end");
+    (void)std::fputs(leftover::controller::kEndLine, stdout);
     slurm_fini();
     return std::fflush(stdout) == 0 ? 0 : 2;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "spank/node_discovery.hpp"
 
-#include "controller/helper_path.hpp"
+#include "controller/helper_protocol.hpp"
 #include "controller/query_accounts.hpp"
 #include "controller/query_controller.hpp"
 #include "node/running_slurmd.hpp"

@@ -2,6 +2,7 @@
 // Account lookups through leftover-query: the real helper's answers, a broken or hung
 // helper's (every question failed, by the deadline), and an evaluation that keeps the
 // uids it could not look up.
+#include "controller/helper_protocol.hpp"
 #include "controller/query_accounts.hpp"
 
 #include "policy/evaluation.hpp"

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include "controller/helper_protocol.hpp"
 #include "controller/query_controller.hpp"
 #include "support/temp_dir.hpp"
 
@@ -12,17 +13,17 @@ using namespace leftover::controller;
 using namespace std::chrono_literals;
 
 TEST_CASE("controller answers: complete output is parsed") {
-    auto live = parse_query_output("job 7 uid 41001\njob 9 uid 41002\nend\n");
+    auto live = parse_jobs_output("job 7 uid 41001\njob 9 uid 41002\nend\n");
     REQUIRE(live.ok());
     CHECK(live->uids == std::set<uid_t>{41001, 41002});
     CHECK(live->job_ids == std::set<std::uint64_t>{7, 9});
-    CHECK(parse_query_output("end\n").ok());
+    CHECK(parse_jobs_output("end\n").ok());
 }
 
 TEST_CASE("controller answers: truncated or garbled output is a lookup error") {
-    CHECK(parse_query_output("job 7 uid 41001\n").error().message.find("incomplete") != std::string::npos);
-    CHECK(parse_query_output("").error().kind == ErrorKind::lookup);
-    CHECK(parse_query_output("jobs 7 uid 1\nend\n").error().message.find("unexpected output line") !=
+    CHECK(parse_jobs_output("job 7 uid 41001\n").error().message.find("incomplete") != std::string::npos);
+    CHECK(parse_jobs_output("").error().kind == ErrorKind::lookup);
+    CHECK(parse_jobs_output("jobs 7 uid 1\nend\n").error().message.find("unexpected output line") !=
           std::string::npos);
 }
 
