@@ -23,8 +23,7 @@ TEST_CASE("controller answers: complete output is parsed") {
 TEST_CASE("controller answers: truncated or garbled output is a lookup error") {
     CHECK(parse_jobs_output("job 7 uid 41001\n").error().message.find("incomplete") != std::string::npos);
     CHECK(parse_jobs_output("").error().kind == ErrorKind::lookup);
-    CHECK(parse_jobs_output("jobs 7 uid 1\nend\n").error().message.find("unexpected output line") !=
-          std::string::npos);
+    CHECK(parse_jobs_output("jobs 7 uid 1\nend\n").error().message.find("unexpected output line") != std::string::npos);
 }
 
 TEST_CASE("query controller: an untrusted helper is never run") {
