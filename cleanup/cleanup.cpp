@@ -34,15 +34,6 @@ CleanupTotals totals_of(const CleanupReport& report, bool dry_run) {
     return totals;
 }
 
-const char* to_string(CleanupKind kind) {
-    switch (kind) {
-        case CleanupKind::ipc: return "ipc";
-        case CleanupKind::posix_shm: return "posix_shm";
-        case CleanupKind::files: return "files";
-    }
-    return "?";
-}
-
 const char* to_string(ObjectKind kind) {
     switch (kind) {
         case ObjectKind::shm_segment: return "shm";

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "cleanup/cleanup_calls.hpp"
+#include "config/config.hpp"
 
 #include <sys/types.h>
 
@@ -18,9 +19,6 @@
 #include <vector>
 
 namespace leftover {
-
-// The words of the config key `cleanup`, in their order.
-enum class CleanupKind { ipc, posix_shm, files };
 
 enum class ObjectKind { shm_segment, semaphore, message_queue, posix_shm, posix_mqueue, file, directory };
 
@@ -87,7 +85,6 @@ struct CleanupTotals {
 // What was removed (or would be, in a dry run).
 CleanupTotals totals_of(const CleanupReport& report, bool dry_run);
 
-const char* to_string(CleanupKind kind);
 const char* to_string(ObjectKind kind);
 const char* to_string(CleanupOutcome outcome);  // its enumerator's name, as check --json has it
 

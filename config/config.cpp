@@ -116,6 +116,18 @@ std::vector<std::string> string_list(const std::string& origin, const std::strin
     return out;
 }
 
+// A list of an enum's words, as the set of its values (each word's index is its value).
+template <class Enum>
+std::set<Enum> word_set(const std::string& origin, const std::string& key, const YAML::Node& node,
+                        const ConfigKey& spec) {
+    std::set<Enum> out;
+    for (const std::string& entry : string_list(origin, key, node, spec)) {
+        const auto found = std::find(spec.words.begin(), spec.words.end(), entry);
+        out.insert(static_cast<Enum>(found - spec.words.begin()));  // string_list checked it is one
+    }
+    return out;
+}
+
 // An absolute path to a file whose name ends in the key's suffix (a metrics file is
 // replaced when it is not ours: a suffix of its own keeps a typo from naming /etc/passwd).
 std::string file_path(const std::string& origin, const std::string& key, const YAML::Node& node,
@@ -147,6 +159,8 @@ void read_value(Config& config, const ConfigKey& spec, const std::string& origin
                 value = static_cast<Value>(word(origin, key, node, spec.words));
             else if constexpr (std::is_same_v<Value, std::optional<std::string>>)
                 value = file_path(origin, key, node, spec);
+            else if constexpr (std::is_same_v<Value, std::set<CleanupKind>>)
+                value = word_set<CleanupKind>(origin, key, node, spec);
             else
                 value = uid_value(origin, key, node);
         },

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ namespace leftover {
 enum class LogLevel { debug, info, warn, err, critical };
 enum class Scope { node, job_user };
 enum class JobSource { local, controller };
+// What `cleanup` removes after a swept user (cleanup/ does it).
+enum class CleanupKind { ipc, posix_shm, files };
 
 inline constexpr const char* kDefaultConfigPath = "/etc/leftover.conf";
 
@@ -35,7 +38,7 @@ struct Config {
     double grace = 5;
     std::optional<std::string> metrics_file;  // unset: no metrics
     bool metrics_users = false;
-    std::vector<std::string> cleanup;       // what to clean after a swept user: ipc, posix_shm, files
+    std::set<CleanupKind> cleanup;          // what to clean after a swept user
     std::vector<std::string> cleanup_dirs;  // where `files` looks
     bool drain_on_survivors = false;        // drain the node when processes outlive SIGKILL
 
@@ -56,5 +59,6 @@ Result<Config> parse_config(const std::string& text, const std::string& origin);
 const char* to_string(LogLevel level);
 const char* to_string(Scope scope);
 const char* to_string(JobSource source);
+const char* to_string(CleanupKind kind);
 
 }  // namespace leftover

@@ -167,7 +167,11 @@ std::string value_text(const ConfigKey& key, const Config& config) {
                 return value ? seconds_text(*value) : std::string(key.default_text);
             else if constexpr (std::is_same_v<Value, std::optional<std::string>>)
                 return value ? *value : std::string(key.default_text);
-            else if constexpr (std::is_enum_v<Value>)
+            else if constexpr (std::is_same_v<Value, std::set<CleanupKind>>) {
+                std::vector<std::string_view> words;
+                for (const CleanupKind kind : value) words.emplace_back(to_string(kind));
+                return fmt::format("[{}]", fmt::join(words, ", "));
+            } else if constexpr (std::is_enum_v<Value>)
                 return std::string(key.words[static_cast<std::size_t>(value)]);
             else
                 return std::to_string(value);  // a uid
@@ -178,5 +182,6 @@ std::string value_text(const ConfigKey& key, const Config& config) {
 const char* to_string(LogLevel level) { return word_of(level, kLogLevelWords); }
 const char* to_string(Scope scope) { return word_of(scope, kScopeWords); }
 const char* to_string(JobSource source) { return word_of(source, kJobSourceWords); }
+const char* to_string(CleanupKind kind) { return word_of(kind, kCleanupWords); }
 
 }  // namespace leftover

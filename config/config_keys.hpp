@@ -18,10 +18,12 @@ namespace leftover {
 
 // Where a key's value goes in Config. The member's type says how the value is read:
 // a list of strings, a uid, true/false, seconds (a double, or an optional one), a
-// word of an enum, or an optional file path (absolute, ending in `path_suffix`).
-using ConfigField = std::variant<std::vector<std::string> Config::*, uid_t Config::*, bool Config::*, double Config::*,
-                                 std::optional<double> Config::*, LogLevel Config::*, Scope Config::*,
-                                 JobSource Config::*, std::optional<std::string> Config::*>;
+// word of an enum, a set of an enum's words, or an optional file path (absolute, ending
+// in `path_suffix`).
+using ConfigField =
+    std::variant<std::vector<std::string> Config::*, uid_t Config::*, bool Config::*, double Config::*,
+                 std::optional<double> Config::*, LogLevel Config::*, Scope Config::*, JobSource Config::*,
+                 std::optional<std::string> Config::*, std::set<CleanupKind> Config::*>;
 
 struct ConfigKey {
     std::string_view name{};

@@ -10,14 +10,6 @@
 namespace leftover::sweep {
 namespace {
 
-std::set<CleanupKind> kinds_of(const Config& config) {
-    std::set<CleanupKind> kinds;
-    for (const std::string& word : config.cleanup)
-        for (const CleanupKind kind : {CleanupKind::ipc, CleanupKind::posix_shm, CleanupKind::files})
-            if (word == to_string(kind)) kinds.insert(kind);
-    return kinds;
-}
-
 // Whether the fresh plan shows no process of `uid` that would outlive the sweep.
 bool nothing_left_of(uid_t uid, const Plan& plan, bool dry_run) {
     for (const Decision& d : plan.decisions) {
@@ -96,7 +88,7 @@ Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exe
 CleanupOptions cleanup_options(const Config& config, const std::string& proc_root, const std::string& shm_dir,
                                const std::string& mqueue_dir, std::chrono::steady_clock::time_point deadline) {
     CleanupOptions options;
-    options.kinds = kinds_of(config);
+    options.kinds = config.cleanup;
     options.proc_root = proc_root;
     options.shm_dir = shm_dir;
     options.mqueue_dir = mqueue_dir;

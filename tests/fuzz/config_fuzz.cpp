@@ -21,7 +21,9 @@ void check_bounds(const leftover::Config& config) {
     for (const auto& name : config.protected_users) FUZZ_CHECK(!name.empty());
     for (const auto& path : config.protected_users_files) FUZZ_CHECK(!path.empty() && path.front() == '/');
     for (const auto& path : config.cleanup_dirs) FUZZ_CHECK(!path.empty() && path.front() == '/');
-    for (const auto& word : config.cleanup) FUZZ_CHECK(word == "ipc" || word == "posix_shm" || word == "files");
+    for (const auto kind : config.cleanup)
+        FUZZ_CHECK(kind == leftover::CleanupKind::ipc || kind == leftover::CleanupKind::posix_shm ||
+                   kind == leftover::CleanupKind::files);
     for (const leftover::ConfigKey& key : leftover::config_keys()) {
         std::visit(
             [&](auto member) {

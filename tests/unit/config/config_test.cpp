@@ -231,7 +231,7 @@ TEST_CASE("config: cleanup takes its three words and cleanup_dirs absolute paths
     CHECK(Config{}.cleanup_dirs.empty());
     const auto config = parse_config("cleanup: [ipc, posix_shm, files]\ncleanup_dirs: [/tmp, /var/tmp]\n", "x");
     REQUIRE(config.ok());
-    CHECK(config->cleanup == std::vector<std::string>{"ipc", "posix_shm", "files"});
+    CHECK(config->cleanup == std::set<CleanupKind>{CleanupKind::ipc, CleanupKind::posix_shm, CleanupKind::files});
     CHECK(config->cleanup_dirs == std::vector<std::string>{"/tmp", "/var/tmp"});
     CHECK(error_of("cleanup: [ipc, shm]") ==
           "/etc/leftover.conf:1: key 'cleanup': expected every entry to be one of files ipc posix_shm, got 'shm'");
