@@ -32,6 +32,7 @@ EXCUSE_BOUNDS = {
     "lookup error": (2, 2.0, 2),
     "job starting": (3, 3.0, 2),
     "unresolved target": (2, 2.0, 6),
+    "garbled log line": (4, 4.0, 6),
 }
 
 # How far apart leftover's log line and the kernel's record of the same action may be.
@@ -331,6 +332,11 @@ class Oracle:
                         best = i
                 what = f"{sig.signal} pid={sig.pid} uid={sig.uid} comm={sig.comm} (sender {sig.source})"
                 if best is None:
+                    garbled = self._garbled(node, f"{sig.signal} pid={sig.pid} ")
+                    if garbled:
+                        self._find(0, sig.when, node, sig.uid, f"witnessed {what}: its log line is garbled (another "
+                                   f"writer's interleaved with it): {garbled[:160]!r}", "garbled log line")
+                        continue
                     self._find(6, sig.when, node, sig.uid, f"witnessed {what}: leftover logged no such signal")
                     continue
                 used.add(best)
@@ -355,6 +361,11 @@ class Oracle:
                               and kind(line.kind) == kind(rem.kind) and line.name == rem.name
                               and abs(line.when - rem.when) <= LOG_SLACK), None)
                 if match is None:
+                    garbled = self._garbled(node, f"{rem.name}")
+                    if garbled:
+                        self._find(0, rem.when, node, rem.uid, f"witnessed leftover remove {rem.kind} {rem.name}: its "
+                                   f"log line is garbled: {garbled[:160]!r}", "garbled log line")
+                        continue
                     self._find(6, rem.when, node, rem.uid, f"witnessed leftover remove {rem.kind} {rem.name} "
                                f"uid={rem.uid}: leftover logged no such removal")
                     continue
@@ -366,6 +377,10 @@ class Oracle:
                 if i not in used:
                     self._find(6, line.when, node, line.uid, f"logged removed {line.kind} {line.name} "
                                f"uid={line.uid}: the kernel saw leftover remove no such thing")
+
+    def _garbled(self, node: str, text: str) -> Optional[str]:
+        """A garbled line of node's log that names text, if any."""
+        return next((line for line in self.logs[node].garbled if text in line and "leftover" in line), None)
 
     def check_victims(self) -> None:
         """From the victims' side: every soak user's process that died of a signal, and
@@ -428,14 +443,15 @@ class Oracle:
             if f["uid"] not in self.protected and self.uid_min <= f["uid"] <= self.uid_max:
                 if f["uid"] in held.get(f["node"], ()):
                     self._find(0, self.run_end, f["node"], f["uid"], f"left at the end: {f['path']} uid={f['uid']}, "
-                               "whom a process still holds there")
+                               "whom a process still holds there", "held")
                     continue
                 self._find(2, self.run_end, f["node"], f["uid"], f"left at the end: {f['path']} uid={f['uid']}")
         for o in left.get("sysv", []):
             if o["uid"] not in self.protected and self.uid_min <= o["uid"] <= self.uid_max:
                 what = f"left at the end: SysV {o['kind']} id={o['id']} uid={o['uid']}"
                 if o["uid"] in held_anywhere:
-                    self._find(0, self.run_end, "host", o["uid"], f"{what}, whom a process still holds on a node")
+                    self._find(0, self.run_end, "host", o["uid"], f"{what}, whom a process still holds on a node",
+                               "held")
                     continue
                 self._find(2, self.run_end, "host", o["uid"], what)
 

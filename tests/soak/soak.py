@@ -282,7 +282,7 @@ def main(argv) -> int:
         if args.verbose:
             for finding in verdict.findings:
                 if finding.invariant <= 0:
-                    print(f"   {'race' if finding.invariant == 0 else 'excused'}: {stamp(finding.when)} "
+                    print(f"   {finding.excuse or ('race' if finding.invariant == 0 else 'excused')}: {stamp(finding.when)} "
                           f"{finding.node} {finding.text}")
         for text in workload.unexpected_ends[:10]:
             print(f"   ended unexpectedly: {text}")

@@ -321,6 +321,21 @@ class Witness:
         except OSError:
             return None
 
+    def _sender_node(self, tid: int) -> Optional[str]:
+        """The node a sender ran on: its own pid namespace's, or, gone already (a job
+        epilog's slurmstepd ends at once), its nearest living ancestor's (slurmd's)."""
+        seen = set()
+        while tid > 1 and tid not in seen:
+            seen.add(tid)
+            node = self._node_of(tid)
+            if node is not None:
+                return node
+            task = self.tasks.get(tid)
+            if task is None:
+                return None
+            tid = task.parent
+        return None
+
     def _sender(self, tid: int, tgid: int, comm: str, syscall: Optional[str]) -> dict:
         task = self._task(tid, comm, tgid)
         leader = self.tasks.get(task.tgid, task)
@@ -331,7 +346,7 @@ class Witness:
         name = leader.comm if leader.comm in LEFTOVER_COMMS | SLURM_DAEMONS else task.comm
         return {"sender": sender_class(syscall, uid, name, chain, task.tgid, self.harness_pid, self.test_uids),
                 "sender_tid": tid, "sender_tgid": task.tgid, "sender_comm": name, "sender_uid": uid,
-                "sender_node": self._node_of(tid), "sender_chain": chain[:6], "syscall": syscall}
+                "sender_node": self._sender_node(tid), "sender_chain": chain[:6], "syscall": syscall}
 
     def _target(self, pid: int, comm: str) -> Optional[tuple]:
         """(uid, node, ns pid, comm) of a soak user's process; None for anyone else's; the
@@ -566,7 +581,7 @@ class Witness:
         sender_uid = int(status["Uid"].split()[0]) if status.get("Uid") else (task.uid if task else None)
         self.file_events.append({"seen": now, "tid": tid, "node": node, "path": path, "uid": uid, "dir": is_dir,
                                  "moved": bool(mask & FAN_MOVED_FROM), "sender_uid": sender_uid,
-                                 "sender_node": self._node_of(tid)})
+                                 "sender_node": self._sender_node(tid)})
 
     def _poll_sysv(self) -> None:
         while not self._stop.is_set():
