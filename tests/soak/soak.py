@@ -36,7 +36,7 @@ from .oracle import INVARIANTS, Oracle, Verdict, stamp
 from .records import allocations, ended_jobs, node_log, stamped
 from .sampler import ProcRecord, Sampler
 from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users
-from .witness import Witness
+from .witness import Witness, WitnessUnavailable
 from .workload import Action, EventLog, JobWatcher, Workload, make_schedule
 
 
@@ -173,7 +173,7 @@ def judge_kept(directory: Path, verbose: bool) -> int:
     total = print_verdict(verdict, unplaced, f"re-judged {directory}")
     for finding in verdict.findings if verbose else ():
         print(f"({finding.invariant}) {stamp(finding.when)} {finding.node} {finding.text}")
-    lost = facts.get("witness", {}).get("stats", {})
+    lost = (facts.get("witness") or {}).get("stats", {})
     lost = lost.get("lost", 0) + lost.get("fanotify overflows", 0)
     if lost:
         print(f"soak: the witness lost {lost} events: the run cannot be judged")
@@ -234,7 +234,10 @@ def main(argv) -> int:
         sampler = Sampler(node_namespaces(soak), uids)
         watch = [(source, node, str(target)) for node in NODES
                  for source, target in soak.cluster.node_private_binds(node)]
-        witness = Witness(node_namespaces(soak), watch, uids).start()
+        try:
+            witness = Witness(node_namespaces(soak), watch, uids).start()
+        except WitnessUnavailable as why:
+            print(f"soak: NO WITNESS ({why}): leftover's actions are taken from its own log")
         watcher = JobWatcher(soak)
         workload = Workload(soak, events, watcher)
         # Marked as the cluster's: stopping the cluster ends them too.
@@ -249,8 +252,9 @@ def main(argv) -> int:
             hog.wait()
         drain(soak, watcher, events)
         run_end = time.time()
-        left = witness.left()
-        witness.stop()
+        left = witness.left() if witness else None
+        if witness:
+            witness.stop()
         sampler.stop()
         watcher.stop()
         watcher.refresh()
@@ -262,7 +266,7 @@ def main(argv) -> int:
         facts = {"run_end": run_end, "slack": args.slack, "protected": users.protected_uids(),
                  "uid_range": [users.uid_min, users.uid_max], "faults": workload.fault_windows,
                  "job_uids": job_uids, "procs": [dataclasses.asdict(p) for p in sampler.snapshot()],
-                 "witness": witness.records(sampler.snapshot(), left)}
+                 "witness": witness.records(sampler.snapshot(), left) if witness else None}
         verdict, unplaced = judge_logs(ctld_text, node_texts, facts)
         timeline = make_timeline(events, ctld_text, node_texts, start)
 
@@ -272,7 +276,8 @@ def main(argv) -> int:
             f"; harness errors {len(workload.harness_errors)}; sampler scans {sampler.scans}"
             f" (longest gap {sampler.longest_gap:.2f}s)")
         violations = {i: len(verdict.violations(i)) for i in INVARIANTS}
-        lost = facts["witness"]["stats"]["lost"] + facts["witness"]["stats"]["fanotify overflows"]
+        stats = facts["witness"]["stats"] if witness else {}
+        lost = stats.get("lost", 0) + stats.get("fanotify overflows", 0)
         if unplaced or lost:
             if lost:
                 print(f"soak: the witness lost {lost} events: the run cannot be judged")

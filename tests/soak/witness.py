@@ -107,6 +107,11 @@ def _status(pid: int) -> dict[str, str]:
     return out
 
 
+class WitnessUnavailable(Exception):
+    """The witness cannot see this machine's events as they are (no tracefs or fanotify,
+    or the soak runs in a pid namespace of its own, where tracefs names other pids)."""
+
+
 @dataclasses.dataclass
 class Task:
     comm: str
@@ -179,9 +184,19 @@ class Witness:
     # ---- setting up and taking down -----------------------------------------------------
 
     def start(self) -> "Witness":
+        """Raises WitnessUnavailable when it cannot witness (everything it set up undone)."""
+        try:
+            return self._start()
+        except WitnessUnavailable:
+            raise
+        except (OSError, subprocess.CalledProcessError) as failure:
+            self.close()
+            raise WitnessUnavailable(str(failure)) from failure
+
+    def _start(self) -> "Witness":
         atexit.register(self.close)
         if not (TRACEFS / "events").is_dir():
-            subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True)
+            subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True, capture_output=True)
             self.mounted = True
         self.instance.mkdir()
         self._write("trace_clock", "mono")
@@ -205,6 +220,7 @@ class Witness:
                 self._write(f"events/{event}/filter", text)
             self._write(f"events/{event}/enable", "1")
         self._pipe = os.open(self.instance / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        self._check_pids()
         self._snapshot_tasks()
         self._start_fanotify()
         for target, name in ((self._read_trace, "witness-trace"), (self._read_fanotify, "witness-files"),
@@ -213,6 +229,23 @@ class Witness:
             thread.start()
             self._threads.append(thread)
         return self
+
+    def _check_pids(self) -> None:
+        """tracefs names tasks by their pids in the first pid namespace: in another (a
+        release's root, scripts/in-release.sh) /proc names others, and nothing could be
+        attributed."""
+        probe = f"leftover-soak-witness-{self.harness_pid}"
+        self._write("trace_marker", probe)
+        for line in (self.instance / "trace").read_text(errors="replace").splitlines():
+            if probe in line:
+                found = LINE.match(line)
+                if found and int(found.group(2)) != threading.get_native_id():
+                    self.close()
+                    raise WitnessUnavailable("the soak runs in a pid namespace of its own: tracefs names the "
+                                             "host's pids")
+                return
+        self.close()
+        raise WitnessUnavailable("tracefs did not record the witness's own marker")
 
     def _write(self, name: str, text: str) -> None:
         (self.instance / name).write_text(text + "\n")
