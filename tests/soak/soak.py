@@ -293,6 +293,9 @@ def main(argv) -> int:
             print(f"   ended unexpectedly: {text}")
         for text in workload.harness_errors[:10]:
             print(f"   harness error: {text}")
+        if args.keep and (args.control or not total):
+            name = config.name + (f"-{args.control}" if args.control else "")
+            print(f"soak: logs, the timeline and judge.json: {keep_evidence(soak, timeline, verdict, args, name, facts)}")
         if args.control:
             expected = CONTROLS[args.control]
             caught = violations[expected] > 0
@@ -301,8 +304,6 @@ def main(argv) -> int:
             if args.verbose:
                 print_context(verdict, timeline, 1)
             return 0 if caught else 1
-        if args.keep and not total:
-            print(f"soak: logs, the timeline and judge.json: {keep_evidence(soak, timeline, verdict, args, config.name, facts)}")
         if total:
             kept = keep_evidence(soak, timeline, verdict, args, config.name, facts)
             print(f"\nsoak FAILED: seed {args.seed}, config {config.name} (logs and the whole timeline: {kept})")
