@@ -481,7 +481,7 @@ class Oracle:
         stats = self.witness["stats"]
         return (f"events {stats.get('events', 0)}, lost {stats.get('lost', 0)}; signals to soak users by sender: "
                 f"{by_sender(self.witness['signals'], 'signal')}; removals by sender: "
-                f"{by_sender(self.witness['removals'], 'kind')}; unresolved targets "
+                f"{by_sender(self.witness['removals'], 'kind')}; targets named by nobody (any sender's) "
                 f"{stats.get('unresolved targets', 0)}" + text)
 
     def judge(self, run_end: float) -> Verdict:
@@ -514,6 +514,9 @@ class Oracle:
                                                default=0)),
             "races seen": sum(1 for f in self.findings if f.invariant == 0 and f.excuse == "race"),
             "strays excused (lookup errors, jobs starting)": sum(1 for f in self.findings if f.invariant == -1),
+            # interleaved mid-line with another slurmstepd's: lost to the log's reader
+            "garbled leftover log lines": sum(1 for log in self.logs.values() for line in log.garbled
+                                              if "leftover" in line),
         }
         excuses = self.check_excuses(job_ends)
         return Verdict(sorted(self.findings, key=lambda f: f.when), counts, self.witness_line(excuses))
