@@ -4,7 +4,8 @@
 #   scripts/soak.sh [--minutes M] [--seed N] [--configs "linuxproc cgroup-contain ..."] [--controls] [--load K]
 #                   [--uid-base B]
 # M defaults to 1 per configuration, N to a new random seed (printed, the same for every
-# configuration); --controls first runs the positive controls, which must report violations;
+# configuration); --controls first runs the positive controls, which must report violations
+# (wrong-kill, stray-left, and lie: a fake leftover that logs nothing);
 # --load K runs K busy loops beside each cluster.
 # LEFTOVER_PLUGIN names the plugin (default build/release/spank/leftover.so).
 # LEFTOVER_SOAK_OUT: where the logs and a failed run's evidence go (default /tmp; a run in a
@@ -89,7 +90,7 @@ add_counts() {
   done
 }
 if [ "$controls" = 1 ]; then
-  for control in wrong-kill stray-left; do
+  for control in wrong-kill stray-left lie; do
     rc=0
     locked /usr/bin/python3 -m soak.soak --seed "$seed" --minutes 0.5 --no-faults \
       --config linuxproc-contain --control "$control" || rc=$?
@@ -105,11 +106,12 @@ for config in "${config_list[@]}"; do
     2>&1 | tee "$log" || rc=$?
   [ "$rc" -eq 0 ] || failed=1
   add_counts "$log"
+  results+=("$(grep -m1 '^soak witness' "$log" | sed "s/^soak/soak $config/" || true)")
   results+=("$(grep -m1 '^soak violations' "$log" | sed "s/^soak/soak $config/" || echo "soak $config: no summary (exit $rc)")")
 done
 printf '%s\n' "${results[@]}"
 counts=""
 for key in "${keys[@]}"; do counts+=", $key ${total[$key]}"; done
-[ "$controls" = 0 ] || counts+=", controls caught $caught of 2"
+[ "$controls" = 0 ] || counts+=", controls caught $caught of 3"
 [ "$failed" -eq 0 ] || { echo "soak: FAILED (seed $seed, $minutes min x ${#config_list[@]} configurations$counts)"; exit 1; }
 echo "soak: passed (seed $seed, $minutes min x ${#config_list[@]} configurations$counts)"

@@ -151,10 +151,15 @@ class NodeLog:
     # deadline for a job being set up, and signalled nothing
     job_starting: list[tuple[float, str]] = dataclasses.field(default_factory=list)
     knows_job: dict[int, float] = dataclasses.field(default_factory=dict)
+    # lines two writers interleaved mid-line (concurrent slurmstepds appending to one
+    # slurmd log): no stamp at their start, or a second one inside
+    garbled: list[str] = dataclasses.field(default_factory=list)
 
 
 def node_log(node: str, text: str) -> NodeLog:
     out = NodeLog()
+    out.garbled = [line for line in text.splitlines()
+                   if line.strip() and (not STAMP.match(line) or len(re.findall(r"\[\d{4}-\d\d-\d\dT", line)) > 1)]
     for when, line in stamped(text):
         knows = KNOWS.search(line)
         if knows:

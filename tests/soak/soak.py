@@ -24,6 +24,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -35,6 +36,7 @@ from .oracle import INVARIANTS, Oracle, Verdict, stamp
 from .records import allocations, ended_jobs, node_log, stamped
 from .sampler import ProcRecord, Sampler
 from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users
+from .witness import Witness, WitnessUnavailable
 from .workload import Action, EventLog, JobWatcher, Workload, make_schedule
 
 
@@ -136,7 +138,7 @@ def judge_logs(ctld_text: str, node_texts: dict[str, str], facts: dict) -> tuple
                       if any(j in log.knows_job for log in logs.values()))
     procs = [ProcRecord(**p) for p in facts["procs"]]
     oracle = Oracle(allocs, logs, procs, facts["protected"], tuple(facts["uid_range"]),
-                    [tuple(w) for w in facts["faults"]], facts["slack"])
+                    [tuple(w) for w in facts["faults"]], facts["slack"], witness=facts.get("witness"))
     return oracle.judge(facts["run_end"]), unplaced
 
 
@@ -145,6 +147,7 @@ def print_verdict(verdict: Verdict, unplaced: list[int], head: str, tail: str = 
     violations = {i: len(verdict.violations(i)) for i in INVARIANTS}
     total = sum(violations.values())
     print(f"soak summary: {head}: " + ", ".join(f"{k} {v}" for k, v in verdict.counts.items()) + tail)
+    print(f"soak witness: {verdict.witness}")
     print("soak violations: " + ", ".join(f"({i}) {INVARIANTS[i]} {n}" for i, n in violations.items())
           + f"; total {total}")
     if unplaced:
@@ -170,7 +173,11 @@ def judge_kept(directory: Path, verbose: bool) -> int:
     total = print_verdict(verdict, unplaced, f"re-judged {directory}")
     for finding in verdict.findings if verbose else ():
         print(f"({finding.invariant}) {stamp(finding.when)} {finding.node} {finding.text}")
-    return 2 if unplaced else 1 if total else 0
+    lost = (facts.get("witness") or {}).get("stats", {})
+    lost = lost.get("lost", 0) + lost.get("fanotify overflows", 0)
+    if lost:
+        print(f"soak: the witness lost {lost} events: the run cannot be judged")
+    return 2 if unplaced or lost else 1 if total else 0
 
 
 def keep_evidence(soak: SoakCluster, timeline, verdict: Verdict, args, name: str, facts: dict) -> Path:
@@ -201,6 +208,10 @@ def main(argv) -> int:
         # Sure targets: the users protected by name only, logged in on every node.
         schedule[:0] = [Action(1000 + i, 0.1, "login", user, 1, (node,), 0, ())
                         for i, (user, node) in enumerate((u, n) for u in (users.listed, users.alias_of) for n in NODES)]
+    if args.control == "lie":
+        schedule += [Action(2000, 0.3 * args.minutes * 60, "harness_kill", "root", 0, (), 0, ()),
+                     Action(2001, 0.6 * args.minutes * 60, "fake_kill", "root", 0, (), 0, ())]
+        schedule.sort(key=lambda a: a.at)
     control = f" --control {args.control}" if args.control else ""
     load = f" --load {args.load}" if args.load else ""
     load += f" --uid-base {args.uid_base}" if args.uid_base is not None else ""
@@ -209,6 +220,11 @@ def main(argv) -> int:
           flush=True)
     soak = SoakCluster(config, users, args.control)
     atexit.register(soak.cluster.stop)
+    # A signal ends the run through the finally clauses below (and atexit): the cluster
+    # stops, the witness's tracing instance goes.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda signum, frame: sys.exit(128 + signum))
+    witness = None
     try:
         soak.start()
         if soak.setuid_skipped:
@@ -216,6 +232,12 @@ def main(argv) -> int:
         events = EventLog()
         uids = {users.uid_of(user) for user in users.everyone}
         sampler = Sampler(node_namespaces(soak), uids)
+        watch = [(source, node, str(target)) for node in NODES
+                 for source, target in soak.cluster.node_private_binds(node)]
+        try:
+            witness = Witness(node_namespaces(soak), watch, uids).start()
+        except WitnessUnavailable as why:
+            print(f"soak: NO WITNESS ({why}): leftover's actions are taken from its own log")
         watcher = JobWatcher(soak)
         workload = Workload(soak, events, watcher)
         # Marked as the cluster's: stopping the cluster ends them too.
@@ -230,6 +252,9 @@ def main(argv) -> int:
             hog.wait()
         drain(soak, watcher, events)
         run_end = time.time()
+        left = witness.left() if witness else None
+        if witness:
+            witness.stop()
         sampler.stop()
         watcher.stop()
         watcher.refresh()
@@ -240,7 +265,8 @@ def main(argv) -> int:
                     for job, fields in watcher.jobs.items() if "(" in fields.get("UserId", "")}
         facts = {"run_end": run_end, "slack": args.slack, "protected": users.protected_uids(),
                  "uid_range": [users.uid_min, users.uid_max], "faults": workload.fault_windows,
-                 "job_uids": job_uids, "procs": [dataclasses.asdict(p) for p in sampler.snapshot()]}
+                 "job_uids": job_uids, "procs": [dataclasses.asdict(p) for p in sampler.snapshot()],
+                 "witness": witness.records(sampler.snapshot(), left) if witness else None}
         verdict, unplaced = judge_logs(ctld_text, node_texts, facts)
         timeline = make_timeline(events, ctld_text, node_texts, start)
 
@@ -250,19 +276,26 @@ def main(argv) -> int:
             f"; harness errors {len(workload.harness_errors)}; sampler scans {sampler.scans}"
             f" (longest gap {sampler.longest_gap:.2f}s)")
         violations = {i: len(verdict.violations(i)) for i in INVARIANTS}
-        if unplaced:
+        stats = facts["witness"]["stats"] if witness else {}
+        lost = stats.get("lost", 0) + stats.get("fanotify overflows", 0)
+        if unplaced or lost:
+            if lost:
+                print(f"soak: the witness lost {lost} events: the run cannot be judged")
             kept = keep_evidence(soak, timeline, verdict, args, config.name, facts)
             print(f"soak: logs and the whole timeline: {kept}")
             return 2
         if args.verbose:
             for finding in verdict.findings:
                 if finding.invariant <= 0:
-                    print(f"   {'race' if finding.invariant == 0 else 'excused'}: {stamp(finding.when)} "
+                    print(f"   {finding.excuse or ('race' if finding.invariant == 0 else 'excused')}: {stamp(finding.when)} "
                           f"{finding.node} {finding.text}")
         for text in workload.unexpected_ends[:10]:
             print(f"   ended unexpectedly: {text}")
         for text in workload.harness_errors[:10]:
             print(f"   harness error: {text}")
+        if args.keep and (args.control or not total):
+            name = config.name + (f"-{args.control}" if args.control else "")
+            print(f"soak: logs, the timeline and judge.json: {keep_evidence(soak, timeline, verdict, args, name, facts)}")
         if args.control:
             expected = CONTROLS[args.control]
             caught = violations[expected] > 0
@@ -281,6 +314,8 @@ def main(argv) -> int:
             return 2
         return 0
     finally:
+        if witness is not None:
+            witness.close()
         soak.stop(keep_files=args.keep)
         if args.keep:
             print(f"soak: kept {soak.cluster.dir}")

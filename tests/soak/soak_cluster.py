@@ -171,6 +171,9 @@ BODY_COMMS = frozenset({"soak-body", "soak-job", "slurm_script"})
 CONTROLS = {
     "wrong-kill": 1,   # protected_users left out: the listed and the aliased user's strays get killed
     "stray-left": 2,   # dry_run: nothing is killed
+    # the harness kills a job's process (no violation), then a fake leftover (named
+    # slurmstepd, signalling through a pidfd) another, and logs nothing: the log lies
+    "lie": 6,
 }
 
 

@@ -17,6 +17,8 @@ import os
 import random
 import signal
 import re
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -72,6 +74,12 @@ done
 unset SOAK_STRAY
 exec "$bin/soak-body" "$secs"
 '''
+
+# The control `lie`'s fake leftover: slurmstepd's name, a pidfd's signal, no log line.
+FAKE_LEFTOVER = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None).prctl(15, b'slurmstepd', 0, 0, 0)  # PR_SET_NAME\n"
+    "signal.pidfd_send_signal(os.pidfd_open(int(sys.argv[1])), signal.SIGKILL)\n")
 
 SOAK_HOPPER = r'''#!/bin/sh
 # soak-hopper N: a pid hopper: lives a moment (its child soak-hop), starts its successor
@@ -245,7 +253,9 @@ class JobWatcher:
 class Workload:
     def __init__(self, soak: SoakCluster, events: EventLog, watcher: JobWatcher):
         self.soak, self.cluster, self.events, self.watcher = soak, soak.cluster, events, watcher
-        self.fault_windows: list[tuple[float, float]] = []
+        # (begin, end) for slurmctld's and the config's faults, every node's; (begin, end,
+        # node) for a slurmstepd's, that node's alone.
+        self.fault_windows: list[tuple] = []
         # One config rewrite at a time: a second one would read the first's JSON as the
         # text to restore, and could leave the file in neither form.
         self._conf_fault = threading.Lock()
@@ -486,7 +496,8 @@ class Workload:
             time.sleep(action.secs)
         finally:
             os.kill(pid, signal.SIGCONT)
-            self.fault_windows.append((begin, time.time()))
+            # Node-local: a slurmstepd stopped on one node excuses no other node's errors.
+            self.fault_windows.append((begin, time.time(), node))
             self.events.add(f"fault: SIGCONT slurmstepd host pid {pid} on {node}")
 
     def _do_fault_conf(self, action: Action) -> None:
@@ -506,6 +517,39 @@ class Workload:
         self._srun(action, action.tag, 0.5, action.kinds)
         time.sleep(action.pause / 2)
         self._srun(action, action.tag + "r", 3.0, ("dfork",))
+
+    # ---- the witness's control (--control lie) ---------------------------------------------
+
+    def _a_body(self, action: Action) -> Optional[int]:
+        """The host pid of a running job's soak-body of an ordinary user's, waiting for one."""
+        uids = {self.soak.users.uid_of(user) for user in self.soak.users.ordinary}
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            for pid in sorted(map(int, filter(str.isdigit, os.listdir("/proc")))):
+                try:
+                    if os.stat(f"/proc/{pid}").st_uid in uids and \
+                            Path(f"/proc/{pid}/comm").read_text().strip() == "soak-body":
+                        return pid
+                except OSError:
+                    continue
+            time.sleep(0.5)
+        self.events.add(f"{action.tag}: no soak-body to kill")
+        return None
+
+    def _do_harness_kill(self, action: Action) -> None:
+        """The harness kills a job's process with kill(): the witness must name the harness,
+        and the oracle take it for no violation."""
+        if (pid := self._a_body(action)) is not None:
+            self.events.add(f"{action.tag}: the harness kills soak-body host pid {pid} (SIGKILL, kill())")
+            os.kill(pid, signal.SIGKILL)
+
+    def _do_fake_kill(self, action: Action) -> None:
+        """A process made to look like leftover (named slurmstepd, signalling through a
+        pidfd) kills a job's process and logs nothing: the oracle must report that the log
+        does not tell the truth (6) (and the wrong kill (1))."""
+        if (pid := self._a_body(action)) is not None:
+            self.events.add(f"{action.tag}: a fake leftover kills soak-body host pid {pid} (SIGKILL, pidfd)")
+            subprocess.run([sys.executable, "-c", FAKE_LEFTOVER, str(pid)], check=True, timeout=30)
 
     def _do_fault_ctld(self, action: Action) -> None:
         begin = time.time()
