@@ -232,7 +232,9 @@ class Oracle:
         return merged
 
     def check_strays(self, run_end: float) -> None:
-        planted = [p for p in self.procs if p.stray and p.comm.startswith(("soak-stray", "soak-login"))]
+        planted = [p for p in self.procs if p.stray and (p.comm.startswith(("soak-stray", "soak-login"))
+                                                         or p.stray.split("/")[0] in PROCESS_SHAPES)
+                   and p.comm not in ("soak-hop", "soak-job")]
         for proc in planted + self.hopper_families():
             if proc.uid in self.protected:
                 continue
@@ -282,6 +284,9 @@ class Oracle:
 
     def check_stopped(self) -> None:
         for proc in self.procs:
+            # A process its user stopped (Ctrl-Z) may sit stopped: (2) judges it as a stray.
+            if proc.stray and proc.stray.startswith("ustop/") and proc.comm == "soak-stray":
+                continue
             if proc.longest_stop > self.window or proc.stopped_at_end:
                 self._find(3, proc.last_seen, proc.node, proc.uid,
                            f"pid={proc.ns_pid} (host {proc.host_pid}) comm={proc.comm} uid={proc.uid} stopped "
@@ -520,6 +525,11 @@ class Oracle:
         }
         excuses = self.check_excuses(job_ends)
         return Verdict(sorted(self.findings, key=lambda f: f.when), counts, self.witness_line(excuses))
+
+# The workload's hostile strays judged by (2) whatever their comm (a tracer, a stray named
+# slurmstepd or sshd, a fast forker, a process attached to a SysV segment).
+PROCESS_SHAPES = frozenset({"ustop", "traced", "asstepd", "assshd", "forker", "shmat"})
+
 
 def stamp(when: Optional[float]) -> str:
     if when is None:

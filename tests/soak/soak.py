@@ -99,6 +99,39 @@ def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
     time.sleep(DEADLINE + 2)
 
 
+def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ctld_text: str,
+                job_uids: dict[int, int]) -> tuple[str, list[str]]:
+    """Whether each hostile shape the schedule meant to run ran: a line for the summary and
+    the shapes that did not."""
+    planned: dict[str, int] = {}
+    for action in schedule:
+        for kind in action.kinds:
+            planned[kind] = planned.get(kind, 0) + 1
+        planned[action.kind] = planned.get(action.kind, 0) + 1
+    seen: dict[str, int] = {}
+    for proc in sampler.snapshot():
+        if proc.stray:
+            kind = proc.stray.split("/")[0]
+            seen[kind] = seen.get(kind, 0) + 1
+    allocs = allocations(ctld_text)
+    runs = workload.prolog_runs()
+    slow = [r for r in runs if r[5]]
+    # A slow Prolog with an end of another job of its user's on its node inside it.
+    overlapped = sum(1 for job, user, node, begin, end, _ in slow
+                     if any(a.job != job and node in a.nodes and a.end is not None and begin <= a.end <= end
+                            and a.uid == job_uids.get(job) for a in allocs.values()))
+    parts, missing = [f"prologs {len(runs)} (slow {len(slow)}, with an end of the user's other job inside "
+                      f"{overlapped})"], []
+    if planned.get("prolog") and not overlapped:
+        missing.append("prolog (no epilog of the user's inside a slow Prolog)")
+    for kind in ("ustop", "traced", "asstepd", "assshd", "forker", "shmat"):
+        if planned.get(kind):
+            parts.append(f"{kind} {seen.get(kind, 0)}/{planned[kind]}")
+            if not seen.get(kind):
+                missing.append(kind)
+    return "soak shapes: " + ", ".join(parts), missing
+
+
 def print_context(verdict: Verdict, timeline: list[tuple[float, str, str]], per_invariant: int = 3) -> None:
     for invariant, title in INVARIANTS.items():
         for finding in verdict.violations(invariant)[:per_invariant]:
@@ -275,6 +308,10 @@ def main(argv) -> int:
             f"; faults {len(workload.fault_windows)}; jobs that ended unexpectedly {len(workload.unexpected_ends)}"
             f"; harness errors {len(workload.harness_errors)}; sampler scans {sampler.scans}"
             f" (longest gap {sampler.longest_gap:.2f}s)")
+        shapes, missing = shapes_line(schedule, workload, sampler, ctld_text, job_uids)
+        print(shapes)
+        for what in missing:
+            print(f"soak: an intended shape did not run: {what}")
         violations = {i: len(verdict.violations(i)) for i in INVARIANTS}
         stats = facts["witness"]["stats"] if witness else {}
         lost = stats.get("lost", 0) + stats.get("fanotify overflows", 0)
@@ -308,6 +345,9 @@ def main(argv) -> int:
             kept = keep_evidence(soak, timeline, verdict, args, config.name, facts)
             print(f"\nsoak FAILED: seed {args.seed}, config {config.name} (logs and the whole timeline: {kept})")
             print_context(verdict, timeline)
+            return 1
+        if missing and not args.control:
+            print("soak: FAILED: the workload did not run every shape it meant to")
             return 1
         if len(workload.harness_errors) > max(3, len(schedule) // 10):
             print("soak: too many harness errors to trust the run")

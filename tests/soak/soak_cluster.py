@@ -164,6 +164,30 @@ SETUID_PROGRAM = "soak-setuid"
 # what is left of them when it stops (the nodes share the host's IPC namespace).
 SYSV_BYTES = 4099
 BODY_COMMS = frozenset({"soak-body", "soak-job", "slurm_script"})
+# Links to /bin/sleep under daemons' names (soakbin/fake/): strays that look like Slurm's
+# or sshd's processes by their comm.
+FAKE_NAMES = ("slurmstepd", "sshd")
+
+# The cluster's Prolog (soak_cluster.py): makes a scratch directory and a /dev/shm file for
+# its job, as the job's user, and takes PROLOG_SLOW seconds when a marker of the user's (<uid>.<tag>) is
+# in prolog-slow/ (the prolog action); every run is a line of prolog.log.
+PROLOG_SLOW = 5.0
+SOAK_PROLOG = r'''#!/bin/sh
+bin=$(dirname "$0")
+start=$(date +%s.%N)
+gid=$(id -g "$SLURM_JOB_USER")
+as_user() { /usr/bin/setpriv --reuid="$SLURM_JOB_UID" --regid="$gid" --clear-groups "$@"; }
+as_user mkdir -p "SCRATCH/job-$SLURM_JOB_ID"
+as_user sh -c "echo $SLURM_JOB_ID > SCRATCH/job-$SLURM_JOB_ID/prolog"
+as_user sh -c "echo $SLURM_JOB_ID > /dev/shm/soak-prolog-$SLURM_JOB_ID"
+slow=0
+if ls "$bin/prolog-slow/" 2>/dev/null | grep -q "^$SLURM_JOB_USER\."; then slow=1; sleep SLOW; fi
+echo "$SLURM_JOB_ID $SLURM_JOB_USER ${SLURMD_NODENAME:-?} $start $(date +%s.%N) $slow" >> "$bin/prolog.log"
+exit 0
+'''
+
+
+
 
 
 # Positive controls: leftover configured against what the oracle believes, so that the
@@ -215,6 +239,8 @@ class SoakCluster:
         self.cluster = SlurmCluster(cluster_config)
         self.scratch = self.cluster.dir / "scratch"
         self.bin = self.cluster.dir / "soakbin"
+        # The Prolog (SOAK_PROLOG), in the cluster's directory: slurm.conf is written at its start.
+        self.cluster.config.extra_conf += (f"Prolog={self.bin / 'soak-prolog'}",)
         self.reg = self.cluster.work_dir
 
     def start(self) -> "SoakCluster":
@@ -224,6 +250,16 @@ class SoakCluster:
         self.bin.mkdir()
         for name in PROGRAMS:
             (self.bin / name).symlink_to("/bin/sleep")
+        (self.bin / "fake").mkdir()
+        for name in FAKE_NAMES:
+            (self.bin / "fake" / name).symlink_to("/bin/sleep")
+        (self.bin / "fake").chmod(0o755)
+        (self.bin / "prolog-slow").mkdir()
+        (self.bin / "prolog-slow").chmod(0o755)
+        (self.bin / "prolog.log").touch()
+        (self.bin / "soak-prolog").write_text(SOAK_PROLOG.replace("SCRATCH", str(self.scratch))
+                                              .replace("SLOW", f"{PROLOG_SLOW:g}"))
+        (self.bin / "soak-prolog").chmod(0o755)
         self.bin.chmod(0o755)
         self.setuid_skipped = self._make_setuid_program()
         self.cluster.start()
@@ -249,16 +285,21 @@ class SoakCluster:
                 f"expected {owner.pw_uid})")
 
     def remove_sysv_segments(self) -> int:
-        """Removes the segments the workload made that are left (protected users' ones,
-        those nobody swept): by their creator's uid and their size."""
+        """Removes the SysV objects the workload made that are left (protected users' ones,
+        those nobody swept): segments by their creator's uid and their size, semaphore sets
+        and message queues by their creator's uid."""
         uids = {self.users.uid_of(user) for user in self.users.everyone}
-        lines = Path("/proc/sysvipc/shm").read_text().splitlines()
-        header = lines[0].split()
         removed = 0
-        for line in lines[1:]:
-            row = dict(zip(header, line.split()))
-            if int(row["cuid"]) in uids and int(row["size"]) == SYSV_BYTES and row["nattch"] == "0":
-                if subprocess.run(["ipcrm", "-m", row["shmid"]], capture_output=True).returncode == 0:
+        for kind, flag, key in (("shm", "-m", "shmid"), ("sem", "-s", "semid"), ("msg", "-q", "msqid")):
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+            header = lines[0].split()
+            for line in lines[1:]:
+                row = dict(zip(header, line.split()))
+                if int(row["cuid"]) not in uids:
+                    continue
+                if kind == "shm" and (int(row["size"]) != SYSV_BYTES or row["nattch"] != "0"):
+                    continue
+                if subprocess.run(["ipcrm", flag, row[key]], capture_output=True).returncode == 0:
                     removed += 1
         return removed
 

@@ -27,7 +27,7 @@ from typing import Callable, Optional
 
 from harness.slurm_jobs import FINAL_STATES, parse_fields
 
-from .soak_cluster import NODES, SoakCluster, SoakUsers, write_root_file
+from .soak_cluster import NODES, PROLOG_SLOW, SoakCluster, SoakUsers, write_root_file
 
 # How long a client command may take beyond its job's own time: on 24.11 and 26.05 an
 # srun whose step was being created while slurmctld restarted (fault_ctld) never returns.
@@ -42,9 +42,13 @@ CLIENT_PATIENCE = 45.0
 # only step: nothing ends meanwhile, so the job takes up to 130 s longer.
 STEP_RETRY_WAIT = 120.0 + 10.0
 
-STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "hop", "setuid", "shm", "sysv", "file")
+STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "hop", "setuid", "shm", "sysv", "file",
+               # the hostile ones (issue 32): stopped by its user, traced by a sibling, named like
+               # Slurm's or sshd's daemons, a fast forker, SysV semaphores and queues, an attached
+               # segment
+               "ustop", "traced", "asstepd", "assshd", "forker", "sysvsem", "sysvmsg", "shmat")
 # What leaves no process behind.
-FILE_KINDS = ("shm", "sysv", "file")
+FILE_KINDS = ("shm", "sysv", "file", "sysvsem", "sysvmsg")
 
 SOAK_JOB = r'''#!/bin/sh
 # soak-job TAG SECONDS SCRATCH KIND...: what one task of a soak job does on its node:
@@ -69,6 +73,14 @@ for kind in "$@"; do
     shm) echo "$tag" > "/dev/shm/soak-$tag-$node-$(id -u)" ;;
     sysv) ipcmk -M 4099 >/dev/null ;;  # soak_cluster.SYSV_BYTES
     file) mkdir -p "$scratch/soak-$tag-$node" && echo "$tag" > "$scratch/soak-$tag-$node/f" ;;
+    ustop) setsid "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & kill -STOP $! ;;  # Ctrl-Z style
+    traced) ( setsid "$bin/soak-tracer" "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & ) ;;
+    asstepd) ( setsid "$bin/fake/slurmstepd" 300 </dev/null >/dev/null 2>&1 & ) ;;
+    assshd) ( setsid "$bin/fake/sshd" 300 </dev/null >/dev/null 2>&1 & ) ;;
+    forker) ( setsid "$bin/soak-forker" </dev/null >/dev/null 2>&1 & ) ;;
+    sysvsem) ipcmk -S 3 >/dev/null ;;
+    sysvmsg) ipcmk -Q >/dev/null ;;
+    shmat) ( setsid "$bin/soak-shmat" 300 </dev/null >/dev/null 2>&1 & ) ;;
   esac
 done
 unset SOAK_STRAY
@@ -90,6 +102,44 @@ n=${1:-0}
 exit 0
 '''
 
+
+# soak-tracer PROGRAM ARGS...: a stray that runs PROGRAM as its child and traces it
+# (PTRACE_ATTACH by its parent, as a debugger would), passing on every signal.
+SOAK_TRACER = r'''#!/usr/bin/python3
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p)
+child = os.fork()
+if child == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+libc.ptrace(16, child, None, None)  # PTRACE_ATTACH
+while True:
+    try:
+        _, status = os.waitpid(child, 0)
+    except ChildProcessError:
+        break
+    if not os.WIFSTOPPED(status):
+        break
+    sig = os.WSTOPSIG(status)
+    libc.ptrace(7, child, None, ctypes.c_void_p(sig))  # PTRACE_CONT, the signal passed on
+'''
+
+# soak-forker: forks all the time (about 20 short children a second), never more than two at once.
+SOAK_FORKER = r'''#!/bin/sh
+bin=$(dirname "$0")
+n=0
+while [ $n -lt 3000 ]; do "$bin/soak-hop" 0.1 & "$bin/soak-hop" 0.05; wait; n=$((n + 1)); done
+'''
+
+# soak-shmat SECONDS: a stray attached to a SysV segment of its own (soak_cluster.SYSV_BYTES).
+SOAK_SHMAT = r'''#!/usr/bin/python3
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+shmid = libc.shmget(0, 4099, 0o1600)   # IPC_PRIVATE, IPC_CREAT | 0600
+libc.shmat(shmid, None, 0)
+time.sleep(float(sys.argv[1]))
+'''
 
 @dataclasses.dataclass
 class Action:
@@ -114,7 +164,7 @@ def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers) -> 
     rng = random.Random(seed)
     actions: list[Action] = []
     kinds = (["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
-             + ["array"] * 8 + ["het"] * 6)
+             + ["array"] * 8 + ["het"] * 6 + ["prolog"] * 8)
     t = 0.5
     while t < seconds:
         kind = rng.choice(kinds)
@@ -130,6 +180,9 @@ def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers) -> 
             strays = tuple(rng.sample(FILE_KINDS, rng.choice((1, 2))))  # files, no process
         if kind == "race":
             strays = ("termign", "dfork")
+        if kind == "prolog":
+            nnodes, user = 1, rng.choice(users.ordinary)
+            nodelist = (rng.choice(NODES),)
         actions.append(Action(len(actions), round(t, 2), kind, user, nnodes, nodelist,
                               round(rng.uniform(0.5, 6.0), 1), strays, rng.randint(1, 3),
                               round(rng.uniform(0.0, 2.0), 2), rng.random() < 0.5))
@@ -271,7 +324,8 @@ class Workload:
         # inner jobs pending on Resources). Fewer such holders than a node's CPUs leave each
         # node a CPU whose job ends by itself.
         self._inner_holders = threading.BoundedSemaphore(max(1, self.cluster.config.cpus - 1))
-        for name, text in (("soak-job", SOAK_JOB), ("soak-hopper", SOAK_HOPPER)):
+        for name, text in (("soak-job", SOAK_JOB), ("soak-hopper", SOAK_HOPPER), ("soak-tracer", SOAK_TRACER),
+                           ("soak-forker", SOAK_FORKER), ("soak-shmat", SOAK_SHMAT)):
             (soak.bin / name).write_text(text)
             (soak.bin / name).chmod(0o755)
 
@@ -510,6 +564,45 @@ class Workload:
             time.sleep(action.secs)
             write_root_file(self.soak.conf_path, text)
             self.events.add("config rewritten as YAML again")
+
+    def _do_prolog(self, action: Action) -> None:
+        """Issue 30's first harm: a job of the user's ends on the node while the user's next
+        job there is in its Prolog (slow for it, PROLOG_SLOW s), whose scratch directory and
+        /dev/shm file the Prolog has just made; the next job needs them to its end (it fails
+        if they are gone), and the oracle judges their removal while it runs as (1)."""
+        node = action.nodelist[0]
+        first = self.cluster.sbatch(action.user, "#!/bin/sh\n" + " ".join(
+            self._job_argv(action.tag, 1.5, action.kinds or ("dfork", "shm"))) + "\n",
+            [f"--job-name={action.tag}", f"--nodelist={node}"])
+        self.job_actions[first] = action
+        self.events.add(f"{action.tag}: sbatch as {action.user} job {first} on {node} (ends while the next is in "
+                        "its Prolog)")
+        self.watcher.wait(first, frozenset({"RUNNING"}) | FINAL_STATES, 60)
+        marker = self.soak.bin / "prolog-slow" / f"{self.soak.users.uid_of(action.user)}.{action.tag}"
+        marker.touch()
+        try:
+            check = ('test -e "/dev/shm/soak-prolog-$SLURM_JOB_ID" -a -e "{0}/job-$SLURM_JOB_ID/prolog" || '
+                     '{{ echo "the Prolog\'s files of job $SLURM_JOB_ID are gone"; exit 3; }}').format(self.soak.scratch)
+            second = self.cluster.sbatch(action.user, "#!/bin/sh\n" + check + "\n" + " ".join(
+                self._job_argv(action.tag + "p", 2.0, ())) + "\n" + check + "\n",
+                [f"--job-name={action.tag}p", f"--nodelist={node}"])
+            self.job_actions[second] = action
+            self.events.add(f"{action.tag}: sbatch as {action.user} job {second} on {node} (a slow Prolog)")
+            self.watcher.wait(second, frozenset({"RUNNING"}) | FINAL_STATES, 60)
+            time.sleep(PROLOG_SLOW + 1)
+        finally:
+            marker.unlink()
+        self._expect_done(action, first, 90)
+        self._expect_done(action, second, 90)
+
+    def prolog_runs(self) -> list[tuple[int, str, str, float, float, bool]]:
+        """(job, user, node, start, end, slow) for each run of the Prolog."""
+        out = []
+        for line in (self.soak.bin / "prolog.log").read_text().splitlines():
+            f = line.split()
+            if len(f) == 6:
+                out.append((int(f[0]), f[1], f[2], float(f[3]), float(f[4]), f[5] == "1"))
+        return out
 
     def _do_race(self, action: Action) -> None:
         """A job leaves TERM-ignoring strays; the same user's next job on the node starts
