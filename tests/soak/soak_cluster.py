@@ -181,7 +181,7 @@ as_user mkdir -p "SCRATCH/job-$SLURM_JOB_ID"
 as_user sh -c "echo $SLURM_JOB_ID > SCRATCH/job-$SLURM_JOB_ID/prolog"
 as_user sh -c "echo $SLURM_JOB_ID > /dev/shm/soak-prolog-$SLURM_JOB_ID"
 slow=0
-if ls "$bin/prolog-slow/" 2>/dev/null | grep -q "^$SLURM_JOB_USER\."; then slow=1; sleep SLOW; fi
+if ls "$bin/prolog-slow/" 2>/dev/null | grep -q "^$SLURM_JOB_UID\."; then slow=1; sleep SLOW; fi
 echo "$SLURM_JOB_ID $SLURM_JOB_USER ${SLURMD_NODENAME:-?} $start $(date +%s.%N) $slow" >> "$bin/prolog.log"
 exit 0
 '''
