@@ -73,7 +73,10 @@ for kind in "$@"; do
     shm) echo "$tag" > "/dev/shm/soak-$tag-$node-$(id -u)" ;;
     sysv) ipcmk -M 4099 >/dev/null ;;  # soak_cluster.SYSV_BYTES
     file) mkdir -p "$scratch/soak-$tag-$node" && echo "$tag" > "$scratch/soak-$tag-$node/f" ;;
-    ustop) setsid "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & kill -STOP $! ;;  # Ctrl-Z style
+    # Ctrl-Z style, by the stray's own user, once it runs in its own session (stopping $! at
+    # once may stop the forked shell before setsid, in the job's process group, which the
+    # kernel then SIGHUPs, the job's own processes with it, when the group is orphaned).
+    ustop) ( setsid "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & p=$!; sleep 0.2; kill -STOP $p ) ;;
     traced) ( setsid "$bin/soak-tracer" "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & ) ;;
     asstepd) ( setsid "$bin/fake/slurmstepd" 300 </dev/null >/dev/null 2>&1 & ) ;;
     assshd) ( setsid "$bin/fake/sshd" 300 </dev/null >/dev/null 2>&1 & ) ;;
