@@ -119,7 +119,7 @@ def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ct
     # A slow Prolog with an end of another job of its user's on its node inside it.
     overlapped = sum(1 for job, user, node, begin, end, _ in slow
                      if any(a.job != job and node in a.nodes and a.end is not None and begin <= a.end <= end
-                            and a.uid == job_uids.get(job) for a in allocs.values()))
+                            and job_uids.get(a.job) == job_uids.get(job) for a in allocs.values()))
     parts, missing = [f"prologs {len(runs)} (slow {len(slow)}, with an end of the user's other job inside "
                       f"{overlapped})"], []
     if planned.get("prolog") and not overlapped:
