@@ -17,9 +17,11 @@
 
 namespace leftover::drain {
 
-// The report's survivors that got a SIGKILL and are still there now: the same process
-// (start time) in `proc_root`, not a zombie, with the state it shows.
-std::vector<Survivor> survivors_after_sigkill(const KillReport& report, const std::string& proc_root);
+// The report's survivors that got a SIGKILL and are still there now, read again as the
+// scan reads a process (procfs/): the same process (start time) in `proc_root`, not a
+// zombie by the scan's rule (a leader with live threads is alive), with the state it
+// shows. A process that cannot be read is a lookup error: no answer, no drain.
+Result<std::vector<Survivor>> survivors_after_sigkill(const KillReport& report, const std::string& proc_root);
 
 // What a drain request came to: drained (with the reason), kept (the node's own state and
 // reason), failed (why; the node stays as it is). `what` says who asks, e.g. "job 12 epilog".
@@ -34,8 +36,8 @@ struct DrainContext {
 };
 
 // Drains when the config asks for it and the sweep ended, without an error and not dry,
-// with processes that outlived SIGKILL; returns the report when a drain was asked for.
-std::optional<DrainReport> drain_on_survivors(const Config& config, const DrainContext& context,
-                                              const KillReport& report, controller::Controller* controller);
+// with processes that outlived SIGKILL. Survivors it cannot tell are a note, never a drain.
+DrainOutcome drain_on_survivors(const Config& config, const DrainContext& context, const KillReport& report,
+                                controller::Controller* controller);
 
 }  // namespace leftover::drain

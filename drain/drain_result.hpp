@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// What a drain request for this node came to, and the line that says so: the drain's
-// result type, which the metrics count (leftover_node_drains_total) and the front ends log.
+// What a drain request for this node came to, and the lines that say so: the drain's
+// result type, which the metrics count (leftover_node_drains_total), and what the drain
+// after a sweep returns for the front ends to log.
 #pragma once
 
+#include "config/config.hpp"
+
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace leftover::drain {
 
@@ -20,6 +26,12 @@ enum class DrainResult {
 struct DrainReport {
     DrainResult result = DrainResult::failed;
     std::string text;
+};
+
+// What the drain after a sweep has to say: its lines, and the request when it made one.
+struct DrainOutcome {
+    std::vector<std::pair<LogLevel, std::string>> notes;  // logged first, e.g. why no drain was asked for
+    std::optional<DrainReport> request;                   // when slurmctld was asked to drain the node
 };
 
 }  // namespace leftover::drain

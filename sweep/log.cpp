@@ -42,6 +42,17 @@ void log_drain(Logger& log, const drain::DrainReport& report) {
     }
 }
 
+void log_drain(Logger& log, const drain::DrainOutcome& outcome) {
+    for (const auto& [level, text] : outcome.notes) switch (level) {
+            case LogLevel::debug: log.debug(text); break;
+            case LogLevel::info: log.info(text); break;
+            case LogLevel::warn: log.warn(text); break;
+            case LogLevel::err:
+            case LogLevel::critical: log.error(text); break;
+        }
+    if (outcome.request) log_drain(log, *outcome.request);
+}
+
 void send_to_syslog(LogLevel level, const std::string& text) {
     const UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd.valid()) return;

@@ -160,11 +160,11 @@ private:
         log_outcome(config, evaluation, options.stop_rounds);
         const drain::DrainContext drain_context{request_.trigger.label, request_.node.node_name,
                                                 request_.trigger.ending_step.has_value(), request_.proc_root};
-        const auto drain = drain::drain_on_survivors(config, drain_context, report_, controller_);
-        if (drain) log_drain(log_, *drain);
+        const drain::DrainOutcome drain = drain::drain_on_survivors(config, drain_context, report_, controller_);
+        log_drain(log_, drain);
         const auto cleanup = clean_up(config, exemptions, evaluation, deadline);
         log_summary(&evaluation, deadline, cleanup);
-        count_in_metrics(config.dry_run, deadline, drain ? std::optional(drain->result) : std::nullopt);
+        count_in_metrics(config.dry_run, deadline, drain.request ? std::optional(drain.request->result) : std::nullopt);
         return report_;
     }
 

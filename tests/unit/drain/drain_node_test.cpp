@@ -43,7 +43,7 @@ struct Survived {
     }
     DrainContext context(bool step_end = false) const { return {"job 12 epilog", "n1", step_end, proc.root()}; }
     std::optional<DrainReport> report_of_drain(bool step_end = false) {
-        return drain_on_survivors(config, context(step_end), report, &controller);
+        return drain_on_survivors(config, context(step_end), report, &controller).request;
     }
     std::optional<DrainResult> drain(bool step_end = false) {
         const auto drained = report_of_drain(step_end);
@@ -115,6 +115,17 @@ TEST_CASE("drain on survivors: only processes that got SIGKILL and are still the
     s.proc.add_process({.pid = 501, .uids = {kBob, kBob, kBob, kBob}, .state = 'D', .start_time = 7501});
     CHECK(s.drain() == DrainResult::drained);
     CHECK(s.controller.drain_reasons.back() == "leftover: 1 process of bob survived SIGKILL (D)");
+}
+
+// The scanner's rule (procfs/process.hpp, Process::zombie): a leader whose own thread
+// exited shows Z while its other threads live; such a process has not died of SIGKILL.
+TEST_CASE("fault catalogue: a zombie leader whose threads outlive SIGKILL is a survivor, one without them is gone") {
+    Survived s;
+    s.proc.add_process({.pid = 501, .uids = {kBob, kBob, kBob, kBob}, .state = 'Z', .start_time = 7501, .threads = 3});
+    s.proc.add_process({.pid = 502, .uids = {kBob, kBob, kBob, kBob}, .state = 'Z', .start_time = 7502, .threads = 1});
+    CHECK(s.drain() == DrainResult::drained);
+    REQUIRE(s.controller.drain_reasons.size() == 1);
+    CHECK(s.controller.drain_reasons[0] == "leftover: 1 process of bob survived SIGKILL (Z)");
 }
 
 TEST_CASE("drain on survivors: slurmctld down is logged as a failed request, and nothing else happens") {
