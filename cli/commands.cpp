@@ -7,7 +7,7 @@
 #include "sweep/run_sweep.hpp"
 #include "cli/slew.hpp"
 #include "cli/stream_log.hpp"
-#include "sweep/drain_node.hpp"
+#include "drain/drain_node.hpp"
 #include "cli/health.hpp"
 #include "sweep/record_metrics.hpp"
 
@@ -68,9 +68,10 @@ int report_health(const HealthContext& h) {
             std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout));
         std::string reason = verdict.line;
         if (!reason.empty() && reason.back() == '\n') reason.pop_back();
-        const DrainResult drained = sweep::request_drain(
-            h.controller, h.node->node_name, controller::bounded_reason(reason), deadline, "health check", log);
-        sweep::record_drain(h.loaded->metrics, drained, log);
+        const drain::DrainReport drained = drain::request_drain(
+            h.controller, h.node->node_name, drain::bounded_reason(reason), deadline, "health check");
+        sweep::log_drain(log, drained);
+        sweep::record_drain(h.loaded->metrics, drained.result, log);
     }
     return check_exit_status(h.result);
 }

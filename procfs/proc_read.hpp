@@ -88,6 +88,13 @@ struct Probe {
 };
 int probe_process(int root, pid_t pid, Probe& out, std::string& buf);
 
+// Reads the stat and status (and with `cgroup` the cgroup) of p.pid into p, through `dir`,
+// the process's open directory, as the scan reads every process it details: if the pid is
+// reused meanwhile, the old fd fails instead of mixing two processes. Returns 0, or the
+// errno of the read that failed with `file` naming it (vanished(): the process is gone;
+// EBADMSG: contents that do not parse). Sets neither owner nor detailed.
+int read_detail(int dir, Process& p, bool cgroup, const char*& file, std::string& buf);
+
 // The value of the "Key:" line of a status file (without leading blanks), if present.
 std::optional<std::string_view> status_value(std::string_view text, std::string_view key);
 // "Uid:" values: real, effective, saved, filesystem.

@@ -52,6 +52,11 @@ struct Identity {
 };
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
 
+// One process read again after the scan, as the scan reads a process it details (owner,
+// stat, status; no cgroup, no ancestry), so the same rules judge it (Process::zombie).
+// nullopt when it is gone; a lookup error naming the file when it cannot be read.
+Result<std::optional<Process>> read_process(const std::string& proc_root, pid_t pid);
+
 // The parent chain of `pid` (nearest first, ending at pid 1), read from stat files.
 // Empty when it cannot be read.
 std::vector<pid_t> read_ancestry(const std::string& proc_root, pid_t pid);

@@ -34,6 +34,25 @@ void Logger::emit(LogLevel level, const std::string& text, bool to_syslog) {
     if (to_syslog) send_to_syslog(level, text);
 }
 
+void log_drain(Logger& log, const drain::DrainReport& report) {
+    switch (report.result) {
+        case drain::DrainResult::drained: log.warn(report.text); return;
+        case drain::DrainResult::kept: log.info(report.text); return;
+        case drain::DrainResult::failed: log.error(report.text); return;
+    }
+}
+
+void log_drain(Logger& log, const drain::DrainOutcome& outcome) {
+    for (const auto& [level, text] : outcome.notes) switch (level) {
+            case LogLevel::debug: log.debug(text); break;
+            case LogLevel::info: log.info(text); break;
+            case LogLevel::warn: log.warn(text); break;
+            case LogLevel::err:
+            case LogLevel::critical: log.error(text); break;
+        }
+    if (outcome.request) log_drain(log, *outcome.request);
+}
+
 void send_to_syslog(LogLevel level, const std::string& text) {
     const UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd.valid()) return;

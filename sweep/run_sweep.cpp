@@ -5,7 +5,7 @@
 #include "sweep/record_metrics.hpp"
 #include "sweep/run_cleanup.hpp"
 #include "sweep/report.hpp"
-#include "sweep/drain_node.hpp"
+#include "drain/drain_node.hpp"
 #include "sweep/job_state_source.hpp"
 #include "node/controller_host.hpp"
 #include "steps/starting_work.hpp"
@@ -158,12 +158,13 @@ private:
         const KillOptions options = kill_options(config, deadline, evaluation, job_state);
         report_ = execute_kills([&] { return evaluation(); }, options);
         log_outcome(config, evaluation, options.stop_rounds);
-        const DrainContext drain_context{request_.trigger.label, request_.node.node_name,
-                                         request_.trigger.ending_step.has_value(), request_.proc_root};
-        const auto drain = drain_on_survivors(config, drain_context, report_, controller_, log_);
+        const drain::DrainContext drain_context{request_.trigger.label, request_.node.node_name,
+                                                request_.trigger.ending_step.has_value(), request_.proc_root};
+        const drain::DrainOutcome drain = drain::drain_on_survivors(config, drain_context, report_, controller_);
+        log_drain(log_, drain);
         const auto cleanup = clean_up(config, exemptions, evaluation, deadline);
         log_summary(&evaluation, deadline, cleanup);
-        count_in_metrics(config.dry_run, deadline, drain);
+        count_in_metrics(config.dry_run, deadline, drain.request ? std::optional(drain.request->result) : std::nullopt);
         return report_;
     }
 

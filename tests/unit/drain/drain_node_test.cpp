@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // drain_on_survivors: which sweeps drain the node, with what reason, and what a node
 // already drained or a controller that does not answer come to.
-#include "sweep/drain_node.hpp"
+#include "drain/drain_node.hpp"
 #include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"
-#include "support/recording_sink.hpp"
 
 #include <doctest/doctest.h>
 
 #include <csignal>
 
 using namespace leftover;
-using namespace leftover::sweep;
+using namespace leftover::drain;
 
 namespace {
 
@@ -23,8 +22,6 @@ struct Survived {
     KillReport report;
     Config config;
     test::FakeController controller;
-    test::RecordingSink sink;
-    Logger log{sink};
 
     Survived() {
         config.drain_on_survivors = true;
@@ -45,8 +42,12 @@ struct Survived {
         }
     }
     DrainContext context(bool step_end = false) const { return {"job 12 epilog", "n1", step_end, proc.root()}; }
+    std::optional<DrainReport> report_of_drain(bool step_end = false) {
+        return drain_on_survivors(config, context(step_end), report, &controller).request;
+    }
     std::optional<DrainResult> drain(bool step_end = false) {
-        return drain_on_survivors(config, context(step_end), report, &controller, log);
+        const auto drained = report_of_drain(step_end);
+        return drained ? std::optional(drained->result) : std::nullopt;
     }
 };
 
@@ -54,19 +55,24 @@ struct Survived {
 
 TEST_CASE("drain on survivors: processes that outlived SIGKILL drain the node, the reason names user and count") {
     Survived s;
-    CHECK(s.drain() == DrainResult::drained);
+    const auto drained = s.report_of_drain();
+    REQUIRE(drained);
+    CHECK(drained->result == DrainResult::drained);
     REQUIRE(s.controller.drain_reasons.size() == 1);
     CHECK(s.controller.drain_reasons[0] == "leftover: 2 processes of bob survived SIGKILL (D)");
-    CHECK(s.sink.level_of("node n1 drained: leftover: 2 processes of bob survived SIGKILL (D)") == LogLevel::warn);
+    CHECK(drained->text == "job 12 epilog: node n1 drained: leftover: 2 processes of bob survived SIGKILL (D)");
 }
 
 TEST_CASE("drain on survivors: a node already drained keeps its reason, one drain per state change") {
     Survived s;
     CHECK(s.drain() == DrainResult::drained);
-    CHECK(s.drain() == DrainResult::kept);
+    const auto kept = s.report_of_drain();
+    REQUIRE(kept);
+    CHECK(kept->result == DrainResult::kept);
     CHECK(s.controller.node_reason == "leftover: 2 processes of bob survived SIGKILL (D)");
-    CHECK(s.sink.count("is IDLE+DRAIN already (reason 'leftover: 2 processes of bob survived SIGKILL (D)'): "
-                       "its reason kept, no drain requested") == 1);
+    CHECK(kept->text ==
+          "job 12 epilog: node n1 is IDLE+DRAIN already (reason 'leftover: 2 processes of bob survived SIGKILL (D)'): "
+          "its reason kept, no drain requested");
     // Resumed by an admin: the next job end with survivors drains again.
     s.controller.node_drained = false;
     CHECK(s.drain() == DrainResult::drained);
@@ -111,11 +117,25 @@ TEST_CASE("drain on survivors: only processes that got SIGKILL and are still the
     CHECK(s.controller.drain_reasons.back() == "leftover: 1 process of bob survived SIGKILL (D)");
 }
 
+// The scanner's rule (procfs/process.hpp, Process::zombie): a leader whose own thread
+// exited shows Z while its other threads live; such a process has not died of SIGKILL.
+TEST_CASE("fault catalogue: a zombie leader whose threads outlive SIGKILL is a survivor, one without them is gone") {
+    Survived s;
+    s.proc.add_process({.pid = 501, .uids = {kBob, kBob, kBob, kBob}, .state = 'Z', .start_time = 7501, .threads = 3});
+    s.proc.add_process({.pid = 502, .uids = {kBob, kBob, kBob, kBob}, .state = 'Z', .start_time = 7502, .threads = 1});
+    CHECK(s.drain() == DrainResult::drained);
+    REQUIRE(s.controller.drain_reasons.size() == 1);
+    CHECK(s.controller.drain_reasons[0] == "leftover: 1 process of bob survived SIGKILL (Z)");
+}
+
 TEST_CASE("drain on survivors: slurmctld down is logged as a failed request, and nothing else happens") {
     Survived s;
     s.controller.drain_error = Error::lookup(
         "asking slurmctld: leftover-query did not finish before the deadline; killed", ErrorSource::controller);
-    CHECK(s.drain() == DrainResult::failed);
-    CHECK(s.sink.level_of("job 12 epilog: drain of node n1 failed: asking slurmctld: leftover-query did not finish "
-                          "before the deadline; killed; the node stays as it is") == LogLevel::err);
+    const auto failed = s.report_of_drain();
+    REQUIRE(failed);
+    CHECK(failed->result == DrainResult::failed);
+    CHECK(failed->text ==
+          "job 12 epilog: drain of node n1 failed: asking slurmctld: leftover-query did not finish before the "
+          "deadline; killed; the node stays as it is");
 }
