@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Mutants: wrong behaviour the soak must catch (see tests/README.md, "Mutants").
+#   scripts/soak-mutants.sh [--mutants "a b ..."] [--configs "linuxproc cgroup"] [--minutes M]
+#                           [--tries N] [--seed S] [--uid-base B] [--load K]
+# Each tests/soak/mutants/<name>.patch (its "expect: (N)" line names the invariant whose
+# violation must be reported) is applied to a throwaway copy of this tree (the tracked
+# and untracked files, under build/mutants/, never the tree itself), only the plugin
+# (leftover_spank) is built there (ccache: CCACHE_NOHASHDIR, so the copies share one
+# cache), and the soak runs with it, one configuration a try (cycling through --configs,
+# seed S, S+1, ...), until the oracle reports a violation of the expected invariant or
+# --tries runs are spent. A patch that no longer applies or a build that fails is a
+# miss, never a skip. Prints "mutants: N caught, M missed"; exits 1 on any miss.
+# The soak runs as a block of accounts of its own (default 46500), holding its lock.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+dir="$top/tests/soak/mutants"
+mutants=""
+configs="linuxproc cgroup"
+minutes=1
+tries=4
+seed=$(( (RANDOM << 15 | RANDOM) % 1000000 + 1 ))
+uid_base=46500
+load=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --mutants) mutants=$2; shift 2 ;;
+    --configs) configs=$2; shift 2 ;;
+    --minutes) minutes=$2; shift 2 ;;
+    --tries) tries=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --uid-base) uid_base=$2; shift 2 ;;
+    --load) load=$2; shift 2 ;;
+    *) echo "soak-mutants.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$mutants" ] || mutants=$(cd "$dir" && ls -- *.patch | sed 's/\.patch$//' | tr '\n' ' ')
+read -r -a mutant_list <<<"$mutants"
+read -r -a config_list <<<"$configs"
+export PYTHONPATH="$top/tests${PYTHONPATH:+:$PYTHONPATH}"
+work="$top/build/mutants"
+mkdir -p "$work"
+echo "mutants: seed $seed, configs $configs, $minutes min a try, at most $tries tries each"
+caught=0
+missed=0
+results=()
+for name in "${mutant_list[@]}"; do
+  patch="$dir/$name.patch"
+  expect=$(sed -n 's/^expect: (\([0-9]\)).*/\1/p' "$patch" 2>/dev/null | head -n1)
+  tree="$work/$name"
+  start=$(date +%s)
+  verdict=""
+  rm -rf "$tree"
+  mkdir -p "$tree"
+  (cd "$top" && git ls-files -z --cached --others --exclude-standard | grep -zv '^build/' |
+    tar --null -T - -c) | tar -x -C "$tree"
+  if [ -z "$expect" ]; then
+    verdict="MISSED (no expect: line in $patch)"
+  # A repository of its own: git apply run below this tree's top would skip the paths.
+  elif ! git init -q "$tree" || ! git -C "$tree" apply "$patch" 2>"$tree.apply"; then
+    verdict="MISSED (the patch no longer applies: $(head -n1 "$tree.apply"))"
+  else
+    # The same launcher and flags as scripts/build.sh; the build dir two levels below the
+    # copy, as build/<flavour> below the tree, so ccache's base_dir sees the same paths.
+    launcher=()
+    command -v ccache >/dev/null &&
+      launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_SLOPPINESS=pch_defines,time_macros;CCACHE_NOHASHDIR=1;ccache")
+    if ! { cmake -S "$tree" -B "$tree/build/m" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+             -DLEFTOVER_TESTS=OFF -DLEFTOVER_SANITIZE=OFF >/dev/null &&
+           nice cmake --build "$tree/build/m" -j "$(nproc)" --target leftover_spank; } >"$tree.build.log" 2>&1; then
+      verdict="MISSED (the build failed: $tree.build.log)"
+    fi
+  fi
+  built=$(date +%s)
+  try=0
+  while [ -z "$verdict" ] && [ "$try" -lt "$tries" ]; do
+    config=${config_list[$((try % ${#config_list[@]}))]}
+    run_seed=$((seed + try))
+    try=$((try + 1))
+    log="$work/$name-$config-$run_seed.log"
+    rc=0
+    LEFTOVER_PLUGIN="$tree/build/m/spank/leftover.so" LEFTOVER_SOAK_OUT="$work/out" LEFTOVER_SOAK_UID_BASE="$uid_base" \
+      flock "/tmp/leftover-soak-uids-$uid_base.lock" /usr/bin/python3 -m soak.soak --seed "$run_seed" \
+      --minutes "$minutes" --config "$config" --load "$load" >"$log" 2>&1 || rc=$?
+    line=$(grep -m1 '^soak violations' "$log" || true)
+    n=$(grep -o "($expect) [^,;]* [0-9]*" <<<"$line" | awk '{print $NF}')
+    echo "mutant $name, try $try ($config, seed $run_seed, exit $rc): ${line:-no verdict (see $log)}"
+    if [ "${n:-0}" -gt 0 ]; then
+      verdict="caught: $n violations of ($expect) ($config, seed $run_seed; replay: LEFTOVER_PLUGIN=$tree/build/m/spank/leftover.so PYTHONPATH=tests python3 -m soak.soak --seed $run_seed --minutes $minutes --config $config --uid-base $uid_base)"
+    fi
+  done
+  [ -n "$verdict" ] || verdict="MISSED: no violation of ($expect) in $tries tries (logs: $work/$name-*.log)"
+  end=$(date +%s)
+  if [[ $verdict == caught* ]]; then caught=$((caught + 1)); else missed=$((missed + 1)); fi
+  results+=("mutant $name: $verdict [build $((built - start)) s, runs $((end - built)) s]")
+  echo "${results[-1]}"
+done
+printf '%s\n' "${results[@]}"
+echo "mutants: $caught caught, $missed missed (seed $seed)"
+[ "$missed" -eq 0 ]
