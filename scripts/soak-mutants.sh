@@ -4,10 +4,10 @@
 #   scripts/soak-mutants.sh [--mutants "a b ..."] [--configs "linuxproc cgroup"] [--minutes M]
 #                           [--tries N] [--seed S] [--uid-base B] [--load K]
 # Each tests/soak/mutants/<name>.patch (its "expect: (N)" line names the invariant whose
-# violation must be reported) is applied to a throwaway copy of this tree (the tracked
-# and untracked files, under build/mutants/, never the tree itself), only the plugin
-# (leftover_spank) is built there (ccache: CCACHE_NOHASHDIR, so the copies share one
-# cache), and the soak runs with it, one configuration a try (cycling through --configs,
+# violation must be reported) is applied to a throwaway copy of this tree (its tracked
+# and untracked files, in build/mutants/tree, never the tree itself), only the plugin
+# (leftover_spank) is built there (ccache, with CCACHE_NOHASHDIR), the patch is taken
+# back, and the soak runs with that plugin, one configuration a try (cycling through --configs,
 # seed S, S+1, ...), until the oracle reports a violation of the expected invariant or
 # --tries runs are spent. A patch that no longer applies or a build that fails is a
 # miss, never a skip. Prints "mutants: N caught, M missed"; exits 1 on any miss.
@@ -34,7 +34,9 @@ while [ $# -gt 0 ]; do
     *) echo "soak-mutants.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$mutants" ] || mutants=$(cd "$dir" && ls -- *.patch | sed 's/\.patch$//' | tr '\n' ' ')
+if [ -z "$mutants" ]; then
+  for patch in "$dir"/*.patch; do mutants+="$(basename "$patch" .patch) "; done
+fi
 read -r -a mutant_list <<<"$mutants"
 read -r -a config_list <<<"$configs"
 export PYTHONPATH="$top/tests${PYTHONPATH:+:$PYTHONPATH}"
@@ -44,33 +46,50 @@ echo "mutants: seed $seed, configs $configs, $minutes min a try, at most $tries 
 caught=0
 missed=0
 results=()
+# One copy of the tree, built once; each mutant is applied, built (its files and the link)
+# and taken back in turn. tar keeps the files' times, so a second run rebuilds what changed.
+tree="$work/tree"
+mkdir -p "$tree"
+(cd "$top" && git ls-files -z --cached --others --exclude-standard | grep -zv '^build/' |
+  tar --null -T - -c) | tar -x -C "$tree"
+# A repository of its own: git apply run below another tree's top would skip the paths.
+[ -d "$tree/.git" ] || git init -q "$tree"
+# A run interrupted while a mutant was applied: the copy above put its files back with
+# their old times, older than the mutant's objects, so they are made newer.
+if [ -f "$work/applied" ]; then
+  sed -n 's|^+++ b/||p' "$(cat "$work/applied")" | while read -r path; do touch "$tree/$path"; done
+  rm -f "$work/applied"
+fi
+# The same launcher and flags as scripts/build.sh; the build dir two levels below the copy,
+# as build/<flavour> below the tree, so that ccache's base_dir makes the same paths.
+launcher=()
+command -v ccache >/dev/null &&
+  launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_SLOPPINESS=pch_defines,time_macros;CCACHE_NOHASHDIR=1;ccache")
+build() {
+  cmake -S "$tree" -B "$tree/build/m" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+    -DLEFTOVER_TESTS=OFF -DLEFTOVER_SANITIZE=OFF >/dev/null &&
+    nice cmake --build "$tree/build/m" -j "$(nproc)" --target leftover_spank
+}
+begin=$(date +%s)
+build >"$work/build.log" 2>&1 || { echo "mutants: the unmutated copy does not build ($work/build.log)"; exit 1; }
+echo "mutants: the unmutated plugin built in $(($(date +%s) - begin)) s"
 for name in "${mutant_list[@]}"; do
   patch="$dir/$name.patch"
   expect=$(sed -n 's/^expect: (\([0-9]\)).*/\1/p' "$patch" 2>/dev/null | head -n1)
-  tree="$work/$name"
+  plugin="$work/$name.so"
   start=$(date +%s)
   verdict=""
-  rm -rf "$tree"
-  mkdir -p "$tree"
-  (cd "$top" && git ls-files -z --cached --others --exclude-standard | grep -zv '^build/' |
-    tar --null -T - -c) | tar -x -C "$tree"
+  rm -f "$plugin"
   if [ -z "$expect" ]; then
     verdict="MISSED (no expect: line in $patch)"
-  # A repository of its own: git apply run below this tree's top would skip the paths.
-  elif ! git init -q "$tree" || ! git -C "$tree" apply "$patch" 2>"$tree.apply"; then
-    verdict="MISSED (the patch no longer applies: $(head -n1 "$tree.apply"))"
+  elif ! echo "$patch" >"$work/applied" || ! git -C "$tree" apply "$patch" 2>"$work/$name.apply"; then
+    verdict="MISSED (the patch no longer applies: $(head -n1 "$work/$name.apply"))"
   else
-    # The same launcher and flags as scripts/build.sh; the build dir two levels below the
-    # copy, as build/<flavour> below the tree, so ccache's base_dir sees the same paths.
-    launcher=()
-    command -v ccache >/dev/null &&
-      launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_SLOPPINESS=pch_defines,time_macros;CCACHE_NOHASHDIR=1;ccache")
-    if ! { cmake -S "$tree" -B "$tree/build/m" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
-             -DLEFTOVER_TESTS=OFF -DLEFTOVER_SANITIZE=OFF >/dev/null &&
-           nice cmake --build "$tree/build/m" -j "$(nproc)" --target leftover_spank; } >"$tree.build.log" 2>&1; then
-      verdict="MISSED (the build failed: $tree.build.log)"
-    fi
+    build >"$work/$name.build.log" 2>&1 && cp "$tree/build/m/spank/leftover.so" "$plugin" ||
+      verdict="MISSED (the build failed: $work/$name.build.log)"
+    git -C "$tree" apply -R "$patch"
   fi
+  rm -f "$work/applied"
   built=$(date +%s)
   try=0
   while [ -z "$verdict" ] && [ "$try" -lt "$tries" ]; do
@@ -79,14 +98,15 @@ for name in "${mutant_list[@]}"; do
     try=$((try + 1))
     log="$work/$name-$config-$run_seed.log"
     rc=0
-    LEFTOVER_PLUGIN="$tree/build/m/spank/leftover.so" LEFTOVER_SOAK_OUT="$work/out" LEFTOVER_SOAK_UID_BASE="$uid_base" \
+    LEFTOVER_PLUGIN="$plugin" LEFTOVER_SOAK_OUT="$work/out" LEFTOVER_SOAK_UID_BASE="$uid_base" \
       flock "/tmp/leftover-soak-uids-$uid_base.lock" /usr/bin/python3 -m soak.soak --seed "$run_seed" \
       --minutes "$minutes" --config "$config" --load "$load" >"$log" 2>&1 || rc=$?
     line=$(grep -m1 '^soak violations' "$log" || true)
     n=$(grep -o "($expect) [^,;]* [0-9]*" <<<"$line" | awk '{print $NF}')
     echo "mutant $name, try $try ($config, seed $run_seed, exit $rc): ${line:-no verdict (see $log)}"
-    if [ "${n:-0}" -gt 0 ]; then
-      verdict="caught: $n violations of ($expect) ($config, seed $run_seed; replay: LEFTOVER_PLUGIN=$tree/build/m/spank/leftover.so PYTHONPATH=tests python3 -m soak.soak --seed $run_seed --minutes $minutes --config $config --uid-base $uid_base)"
+    # Exit 2: the run could not be judged (the witness lost events, ...): no verdict.
+    if [ "$rc" -eq 1 ] && [ "${n:-0}" -gt 0 ]; then
+      verdict="caught: $n violations of ($expect) ($config, seed $run_seed; replay: LEFTOVER_PLUGIN=$plugin PYTHONPATH=tests python3 -m soak.soak --seed $run_seed --minutes $minutes --config $config --uid-base $uid_base)"
     fi
   done
   [ -n "$verdict" ] || verdict="MISSED: no violation of ($expect) in $tries tries (logs: $work/$name-*.log)"
