@@ -76,7 +76,8 @@ echo "mutants: the unmutated plugin built in $(($(date +%s) - begin)) s"
 for name in "${mutant_list[@]}"; do
   patch="$dir/$name.patch"
   expect=$(sed -n 's/^expect: (\([0-9]\)).*/\1/p' "$patch" 2>/dev/null | head -n1)
-  plugin="$work/$name.so"
+  # The plugin finds leftover-query beside itself: both are kept.
+  plugin="$work/$name/leftover.so"
   start=$(date +%s)
   verdict=""
   rm -f "$plugin"
@@ -85,7 +86,8 @@ for name in "${mutant_list[@]}"; do
   elif ! echo "$patch" >"$work/applied" || ! git -C "$tree" apply "$patch" 2>"$work/$name.apply"; then
     verdict="MISSED (the patch no longer applies: $(head -n1 "$work/$name.apply"))"
   else
-    build >"$work/$name.build.log" 2>&1 && cp "$tree/build/m/spank/leftover.so" "$plugin" ||
+    build >"$work/$name.build.log" 2>&1 && mkdir -p "$work/$name" &&
+      cp "$tree/build/m/spank/leftover.so" "$tree/build/m/spank/leftover-query" "$work/$name/" ||
       verdict="MISSED (the build failed: $work/$name.build.log)"
     git -C "$tree" apply -R "$patch"
   fi
