@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Mutants: wrong behaviour the soak must catch (see tests/README.md, "Mutants").
 #   scripts/soak-mutants.sh [--mutants "a b ..."] [--configs "linuxproc cgroup"] [--minutes M]
-#                           [--tries N] [--seed S] [--uid-base B] [--load K]
+#                           [--tries N] [--seed S] [--uid-base B] [--load K] [--build-only]
 # Each tests/soak/mutants/<name>.patch (its "expect: (N)" line names the invariant whose
 # violation must be reported) is applied to a throwaway copy of this tree (its tracked
 # and untracked files, in build/mutants/tree, never the tree itself), only the plugin
@@ -12,6 +12,8 @@
 # --tries runs are spent. A patch that no longer applies or a build that fails is a
 # miss, never a skip. Prints "mutants: N caught, M missed"; exits 1 on any miss.
 # The soak runs as a block of accounts of its own (default 46500), holding its lock.
+# --build-only: only the builds (ccache then has every mutant: a later run rebuilds each
+# in seconds).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir="$top/tests/soak/mutants"
@@ -22,6 +24,7 @@ tries=4
 seed=$(( (RANDOM << 15 | RANDOM) % 1000000 + 1 ))
 uid_base=46500
 load=0
+build_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     --mutants) mutants=$2; shift 2 ;;
@@ -31,6 +34,7 @@ while [ $# -gt 0 ]; do
     --seed) seed=$2; shift 2 ;;
     --uid-base) uid_base=$2; shift 2 ;;
     --load) load=$2; shift 2 ;;
+    --build-only) build_only=1; shift ;;
     *) echo "soak-mutants.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -42,6 +46,9 @@ read -r -a config_list <<<"$configs"
 export PYTHONPATH="$top/tests${PYTHONPATH:+:$PYTHONPATH}"
 work="$top/build/mutants"
 mkdir -p "$work"
+# One runner at a time: they share the copy of the tree.
+exec 9>"$work/lock"
+flock 9
 echo "mutants: seed $seed, configs $configs, $minutes min a try, at most $tries tries each"
 caught=0
 missed=0
@@ -93,6 +100,11 @@ for name in "${mutant_list[@]}"; do
   fi
   rm -f "$work/applied"
   built=$(date +%s)
+  if [ "$build_only" = 1 ]; then
+    echo "mutant $name: ${verdict:-built} [build $((built - start)) s]"
+    [ -z "$verdict" ] || missed=$((missed + 1))
+    continue
+  fi
   try=0
   while [ -z "$verdict" ] && [ "$try" -lt "$tries" ]; do
     config=${config_list[$((try % ${#config_list[@]}))]}
@@ -117,6 +129,7 @@ for name in "${mutant_list[@]}"; do
   results+=("mutant $name: $verdict [build $((built - start)) s, runs $((end - built)) s]")
   echo "${results[-1]}"
 done
+[ "$build_only" = 0 ] || { echo "mutants: built, $missed failed"; [ "$missed" -eq 0 ]; exit; }
 printf '%s\n' "${results[@]}"
 echo "mutants: $caught caught, $missed missed (seed $seed)"
 [ "$missed" -eq 0 ]

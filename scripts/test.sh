@@ -162,6 +162,8 @@ host_soak() {
 # (beside the releases' tests), in linuxproc only (cgroup clusters would share the roots'
 # test clusters' cgroups), in a block of their own: each must be caught.
 host_mutants() {
+  # Built beside the host soak (nice: the tests go first), run once it has ended.
+  nice scripts/soak-mutants.sh --build-only >"$logs/host mutants build.log" 2>&1 || true
   while ! ended "host soak"; do sleep 2; done
   quiet_stage "host mutants" scripts/soak-mutants.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" --tries 2 \
     --configs linuxproc --seed "$soak_seed" --uid-base 46500 || true
