@@ -4,7 +4,8 @@
 #   scripts/soak-mutants.sh [--mutants "a b ..."] [--configs "linuxproc cgroup"] [--minutes M]
 #                           [--tries N] [--seed S] [--uid-base B] [--load K] [--build-only]
 # Each tests/soak/mutants/<name>.patch (its "expect: (N)" line names the invariant whose
-# violation must be reported) is applied to a throwaway copy of this tree (its tracked
+# violation must be reported, its "finding: ERE" the finding's text, matched against the
+# run's findings.txt) is applied to a throwaway copy of this tree (its tracked
 # and untracked files, in build/mutants/tree, never the tree itself), only the plugin
 # (leftover_spank) is built there (ccache, with CCACHE_NOHASHDIR), the patch is taken
 # back, and the soak runs with that plugin, one configuration a try (cycling through --configs,
@@ -83,13 +84,14 @@ echo "mutants: the unmutated plugin built in $(($(date +%s) - begin)) s"
 for name in "${mutant_list[@]}"; do
   patch="$dir/$name.patch"
   expect=$(sed -n 's/^expect: (\([0-9]\)).*/\1/p' "$patch" 2>/dev/null | head -n1)
+  finding=$(sed -n 's/^finding: //p' "$patch" 2>/dev/null | head -n1)
   # The plugin finds leftover-query beside itself: both are kept.
   plugin="$work/$name/leftover.so"
   start=$(date +%s)
   verdict=""
   rm -f "$plugin"
-  if [ -z "$expect" ]; then
-    verdict="MISSED (no expect: line in $patch)"
+  if [ -z "$expect" ] || [ -z "$finding" ]; then
+    verdict="MISSED (no expect: or finding: line in $patch)"
   elif ! echo "$patch" >"$work/applied" || ! git -C "$tree" apply "$patch" 2>"$work/$name.apply"; then
     verdict="MISSED (the patch no longer applies: $(head -n1 "$work/$name.apply"))"
   else
@@ -112,18 +114,20 @@ for name in "${mutant_list[@]}"; do
     try=$((try + 1))
     log="$work/$name-$config-$run_seed.log"
     rc=0
-    LEFTOVER_PLUGIN="$plugin" LEFTOVER_SOAK_OUT="$work/out" LEFTOVER_SOAK_UID_BASE="$uid_base" \
+    LEFTOVER_PLUGIN="$plugin" LEFTOVER_SOAK_OUT="$work/out/$name" LEFTOVER_SOAK_UID_BASE="$uid_base" \
       flock "/tmp/leftover-soak-uids-$uid_base.lock" /usr/bin/python3 -m soak.soak --seed "$run_seed" \
       --minutes "$minutes" --config "$config" --load "$load" >"$log" 2>&1 || rc=$?
     line=$(grep -m1 '^soak violations' "$log" || true)
-    n=$(grep -o "($expect) [^,;]* [0-9]*" <<<"$line" | awk '{print $NF}')
+    # The expected finding itself, not any violation of its invariant (an unmutated soak
+    # may show another one): the lines of findings.txt that match.
+    n=$(grep -cE -- "$finding" "$work/out/$name/leftover-soak-$config-$run_seed-u$uid_base/findings.txt" 2>/dev/null || true)
     echo "mutant $name, try $try ($config, seed $run_seed, exit $rc): ${line:-no verdict (see $log)}"
     # Exit 2: the run could not be judged (the witness lost events, ...): no verdict.
     if [ "$rc" -eq 1 ] && [ "${n:-0}" -gt 0 ]; then
-      verdict="caught: $n violations of ($expect) ($config, seed $run_seed; replay: LEFTOVER_PLUGIN=$plugin PYTHONPATH=tests python3 -m soak.soak --seed $run_seed --minutes $minutes --config $config --uid-base $uid_base)"
+      verdict="caught: $n findings of ($expect) /$finding/ ($config, seed $run_seed; replay: LEFTOVER_PLUGIN=$plugin PYTHONPATH=tests python3 -m soak.soak --seed $run_seed --minutes $minutes --config $config --uid-base $uid_base)"
     fi
   done
-  [ -n "$verdict" ] || verdict="MISSED: no violation of ($expect) in $tries tries (logs: $work/$name-*.log)"
+  [ -n "$verdict" ] || verdict="MISSED: no finding of ($expect) /$finding/ in $tries tries (logs: $work/$name-*.log)"
   end=$(date +%s)
   if [[ $verdict == caught* ]]; then caught=$((caught + 1)); else missed=$((missed + 1)); fi
   results+=("mutant $name: $verdict [build $((built - start)) s, runs $((end - built)) s]")
