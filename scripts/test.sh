@@ -165,7 +165,7 @@ host_mutants() {
   # Built beside the host soak (nice: the tests go first), run once it has ended.
   nice scripts/soak-mutants.sh --build-only >"$logs/host mutants build.log" 2>&1 || true
   while ! ended "host soak"; do sleep 2; done
-  quiet_stage "host mutants" scripts/soak-mutants.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" --tries 2 \
+  quiet_stage "host mutants" scripts/soak-mutants.sh --minutes 1 --tries 2 \
     --configs linuxproc --seed "$soak_seed" --uid-base 46500 || true
   cp "$logs/host mutants.log" build/mutants-host.log
 }
