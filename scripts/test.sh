@@ -142,53 +142,28 @@ ended() { [ -f "$logs/$1.rc" ] || ! kill -0 "${job_of[$1]}" 2>/dev/null; }
 [ "$overlap" = 0 ] || host_build
 
 soaks=()
-declare -A replay=()  # a soak stage: the command that replays it
-# The soaks' seeds: the host's and the mutants' a fixed one; the releases' one that changes
-# from run to run (printed here and in their lines; LEFTOVER_SOAK_RANDOM_SEED=N replays it).
-soak_seed=${LEFTOVER_SOAK_SEED:-2026}
-random_seed=${LEFTOVER_SOAK_RANDOM_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000 + 1 ))}
-echo "== soak seeds: fixed $soak_seed (host, mutants), this run's $random_seed (releases)"
 # The randomized soak with its oracle: the positive controls that the oracle must catch,
-# then four configurations of the three-node cluster with a busy loop beside it, in a block
-# of accounts of its own (no e2e lock), beside the stages that follow. Its output:
-# build/soak-host.log.
+# then four configurations of the three-node cluster, in a block of accounts of its own
+# (no e2e lock), beside the stages that follow. Its output: build/soak-host.log.
 host_soak() {
   LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
     quiet_stage "host soak" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
-    --seed "$soak_seed" --controls --load 1 --uid-base 46600 || true
+    --seed "${LEFTOVER_SOAK_SEED:-2026}" --controls --uid-base 46600 || true
   cp "$logs/host soak.log" build/soak-host.log
 }
-# The mutants (tests/soak/mutants/, scripts/soak-mutants.sh), once the host soak has ended
-# (beside the releases' tests), in linuxproc only (cgroup clusters would share the roots'
-# test clusters' cgroups), in a block of their own: each must be caught.
-host_mutants() {
-  # Built beside the host soak (nice: the tests go first), run once it has ended.
-  nice scripts/soak-mutants.sh --build-only >"$logs/host mutants build.log" 2>&1 || true
-  while ! ended "host soak"; do sleep 2; done
-  quiet_stage "host mutants" scripts/soak-mutants.sh --minutes 1 --tries 2 \
-    --configs linuxproc --seed "$soak_seed" --uid-base 46500 || true
-  cp "$logs/host mutants.log" build/mutants-host.log
-}
-# The soak in a release's root: linuxproc with PrologFlags=contain and without, with a busy
-# loop beside it (the roots cannot run proctrack/cgroup, which needs cgroup v1), in a block
-# of its own.
+# The soak in a release's root: one configuration, linuxproc with PrologFlags=contain (the
+# roots cannot run proctrack/cgroup, which needs cgroup v1), in a block of its own.
 declare -A soak_uid_base=([trixie]=46800 [sid]=46900)
 release_soak() {
   local suite=$1
   LEFTOVER_PLUGIN="$top/build/$suite/spank/leftover.so" LEFTOVER_SOAK_OUT="$top/build/$suite/soak" \
     quiet_stage "$suite soak" scripts/in-release.sh "$suite" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
-    --seed "$random_seed" --configs "linuxproc-contain linuxproc" --load 1 \
-    --uid-base "${soak_uid_base[$suite]:-46700}" || true
+    --seed "${LEFTOVER_SOAK_SEED:-2026}" --configs linuxproc-contain --uid-base "${soak_uid_base[$suite]:-46700}" || true
   cp "$logs/$suite soak.log" "build/soak-$suite.log"
 }
 start_soak() {
   local name=$1 log=$2
   shift 2
-  case $name in
-    "host soak") replay[$name]="LEFTOVER_SOAK_SEED=$soak_seed scripts/test.sh" ;;
-    "host mutants") replay[$name]="scripts/soak-mutants.sh --seed $soak_seed --configs linuxproc" ;;
-    *) replay[$name]="LEFTOVER_SOAK_RANDOM_SEED=$random_seed scripts/test.sh (seed $random_seed)" ;;
-  esac
   background "$@"
   job_of[$name]=$last_job
   soaks+=("$name:$log")
@@ -202,7 +177,6 @@ host_e2e() {
     --ignore="$top/tests/e2e/test_packages.py" "$@" 2>&1 | tee build/e2e-host.log || rc=$?
   [ "$rc" -eq 0 ] || failed=1
   start_soak "host soak" build/soak-host.log host_soak
-  start_soak "host mutants" build/mutants-host.log host_mutants
 }
 
 declare -A release_line=()
@@ -304,10 +278,10 @@ for entry in "${soaks[@]}"; do
   IFS=: read -r name log <<<"$entry"
   while ! ended "$name"; do sleep 2; done
   rc=$(cat "$logs/$name.rc" 2>/dev/null || echo 1)
-  line="== $(sed -e 's/ soak$//' -e "s/^host$/$host/" -e "s/^host mutants$/$host mutants/" <<<"$name"): $(tail -n1 "$log" 2>/dev/null || echo "soak: no output")"
+  line="== $(sed -e 's/ soak$//' -e "s/^host$/$host/" <<<"$name"): $(tail -n1 "$log" 2>/dev/null || echo "soak: no output")"
   if [ "$rc" -ne 0 ]; then
     failed=1
-    line+=" (log: $log; replay: ${replay[$name]})"
+    line+=" (log: $log)"
     echo "== $name FAILED:"
     tail -n 40 "$log"
   fi
