@@ -18,6 +18,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include <sys/ptrace.h>
+#include <unistd.h>
+
 using namespace leftover;
 using namespace leftover::test;
 using namespace std::chrono_literals;
@@ -192,4 +195,55 @@ TEST_CASE("fault catalogue: out of memory mid-round, every stopped target runs a
     }
     CHECK(is_running(other));
     CHECK(wait_not_stopped(other));
+}
+
+TEST_CASE("fault catalogue: a process its user stopped before the sweep is left stopped, never continued") {
+    // Stopped by its user (Ctrl-Z, kill -STOP) or held by a debugger before the sweep looks;
+    // the sweep decides to kill it, then keeps it (its user gets live work) or ends at an
+    // error. A SIGCONT would undo the user's stop: the sweep continues only what it stopped.
+    constexpr uid_t user = 41762;
+    Sweeper sweeper(user);
+    pid_t held = 0;
+    char state = 0;
+    SUBCASE("stopped by its user (state T)") {
+        held = sweeper.spawn({"sleep", "1000"});
+        REQUIRE(wait_owner(held, user));
+        REQUIRE(::kill(held, SIGSTOP) == 0);
+        state = 'T';
+    }
+    SUBCASE("held by a debugger (state t)") {
+        // Traced by this test process, stopped at its own SIGSTOP until the tracer lets it go on.
+        held = sweeper.spawned.emplace_back(spawn_forked_as(user, [] {
+            ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+            ::raise(SIGSTOP);
+            for (;;) ::pause();
+        }));
+        state = 't';
+    }
+    REQUIRE(wait_state(held, state));
+    int reads = 0;
+    const auto left_alone = [&](const KillReport& report) {
+        INFO(format_actions(report));
+        CHECK(action_for(report, held, SIGKILL) == nullptr);
+        CHECK(action_for(report, held, SIGCONT) == nullptr);
+        CHECK(state_of(held) == state);  // as its user or debugger left it
+    };
+    // The evaluation after the stop fails: the sweep ends there.
+    sweeper.job_state = [&reads] {
+        if (++reads > 2) return Result<LiveWork>(Error::lookup("stepd gone", ErrorSource::step_socket));
+        return Result<LiveWork>(LiveWork{});
+    };
+    const KillReport failed = sweeper.run(0ms);
+    CHECK(failed.error);
+    left_alone(failed);
+    // Its user gets live work after the first evaluation: kept.
+    reads = 0;
+    sweeper.job_state = [&reads] {
+        LiveWork live;
+        if (++reads > 2) live.uids.insert(uid_t{user});
+        return Result<LiveWork>(live);
+    };
+    const KillReport kept = sweeper.run(0ms);
+    CHECK_FALSE(kept.error);
+    left_alone(kept);
 }
