@@ -196,7 +196,8 @@ bool KillRun::stop_targets() {
 }
 
 // Stops each process of `stoppable` and holds it in stopped_ with the pin its SIGSTOP went
-// through: its SIGCONT goes through that pin, whatever it has become by then. Each one's
+// through: its SIGCONT goes through that pin, whatever it has become by then. One that is
+// stopped already (its user's stop, a tracer's) is not stopped, so never continued. Each one's
 // place in stopped_ is made before any SIGSTOP goes, and its pin put there as its stop
 // goes: an exception in the round (no memory) finds every stopped process there. true:
 // one of them escaped the stop (gone before it, or exited at once after it), and may
@@ -212,7 +213,8 @@ bool KillRun::hold_stopped(const std::vector<Decision>& stoppable) {
     bool escaped = false;
     for (std::size_t i = 0; i < stoppable.size(); ++i) {
         if (outcomes[i] == Outcome::signalled && !pins[i]->has_exited()) continue;
-        escaped = true;
+        // Not stopped as someone else's stop holds it: it does not run, and is not ours.
+        if (outcomes[i] != Outcome::not_stopped) escaped = true;
         stopped_.erase(stoppable[i].pid);
     }
     return escaped;

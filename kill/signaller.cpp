@@ -23,6 +23,19 @@ void set_outcome(KillRecord& record, int error) {
         record.outcome = Outcome::failed;
 }
 
+// Why a SIGSTOP must not go to a process as read through its pin right before it; nullptr
+// when it may. Stopped already (T) or held by a tracer (t): that stop is someone else's
+// (Ctrl-Z, kill -STOP, a debugger), which the SIGCONT after a stop of the sweep's would
+// undo; a process that does not run needs no stop to keep it from forking, and the kill
+// signals reach it as it is. /proc says only that a process is stopped, not by whom: a
+// stop that lands between this read and the SIGSTOP, or while the sweep holds the process
+// stopped, is not seen, and the sweep's SIGCONT undoes it.
+const char* not_ours_to_stop(const Identity& now) {
+    if (now.state == 'T' || now.state == 't')
+        return "stopped already, by its user or a tracer: left as it is, never continued by the sweep";
+    return nullptr;
+}
+
 }  // namespace
 
 KillRecord record_for(const Decision& target, int signal, Outcome outcome) {
@@ -65,10 +78,17 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slo
     PidRef& pin = slot.valid() ? slot : made;
     // The pin holds whatever process held the pid when it was made: only if it is still
     // the one that was decided on (same start time, same uids) may it be signalled.
-    const PinSignal sent =
-        pin.signal_if(options_.proc_root, signal, [&target](const Identity& now) { return is_decided(now, target); });
+    const char* not_stopping = nullptr;
+    const PinSignal sent = pin.signal_if(options_.proc_root, signal, [&](const Identity& now) {
+        if (!is_decided(now, target)) return false;
+        if (signal == SIGSTOP) not_stopping = not_ours_to_stop(now);
+        return not_stopping == nullptr;
+    });
     if (sent.sent() && made.valid()) slot = std::move(made);  // nothing between the signal and here may throw
-    if (sent.check == PinSignal::Check::gone)
+    if (not_stopping != nullptr) {
+        record.outcome = Outcome::not_stopped;
+        record.detail = not_stopping;
+    } else if (sent.check == PinSignal::Check::gone)
         record.outcome = Outcome::gone;
     else if (sent.check == PinSignal::Check::other)
         record.outcome = Outcome::pid_reused;
@@ -119,7 +139,7 @@ bool Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
     PidRef pin = std::move(pinned).value();
     // No decision yet: its start time is what the pin shows; its uids must all be `uid`.
     const PinSignal sent = pin.signal_if(options_.proc_root, SIGSTOP, [&](const Identity& now) {
-        return now.uids.all_equal() && now.uids.real == uid && may_stop(now);
+        return now.uids.all_equal() && now.uids.real == uid && not_ours_to_stop(now) == nullptr && may_stop(now);
     });
     if (sent.check == PinSignal::Check::gone) escaped = true;
     if (sent.check != PinSignal::Check::same) return false;
