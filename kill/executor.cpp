@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <csignal>
 #include <map>
+#include <set>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -53,6 +55,9 @@ private:
     bool plan_still_holds(const std::set<uid_t>& swept);
     bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
     bool ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups);
+    void read_groups(const std::vector<Decision>& stoppable, const std::set<uid_t>& swept);
+    bool ours_in_group(const GroupMember& member, const std::set<uid_t>& swept) const;
+    const char* group_refuses(pid_t pgid) const;
     void continue_released();
     void continue_all(const char* why);
     std::vector<PidRef> signal_round(int signal);
@@ -71,6 +76,9 @@ private:
     // each with the pin its SIGSTOP went through (and its SIGCONT will); within a stop
     // round also the place made for one about to be stopped, its pin still invalid.
     std::map<pid_t, Stopped> stopped_;
+    // The process groups read in this stop phase (read_groups): empty when a group holds
+    // only what is this sweep's, else why none of it is stopped.
+    std::map<pid_t, std::string> groups_;
 };
 
 // Every path out of run() continues what it stopped; an exception thrown through it (a
@@ -165,6 +173,7 @@ bool KillRun::no_job_starting() {
 bool KillRun::stop_targets() {
     if (options_.stop_rounds <= 0) return true;
     std::set<std::pair<pid_t, std::uint64_t>> tried;  // stopped, or failed to stop: not retried
+    groups_.clear();
     for (int round = 0;; ++round) {
         continue_released();
         std::vector<Decision> untried;
@@ -186,6 +195,7 @@ bool KillRun::stop_targets() {
             if (parent_lets_stop(d.ppid, swept)) stoppable.push_back(std::move(d));
         }
         if (stoppable.empty()) return true;  // the round signals them running, as without stopping
+        read_groups(stoppable, swept);
         ++report_.stop_rounds;
         const bool escaped = hold_stopped(stoppable);
         if (escaped && !report_.deadline_reached) stop_unseen(tried);
@@ -197,7 +207,8 @@ bool KillRun::stop_targets() {
 
 // Stops each process of `stoppable` and holds it in stopped_ with the pin its SIGSTOP went
 // through: its SIGCONT goes through that pin, whatever it has become by then. One that is
-// stopped already (its user's stop, a tracer's) is not stopped, so never continued. Each one's
+// stopped already (its user's stop, a tracer's) is not stopped, so never continued; nor is
+// one whose process group, as read through its pin, holds what is not this sweep's. Each one's
 // place in stopped_ is made before any SIGSTOP goes, and its pin put there as its stop
 // goes: an exception in the round (no memory) finds every stopped process there. true:
 // one of them escaped the stop (gone before it, or exited at once after it), and may
@@ -209,7 +220,8 @@ bool KillRun::hold_stopped(const std::vector<Decision>& stoppable) {
         pins.push_back(&stopped_.insert_or_assign(d.pid, Stopped{d, PidRef()}).first->second.pin);
     // One line per SIGSTOP would double every kill's lines: they are intermediate (debug
     // level); the SIGTERM or SIGKILL that follows is the line an admin reads.
-    const std::vector<Outcome> outcomes = signaller_.signal_all(stoppable, SIGSTOP, pins, true);
+    const std::vector<Outcome> outcomes = signaller_.signal_all(
+        stoppable, SIGSTOP, pins, true, [this](const Identity& now) { return group_refuses(now.pgid); });
     bool escaped = false;
     for (std::size_t i = 0; i < stoppable.size(); ++i) {
         if (outcomes[i] == Outcome::signalled && !pins[i]->has_exited()) continue;
@@ -260,12 +272,60 @@ bool KillRun::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups
         parent_start = held_parent->second.decision.start_time;
     else if (target && target->verdict == Verdict::kill)
         parent_start = target->start_time;
+    // Never into a group that holds what is not this sweep's, or one not read (read_groups).
+    if (group_refuses(unseen.pgid) != nullptr) return false;
     if (parent_start) {
         const auto parent = calls_.read_identity(options_.proc_root, unseen.ppid);
         return parent && parent->start_time == *parent_start;
     }
     const bool orphan = unseen.ppid == 1 || unseen.ppid == options_.self;
     return orphan && unseen.pgid > 0 && groups.count(unseen.pgid) != 0;
+}
+
+// A process group is stopped in only when all it holds is this sweep's: when a process
+// exits and so leaves a group with no member whose parent is outside it in the same
+// session, and a member of that group is stopped, the kernel sends every member SIGHUP
+// and SIGCONT (kernel/exit.c, kill_orphaned_pgrp; POSIX). A kill of the sweep's can be
+// such an exit (the group's parent, a target), and a process the sweep keeps in such a
+// group (a setuid program a target started, root's, another user's) must get no signal
+// of it. Reads the members of the groups of `stoppable` not read yet in this phase, in
+// one pass over /proc; what cannot be read is not stopped in. Not closed: a process the
+// sweep keeps that joins a group after this read (a member's setuid exec, a setpgid).
+void KillRun::read_groups(const std::vector<Decision>& stoppable, const std::set<uid_t>& swept) {
+    std::set<pid_t> unread;
+    for (const Decision& d : stoppable)
+        if (d.pgid > 0 && groups_.count(d.pgid) == 0) unread.insert(d.pgid);
+    if (unread.empty()) return;
+    const auto members = calls_.processes_in_groups(options_.proc_root, unread);
+    for (const pid_t pgid : unread) groups_[pgid] = members ? "" : "what its process group holds could not be read";
+    if (!members) return;
+    for (const GroupMember& member : *members) {
+        std::string& why = groups_[member.pgid];
+        if (!why.empty() || ours_in_group(member, swept)) continue;
+        why = "its process group holds pid " + std::to_string(member.pid) +
+              ", which the sweep keeps: were the group orphaned with a member stopped, the kernel would send it "
+              "SIGHUP and SIGCONT";
+    }
+}
+
+// A member of a group the sweep may stop in: a target of the plan, a process the sweep
+// stopped, a zombie, or a process new since the scan of a user being swept (judged next,
+// stopped only as ours_to_stop allows). Anything else the plan keeps, or a new process of
+// anyone else, is not the sweep's.
+bool KillRun::ours_in_group(const GroupMember& member, const std::set<uid_t>& swept) const {
+    if (const auto it = stopped_.find(member.pid);
+        it != stopped_.end() && it->second.decision.start_time == member.start_time)
+        return true;
+    if (const Decision* d = decision_for(*plan_, member.pid); d != nullptr && d->start_time == member.start_time)
+        return d->verdict == Verdict::kill || d->reason == Reason::zombie;
+    return swept.count(member.owner) != 0;
+}
+
+// Why nothing is stopped in process group `pgid` (read_groups); nullptr when it may be.
+const char* KillRun::group_refuses(pid_t pgid) const {
+    const auto it = groups_.find(pgid);
+    if (it == groups_.end()) return "its process group is not one read before the stop: what it holds is unknown";
+    return it->second.empty() ? nullptr : it->second.c_str();
 }
 
 // A target that exited before it stopped may have forked first (a pid hopper does so

@@ -64,7 +64,7 @@ void Signaller::note(const KillRecord& record) {
 
 // `slot`: the target's pin (its SIGSTOP's) or, invalid, where the pin made here goes if
 // the signal went.
-KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slot) {
+KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop) {
     KillRecord record = record_for(target, signal, Outcome::signalled);
     PidRef made;
     if (!slot.valid()) {
@@ -82,6 +82,7 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slo
     const PinSignal sent = pin.signal_if(options_.proc_root, signal, [&](const Identity& now) {
         if (!is_decided(now, target)) return false;
         if (signal == SIGSTOP) not_stopping = not_ours_to_stop(now);
+        if (signal == SIGSTOP && not_stopping == nullptr && may_stop) not_stopping = may_stop(now);
         return not_stopping == nullptr;
     });
     if (sent.sent() && made.valid()) slot = std::move(made);  // nothing between the signal and here may throw
@@ -98,7 +99,8 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slo
 }
 
 std::vector<Outcome> Signaller::signal_all(const std::vector<Decision>& targets, int signal,
-                                           const std::vector<PidRef*>& pins, bool intermediate) {
+                                           const std::vector<PidRef*>& pins, bool intermediate,
+                                           const MayStop& may_stop) {
     std::vector<Outcome> outcomes(targets.size(), Outcome::deadline);
     report_.actions.reserve(report_.actions.size() + targets.size());
     bool late = false;
@@ -112,7 +114,7 @@ std::vector<Outcome> Signaller::signal_all(const std::vector<Decision>& targets,
             note(record);
             continue;
         }
-        KillRecord record = signal_one(target, signal, *pins[i]);
+        KillRecord record = signal_one(target, signal, *pins[i], may_stop);
         record.intermediate = intermediate;
         outcomes[i] = record.outcome;
         note(record);

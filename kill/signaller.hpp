@@ -40,8 +40,11 @@ public:
     // invalid one is made here and put there only if the signal went. So a SIGSTOP's pin
     // sits where the caller keeps stopped processes from the moment the stop goes, and an
     // exception later in the round (no memory) cannot lose it. Returns each outcome.
+    // A SIGSTOP goes only to a process not stopped already and that `may_stop`, if given,
+    // lets stop as read through the pin (nullptr; else why not: Outcome::not_stopped).
+    using MayStop = std::function<const char*(const Identity&)>;
     std::vector<Outcome> signal_all(const std::vector<Decision>& targets, int signal, const std::vector<PidRef*>& pins,
-                                    bool intermediate = false);
+                                    bool intermediate = false, const MayStop& may_stop = {});
 
     // SIGCONT through the pin that stopped `target` (PidRef::continue_stopped: no new
     // identity check), recorded as for `target`.
@@ -65,7 +68,7 @@ public:
     void forget_exits() { exited_.clear(); }
 
 private:
-    KillRecord signal_one(const Decision& target, int signal, PidRef& slot);
+    KillRecord signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop);
 
     const KillOptions& options_;
     SystemCalls& calls_;

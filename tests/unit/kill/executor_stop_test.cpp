@@ -417,8 +417,7 @@ TEST_CASE("fault catalogue: a target whose root parent waits as su does is kille
     if (reaped != watcher) ::kill(watcher, SIGCONT);
 }
 
-TEST_CASE(
-    "fault catalogue: a process group that holds a kept process is never stopped, so no kill orphans it stopped") {
+TEST_CASE("fault catalogue: no member of a process group that holds a kept process is stopped") {
     // The kernel (kernel/exit.c, kill_orphaned_pgrp): when an exit leaves a process group with
     // no member whose parent is outside it in the same session, and a member of the group is
     // stopped, every member gets SIGHUP (POSIX; the stopped ones only on some kernels), then
@@ -498,6 +497,13 @@ TEST_CASE(
     };
     const KillReport report = sweeper.run(0ms, false, calls);
     INFO(format_actions(report));
+    const KillRecord* stop = action_for(report, member, SIGSTOP);
+    REQUIRE(stop != nullptr);
+    CHECK(stop->outcome == Outcome::not_stopped);
+    CHECK(sweep::format_action(*stop).ends_with(": its process group holds pid " + std::to_string(kept) +
+                                                ", which the sweep keeps: were the group orphaned with a member "
+                                                "stopped, the kernel would send it SIGHUP and SIGCONT"));
+    CHECK(action_for(report, parent, SIGSTOP)->outcome == Outcome::signalled);  // a group of its own
     CHECK(wait_gone(parent));
     CHECK(wait_gone(member));
     CHECK(report.survivors.empty());
