@@ -80,13 +80,45 @@ Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
         if (unanswered_logged_.insert(step.socket_path).second)
             log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
                                   step.job_id, steps::describe_step(step.job_id, step.step_id), step.error));
-    if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
     log_answers(state.value());
     auto live = steps::live_work_from(state.value(), request_.trigger.ending_step,
                                       fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
     LEFTOVER_TRY(live);
-    if (!state->unanswered.empty()) LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
+    if (!state->unanswered.empty()) {
+        if (may_ask_controller)
+            LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
+        else
+            LEFTOVER_TRY(keep_job_users(state->unanswered, live.value()));
+    }
     return live;
+}
+
+Status JobStateSource::keep_job_users(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live) {
+    std::vector<steps::UnansweredStep> untold;
+    for (const steps::UnansweredStep& step : unanswered) {
+        const auto& ending = request_.trigger.ending_step;
+        const bool is_ending = ending && step.job_id == ending->job_id && step.step_id == ending->step_id;
+        if (!is_ending && !step.job_uid) {
+            untold.push_back(step);
+            continue;
+        }
+        if (kept_logged_.insert(step.socket_path).second)
+            log_.info(is_ending ? fmt::format("the ending step {}'s own socket {} cannot be asked: it does not count",
+                                              steps::describe_step(step.job_id, step.step_id), step.socket_path)
+                                : fmt::format("job {} of the unanswered socket {} is uid {}'s ({}): that user is "
+                                              "kept, the others are judged",
+                                              step.job_id, step.socket_path, *step.job_uid, step.job_uid_from));
+        if (is_ending) continue;
+        live.uids.insert(*step.job_uid);
+        live.job_ids.insert(step.job_id);
+    }
+    if (untold.empty()) return Ok{};
+    Error error = unanswered_error(untold);
+    error.message += fmt::format(
+        "; job {}'s user cannot be told here (no other step of it answered, no batch script of it in the spool "
+        "dir): everyone is kept",
+        untold.front().job_id);
+    return error;
 }
 
 void JobStateSource::log_answers(const steps::LocalJobState& state) {
