@@ -66,7 +66,10 @@ std::optional<std::string> titled_step(std::string_view cmdline) {
 }  // namespace
 
 void SeenSteps::add(const LocalJobState& look) {
-    unplaced_stepds = look.unanswered.size();
+    // An unanswered socket's stepd is placed by its title, which names the socket's step
+    // (slurmstepd sets it before it creates the socket): it needs no allowance, and one
+    // would excuse another job's stepd that has no title yet (a held socket stood for it).
+    unplaced_stepds = 0;
     for (const LocalStep& step : look.live) {
         steps.insert(describe_step(step.job_id, step.step_id));
         if (step.stepd_pid)

@@ -23,7 +23,7 @@ namespace leftover::steps {
 struct SeenSteps {
     std::set<pid_t> stepds;           // stepd pids that answered in any look
     std::set<std::string> steps;      // "J.S" of every step socket any look listed (answering or not)
-    std::size_t unplaced_stepds = 0;  // of the last look: sockets whose stepd's pid it could not learn
+    std::size_t unplaced_stepds = 0;  // of the last look: answers that named no stepd pid of this namespace
     void add(const LocalJobState& look);
 };
 
@@ -42,7 +42,8 @@ struct SeenSteps {
 // for longer is stuck, not starting, and must not hold every sweep to its deadline.
 // `not_doubt`: the caller and its ancestors (a job epilog runs inside such a fork).
 // `seen.unplaced_stepds`: that many other slurmstepds are those of sockets whose stepd's
-// pid the last look could not learn (unanswered, or in another pid namespace).
+// pid the last look could not learn (in another pid namespace; an unanswered socket's
+// stepd is placed by its title).
 // A process that exits meanwhile is skipped; one that cannot be read is a lookup error.
 Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root, const SeenSteps& seen,
                                                      const std::set<pid_t>& not_doubt);

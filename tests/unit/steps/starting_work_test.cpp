@@ -171,3 +171,20 @@ TEST_CASE("fault catalogue: a fresh slurmstepd whose step no look has seen is st
     look.unanswered = {{10, 0, "/spool/n1_10.0", "timed out"}};
     CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
 }
+
+TEST_CASE("fault catalogue: a step socket held busy does not excuse another job's slurmstepd that is starting") {
+    // A hostile client holds job 10's step socket busy: its stepd 310 does not answer, but
+    // its title names step 10.0, listed by the look. Job 11's stepd 300 has just been
+    // exec'd (no title, no socket yet): the held socket is not its, and must not stand
+    // for it.
+    Node node;
+    node.add(310, 1, "/usr/sbin/slurmstepd", {"slurmstepd: [10.0]"});
+    node.add(300, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    LocalJobState look;
+    look.live = {answering(7, 0, 200)};
+    look.unanswered = {{10, 0, "/spool/n1_10.0", "timed out connecting (listen backlog full)"}};
+    CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
+    // Without the newcomer, the held socket's own stepd is no sign: its title names its step.
+    node.proc.remove("300");
+    CHECK(node.starting(looks({look})) == std::nullopt);
+}
