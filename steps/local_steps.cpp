@@ -463,8 +463,11 @@ Status list_step_sockets(const std::string& spool_dir, DIR* dir, const std::vect
 
 }  // namespace
 
-Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
-                                      const StepdProtocol& protocol, StepSocketCalls& calls) {
+namespace {
+
+// Every step socket of the spool dirs, sorted, each directory once (see ask_local_steps
+// for what is a lookup error).
+Result<std::vector<Candidate>> list_candidates(const StepSockets& where) {
     if (where.node_names.empty() ||
         std::find(where.node_names.begin(), where.node_names.end(), std::string()) != where.node_names.end())
         return Error::lookup("slurmstepd sockets: the node name is empty", ErrorSource::step_socket);
@@ -504,9 +507,25 @@ Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::ste
         return std::tuple(a.name.job_id, a.name.step_id, a.name.het_component, a.path) <
                std::tuple(b.name.job_id, b.name.step_id, b.name.het_component, b.path);
     });
+    return candidates;
+}
 
+}  // namespace
+
+Result<std::vector<StepSocketName>> list_local_steps(const StepSockets& where) {
+    auto candidates = list_candidates(where);
+    LEFTOVER_TRY(candidates);
+    std::vector<StepSocketName> names;
+    for (const Candidate& candidate : candidates.value()) names.push_back(candidate.name);
+    return names;
+}
+
+Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                      const StepdProtocol& protocol, StepSocketCalls& calls) {
+    auto candidates = list_candidates(where);
+    LEFTOVER_TRY(candidates);
     LocalJobState state;
-    for (auto& candidate : candidates) {
+    for (auto& candidate : candidates.value()) {
         QueryOutcome outcome = query_step(candidate.path, deadline, protocol, calls);
         if (outcome.error) {
             state.unanswered.push_back(

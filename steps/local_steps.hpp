@@ -138,6 +138,10 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
                                        const StepdProtocol& protocol = build_stepd_protocol(),
                                        StepSocketCalls& calls = real_step_socket_calls());
 
+// The step sockets the spool dirs hold now, asking none of them: the lookup errors of
+// read_local_steps but the unanswered sockets.
+Result<std::vector<StepSocketName>> list_local_steps(const StepSockets& where);
+
 // As read_local_steps, but a step socket that cannot be asked is listed in `unanswered`
 // rather than failing the lookup, with its job's user where the node tells it: the
 // caller must then learn whether its job is live some other way (slurmctld), keep that

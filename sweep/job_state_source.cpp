@@ -60,7 +60,14 @@ Result<std::optional<std::string>> JobStateSource::job_starting() const {
         caller_.insert(request_.self);
         for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller_.insert(pid);
     }
-    return steps::work_being_set_up(request_.proc_root, seen_steps_, caller_);
+    // The step sockets there are now, asking none: a stepd titled with one that no look
+    // saw has just made it, and is this node's.
+    auto listed = steps::list_local_steps(request_.node.step_sockets());
+    LEFTOVER_TRY(listed);
+    std::set<std::string> listed_steps;
+    for (const steps::StepSocketName& name : listed.value())
+        listed_steps.insert(steps::describe_step(name.job_id, name.step_id));
+    return steps::work_being_set_up(request_.proc_root, seen_steps_, listed_steps, caller_);
 }
 
 Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
