@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <map>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -63,10 +64,56 @@ std::optional<std::string> titled_step(std::string_view cmdline) {
     return std::string(rest.substr(0, end));
 }
 
+// The pipes on a process's stdin and stdout ("pipe:[N]", as /proc/<pid>/fd/<n> reads);
+// an error number when a link cannot be read (ESRCH: exited). A missing one is closed.
+int stdio_pipes(int root, pid_t pid, std::set<std::string>& out, std::string& buf) {
+    for (const int fd : {0, 1}) {
+        const int err = read_link(root, fmt::format("{}/fd/{}", pid, fd).c_str(), buf);
+        if (err == ENOENT) continue;  // closed (or the process exited: the caller sees it gone)
+        if (err != 0) return err;
+        if (buf.starts_with("pipe:[")) out.insert(buf);
+    }
+    return 0;
+}
+
+// Every pipe ("pipe:[N]") that one of `slurmds` holds open; an error message when a
+// slurmd's fd directory cannot be read. A slurmd that exits meanwhile holds none.
+std::optional<std::string> slurmd_pipes(int root, const std::string& proc_root, const std::vector<pid_t>& slurmds,
+                                        std::set<std::string>& out) {
+    std::string link;
+    for (const pid_t slurmd : slurmds) {
+        const std::string fd_dir = fmt::format("{}/fd", slurmd);
+        UniqueFd dir(::openat(root, fd_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!dir.valid()) {
+            if (vanished(errno)) continue;
+            return fmt::format("cannot open {}/{}: {}", proc_root, fd_dir, errno_text(errno));
+        }
+        std::optional<std::string> failed;
+        for (;;) {
+            const int n = read_dir_batch(dir.get(), [&](const char* name) {
+                if (failed) return;
+                if (const int err = read_link(dir.get(), name, link)) {
+                    if (!vanished(err))
+                        failed = fmt::format("cannot read {}/{}/{}: {}", proc_root, fd_dir, name, errno_text(err));
+                    return;  // closed meanwhile
+                }
+                if (link.starts_with("pipe:[")) out.insert(link);
+            });
+            if (failed) return failed;
+            if (n == 0 || (n < 0 && vanished(-n))) break;
+            if (n < 0) return fmt::format("cannot list {}/{}: {}", proc_root, fd_dir, errno_text(-n));
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 void SeenSteps::add(const LocalJobState& look) {
-    unplaced_stepds = look.unanswered.size();
+    // An unanswered socket's stepd is placed by its title, which names the socket's step
+    // (slurmstepd sets it before it creates the socket): it needs no allowance, and one
+    // would excuse another job's stepd that has no title yet (a held socket stood for it).
+    unplaced_stepds = 0;
     for (const LocalStep& step : look.live) {
         steps.insert(describe_step(step.job_id, step.step_id));
         if (step.stepd_pid)
@@ -79,6 +126,7 @@ void SeenSteps::add(const LocalJobState& look) {
 }
 
 Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root, const SeenSteps& seen,
+                                                     const std::set<std::string>& listed_steps,
                                                      const std::set<pid_t>& not_doubt) {
     std::size_t unplaced_stepds = seen.unplaced_stepds;
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -132,6 +180,28 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
         const auto found = daemons.find(pid);
         return found != daemons.end() && found->second.stepd == stepd;
     };
+    // The pipes the slurmds hold, read once a stepd needs them.
+    std::optional<std::set<std::string>> slurmds_hold;
+    const auto fed_by_slurmd = [&](pid_t stepd) -> Result<std::optional<bool>> {
+        std::set<std::string> pipes;
+        std::string link;
+        if (const int err = stdio_pipes(root.get(), stepd, pipes, link)) {
+            if (vanished(err)) return std::optional<bool>();
+            return failed(stepd, "fd", err);
+        }
+        if (pipes.empty()) return std::optional<bool>(false);
+        if (!slurmds_hold) {
+            std::vector<pid_t> slurmds;
+            for (const auto& [pid, daemon] : daemons)
+                if (!daemon.stepd) slurmds.push_back(pid);
+            slurmds_hold.emplace();
+            if (auto msg = slurmd_pipes(root.get(), proc_root, slurmds, *slurmds_hold))
+                return Error::lookup(*msg, ErrorSource::proc);
+        }
+        for (const std::string& pipe : pipes)
+            if (slurmds_hold->count(pipe) != 0) return std::optional<bool>(true);
+        return std::optional<bool>(false);
+    };
     for (const auto& [pid, daemon] : daemons) {
         if (not_doubt.count(pid) != 0 || !daemon.young) continue;
         if (daemon.stepd && (seen.stepds.count(pid) != 0 || is(daemon.ppid, true))) continue;
@@ -150,6 +220,15 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
             if (has_args(buf, "spank", "epilog")) continue;  // another job ending
             const auto step = titled_step(buf);
             if (step && seen.steps.count(*step) != 0) continue;  // its socket was seen: past its setup
+            // This node's only: a socket of its step is in our spool dirs (made since the
+            // last look), or a slurmd still feeds it its launch (no socket yet, or just made).
+            // Another cluster's, or another node's whose spool dir we do not read, is neither
+            // once set up, and never answers here.
+            if (!step || listed_steps.count(*step) == 0) {
+                auto fed = fed_by_slurmd(pid);
+                LEFTOVER_TRY(fed);
+                if (!fed.value() || !*fed.value()) continue;  // exited meanwhile, or not this node's
+            }
             // One that names a step no look listed is none of the unplaced sockets' stepds.
             if (!step && unplaced_stepds > 0) {
                 --unplaced_stepds;

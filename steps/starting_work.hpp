@@ -23,7 +23,7 @@ namespace leftover::steps {
 struct SeenSteps {
     std::set<pid_t> stepds;           // stepd pids that answered in any look
     std::set<std::string> steps;      // "J.S" of every step socket any look listed (answering or not)
-    std::size_t unplaced_stepds = 0;  // of the last look: sockets whose stepd's pid it could not learn
+    std::size_t unplaced_stepds = 0;  // of the last look: answers that named no stepd pid of this namespace
     void add(const LocalJobState& look);
 };
 
@@ -34,7 +34,13 @@ struct SeenSteps {
 //    child is its step's task on the way to exec), unless it runs `slurmstepd spank
 //    epilog` (a job ending) or its title names a step of `seen.steps` (slurmstepd sets
 //    "slurmstepd: [J.S]" before it creates its socket, so a step whose socket was seen
-//    is past its setup: an ending stepd), or
+//    is past its setup: an ending stepd); and only when it is this node's: a slurmd
+//    still feeds it its launch (slurmd's _forkexec_slurmstepd puts one pipe on the
+//    stepd's stdin and another on its stdout and holds their other ends from the exec
+//    until the stepd has made its socket: close_slurmd_conn), or its title names a step
+//    of `listed_steps` (its socket is in this node's spool dirs, made since the last look).
+//    Another cluster's stepd, or another node's whose spool dir is not read, is neither
+//    once set up: it never answers here, and must not hold every sweep while it runs; or
 //  - a slurmd whose parent is a slurmd: a fork on its way to exec slurmstepd or a
 //    prolog, unless its command line says it runs an epilog (26.05 rewrites it).
 // Only a daemon of the caller's pid namespace counts (another one is another host's).
@@ -42,9 +48,13 @@ struct SeenSteps {
 // for longer is stuck, not starting, and must not hold every sweep to its deadline.
 // `not_doubt`: the caller and its ancestors (a job epilog runs inside such a fork).
 // `seen.unplaced_stepds`: that many other slurmstepds are those of sockets whose stepd's
-// pid the last look could not learn (unanswered, or in another pid namespace).
+// pid the last look could not learn (in another pid namespace; an unanswered socket's
+// stepd is placed by its title).
 // A process that exits meanwhile is skipped; one that cannot be read is a lookup error.
+// `listed_steps`: the steps whose sockets this node's spool dirs hold at the call, "J.S" as
+// describe_step writes them (list_local_steps).
 Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root, const SeenSteps& seen,
+                                                     const std::set<std::string>& listed_steps,
                                                      const std::set<pid_t>& not_doubt);
 
 }  // namespace leftover::steps

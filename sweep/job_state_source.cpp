@@ -60,7 +60,14 @@ Result<std::optional<std::string>> JobStateSource::job_starting() const {
         caller_.insert(request_.self);
         for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller_.insert(pid);
     }
-    return steps::work_being_set_up(request_.proc_root, seen_steps_, caller_);
+    // The step sockets there are now, asking none: a stepd titled with one that no look
+    // saw has just made it, and is this node's.
+    auto listed = steps::list_local_steps(request_.node.step_sockets());
+    LEFTOVER_TRY(listed);
+    std::set<std::string> listed_steps;
+    for (const steps::StepSocketName& name : listed.value())
+        listed_steps.insert(steps::describe_step(name.job_id, name.step_id));
+    return steps::work_being_set_up(request_.proc_root, seen_steps_, listed_steps, caller_);
 }
 
 Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
@@ -80,13 +87,45 @@ Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
         if (unanswered_logged_.insert(step.socket_path).second)
             log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
                                   step.job_id, steps::describe_step(step.job_id, step.step_id), step.error));
-    if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
     log_answers(state.value());
     auto live = steps::live_work_from(state.value(), request_.trigger.ending_step,
                                       fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
     LEFTOVER_TRY(live);
-    if (!state->unanswered.empty()) LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
+    if (!state->unanswered.empty()) {
+        if (may_ask_controller)
+            LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
+        else
+            LEFTOVER_TRY(keep_job_users(state->unanswered, live.value()));
+    }
     return live;
+}
+
+Status JobStateSource::keep_job_users(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live) {
+    std::vector<steps::UnansweredStep> untold;
+    for (const steps::UnansweredStep& step : unanswered) {
+        const auto& ending = request_.trigger.ending_step;
+        const bool is_ending = ending && step.job_id == ending->job_id && step.step_id == ending->step_id;
+        if (!is_ending && !step.job_uid) {
+            untold.push_back(step);
+            continue;
+        }
+        if (kept_logged_.insert(step.socket_path).second)
+            log_.info(is_ending ? fmt::format("the ending step {}'s own socket {} cannot be asked: it does not count",
+                                              steps::describe_step(step.job_id, step.step_id), step.socket_path)
+                                : fmt::format("job {} of the unanswered socket {} is uid {}'s ({}): that user is "
+                                              "kept, the others are judged",
+                                              step.job_id, step.socket_path, *step.job_uid, step.job_uid_from));
+        if (is_ending) continue;
+        live.uids.insert(*step.job_uid);
+        live.job_ids.insert(step.job_id);
+    }
+    if (untold.empty()) return Ok{};
+    Error error = unanswered_error(untold);
+    error.message += fmt::format(
+        "; job {}'s user cannot be told here (no other step of it answered, no batch script of it in the spool "
+        "dir): everyone is kept",
+        untold.front().job_id);
+    return error;
 }
 
 void JobStateSource::log_answers(const steps::LocalJobState& state) {

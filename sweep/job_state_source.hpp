@@ -58,7 +58,12 @@ private:
     // Each live and each gone step once per sweep.
     void log_answers(const steps::LocalJobState& state);
 
-    // A step end keeps everyone: its stepd's children must not start a helper (see at_step_end).
+    // A step end cannot ask slurmctld (see at_step_end): the user of each unanswered
+    // socket's job, where the node tells it, is live, and the others are judged; a socket
+    // whose job's user cannot be told keeps everyone (a lookup error). The ending step's
+    // own socket needs no user: it never counts.
+    Status keep_job_users(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live);
+
     static Error unanswered_error(const std::vector<steps::UnansweredStep>& unanswered);
 
     // One slurmctld query for every step that could not be asked: a job slurmctld says
@@ -77,6 +82,7 @@ private:
     std::set<std::string> logged_;                 // sockets already described: once per sweep
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
+    std::set<std::string> kept_logged_;            // unanswered sockets whose job's user was kept: once per sweep
     bool nodes_logged_ = false;
     steps::SeenSteps seen_steps_;     // by every look of this sweep, for job_starting
     mutable std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
