@@ -64,7 +64,8 @@ void Signaller::note(const KillRecord& record) {
 
 // `slot`: the target's pin (its SIGSTOP's) or, invalid, where the pin made here goes if
 // the signal went.
-KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop) {
+KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop,
+                                 bool& stopped) {
     KillRecord record = record_for(target, signal, Outcome::signalled);
     PidRef made;
     if (!slot.valid()) {
@@ -86,6 +87,7 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slo
         return not_stopping == nullptr;
     });
     if (sent.sent() && made.valid()) slot = std::move(made);  // nothing between the signal and here may throw
+    stopped = sent.identity && (sent.identity->state == 'T' || sent.identity->state == 't');
     if (not_stopping != nullptr) {
         record.outcome = Outcome::not_stopped;
         record.detail = not_stopping;
@@ -98,10 +100,10 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slo
     return record;
 }
 
-std::vector<Outcome> Signaller::signal_all(const std::vector<Decision>& targets, int signal,
-                                           const std::vector<PidRef*>& pins, bool intermediate,
-                                           const MayStop& may_stop) {
-    std::vector<Outcome> outcomes(targets.size(), Outcome::deadline);
+std::vector<Signaller::Sent> Signaller::signal_all(const std::vector<Decision>& targets, int signal,
+                                                   const std::vector<PidRef*>& pins, bool intermediate,
+                                                   const MayStop& may_stop) {
+    std::vector<Sent> sent(targets.size());
     report_.actions.reserve(report_.actions.size() + targets.size());
     bool late = false;
     for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -114,13 +116,13 @@ std::vector<Outcome> Signaller::signal_all(const std::vector<Decision>& targets,
             note(record);
             continue;
         }
-        KillRecord record = signal_one(target, signal, *pins[i], may_stop);
+        KillRecord record = signal_one(target, signal, *pins[i], may_stop, sent[i].stopped);
         record.intermediate = intermediate;
-        outcomes[i] = record.outcome;
+        sent[i].outcome = record.outcome;
         note(record);
     }
     if (late) report_.deadline_reached = true;
-    return outcomes;
+    return sent;
 }
 
 void Signaller::continue_stopped(PidRef& pin, const Decision& target, bool intermediate) {
