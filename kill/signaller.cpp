@@ -26,13 +26,15 @@ void set_outcome(KillRecord& record, int error) {
 // Why a SIGSTOP must not go to a process as read through its pin right before it; nullptr
 // when it may. Stopped already (T) or held by a tracer (t): that stop is someone else's
 // (Ctrl-Z, kill -STOP, a debugger), which the SIGCONT after a stop of the sweep's would
-// undo; a process that does not run needs no stop to keep it from forking, and the kill
-// signals reach it as it is. /proc says only that a process is stopped, not by whom: a
+// undo should the sweep keep it; a process that does not run needs no stop to keep it
+// from forking, and a kill reaches it as it is (SIGTERM with the SIGCONT that lets its
+// handler run, as a shell's kill of a stopped job). /proc says only that a process is stopped, not by whom: a
 // stop that lands between this read and the SIGSTOP, or while the sweep holds the process
 // stopped, is not seen, and the sweep's SIGCONT undoes it.
 const char* not_ours_to_stop(const Identity& now) {
     if (now.state == 'T' || now.state == 't')
-        return "stopped already, by its user or a tracer: left as it is, never continued by the sweep";
+        return "stopped already, by its user or a tracer: not the sweep's to stop, nor to continue but with its "
+               "SIGTERM";
     return nullptr;
 }
 
