@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/commands.hpp"
 
-#include "steps/stepd_protocol.hpp"
 #include "cli/check_report.hpp"
 #include "cli/config_report.hpp"
-#include "sweep/run_sweep.hpp"
+#include "cli/health.hpp"
 #include "cli/slew.hpp"
 #include "cli/stream_log.hpp"
 #include "drain/drain_node.hpp"
-#include "cli/health.hpp"
+#include "steps/stepd_protocol.hpp"
 #include "sweep/record_metrics.hpp"
+#include "sweep/run_sweep.hpp"
 
 #include <fmt/format.h>
 

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/health.hpp"
 
-#include "util/errno_text.hpp"
 #include "cli/exit_status.hpp"
+#include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace leftover::cli {
 namespace {

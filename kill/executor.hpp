@@ -5,9 +5,9 @@
 // target is left running, so a process that forks or changes its pid cannot outrun it.
 #pragma once
 
-#include "policy/decision.hpp"
 #include "errors/result.hpp"
 #include "kill/system_calls.hpp"
+#include "policy/decision.hpp"
 
 #include <chrono>
 #include <functional>

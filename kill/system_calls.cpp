@@ -3,12 +3,13 @@
 
 #include "procfs/proc_read.hpp"
 
-#include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <csignal>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 
 namespace leftover {
 

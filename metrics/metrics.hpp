@@ -6,8 +6,8 @@
 
 #include "drain/drain_result.hpp"
 #include "errors/error.hpp"
-#include "policy/decision.hpp"
 #include "errors/result.hpp"
+#include "policy/decision.hpp"
 
 #include <cstdint>
 #include <map>

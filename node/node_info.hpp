@@ -2,9 +2,9 @@
 // Which node's job state to read: what this node's slurmd really uses.
 #pragma once
 
-#include <sys/types.h>
-
 #include "steps/local_steps.hpp"
+
+#include <sys/types.h>
 
 #include <optional>
 #include <set>

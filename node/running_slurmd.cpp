@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/running_slurmd.hpp"
 
-#include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
+#include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace leftover::node {
 namespace {

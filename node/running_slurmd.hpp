@@ -5,8 +5,8 @@
 // steps are in its own spool directory.
 #pragma once
 
-#include "node/node_info.hpp"
 #include "errors/result.hpp"
+#include "node/node_info.hpp"
 
 #include <sys/types.h>
 

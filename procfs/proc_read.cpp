@@ -11,13 +11,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstring>
 #include <memory>
-
-#include <fmt/format.h>
 
 namespace leftover {
 

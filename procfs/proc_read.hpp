@@ -5,8 +5,8 @@
 // and never trust it: a process controls its comm, and tests feed them garbage.
 #pragma once
 
-#include "procfs/process.hpp"
 #include "errors/result.hpp"
+#include "procfs/process.hpp"
 #include "util/unique_fd.hpp"
 
 #include <sys/types.h>

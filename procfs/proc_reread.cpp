@@ -2,10 +2,10 @@
 // Reads of single processes after the scan (proc_table.hpp): job cgroups of kill
 // candidates, one process's identity for the executor, one process as the scan reads it
 // (the drain's survivors), the caller's own ancestry.
-#include "util/errno_text.hpp"
 #include "errors/error.hpp"
 #include "procfs/proc_read.hpp"
 #include "procfs/proc_table.hpp"
+#include "util/errno_text.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -5,8 +5,8 @@
 #include "procfs/proc_table.hpp"
 
 #include "errors/error.hpp"
-#include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
+#include "util/errno_text.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

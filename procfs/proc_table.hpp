@@ -2,8 +2,8 @@
 // Reading the process table from a /proc root (the real one or a fake tree in tests).
 #pragma once
 
-#include "procfs/process.hpp"
 #include "errors/result.hpp"
+#include "procfs/process.hpp"
 
 #include <chrono>
 #include <functional>

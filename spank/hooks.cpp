@@ -2,19 +2,20 @@
 #include "spank/hooks.hpp"
 
 #include "accounts/accounts_bounded.hpp"
-#include "steps/stepd_protocol.hpp"
-#include "sweep/run_sweep.hpp"
 #include "node/slurm_conf.hpp"
 #include "spank/node_discovery.hpp"
 #include "spank/plugin_args.hpp"
 #include "spank/privileges.hpp"
 #include "spank/slurm_log.hpp"
+#include "steps/stepd_protocol.hpp"
+#include "sweep/run_sweep.hpp"
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <exception>
 #include <optional>
-#include <unistd.h>
 
 namespace leftover::spank {
 namespace {

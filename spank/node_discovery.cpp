@@ -7,9 +7,9 @@
 #include "node/running_slurmd.hpp"
 #include "node/slurm_conf.hpp"
 
-#include <fmt/format.h>
-
 #include <dlfcn.h>
+
+#include <fmt/format.h>
 
 #include <cstdlib>
 

@@ -4,8 +4,8 @@
 
 #include "accounts/accounts.hpp"
 #include "controller/controller.hpp"
-#include "node/node_info.hpp"
 #include "errors/result.hpp"
+#include "node/node_info.hpp"
 
 #include <memory>
 #include <optional>

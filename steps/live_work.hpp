@@ -3,15 +3,15 @@
 // refusing an answer that cannot be complete.
 #pragma once
 
-#include "steps/local_steps.hpp"
 #include "errors/result.hpp"
+#include "steps/local_steps.hpp"
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace leftover::steps {

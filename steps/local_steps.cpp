@@ -39,6 +39,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -49,9 +52,6 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace leftover::steps {
 namespace {

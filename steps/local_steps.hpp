@@ -8,6 +8,9 @@
 // release that table does not have.
 #pragma once
 
+#include "errors/result.hpp"
+#include "steps/stepd_protocol.hpp"
+
 #include <sys/types.h>
 #include <sys/un.h>
 
@@ -17,9 +20,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include "errors/result.hpp"
-#include "steps/stepd_protocol.hpp"
 
 namespace leftover::steps {
 

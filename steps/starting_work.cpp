@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "steps/starting_work.hpp"
 
-#include "steps/live_work.hpp"
 #include "procfs/proc_read.hpp"
+#include "steps/live_work.hpp"
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
 
@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <map>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace leftover::steps {
 namespace {

@@ -5,8 +5,8 @@
 // signals then would take the user for one without work.
 #pragma once
 
-#include "steps/local_steps.hpp"
 #include "errors/result.hpp"
+#include "steps/local_steps.hpp"
 
 #include <sys/types.h>
 

@@ -7,13 +7,13 @@
 #include "config/config.hpp"
 #include "controller/controller.hpp"
 #include "errors/error.hpp"
+#include "errors/result.hpp"
 #include "policy/evaluation.hpp"
 #include "steps/live_work.hpp"
 #include "steps/local_steps.hpp"
 #include "steps/starting_work.hpp"
 #include "sweep/log.hpp"
 #include "sweep/sweep_request.hpp"
-#include "errors/result.hpp"
 
 #include <sys/types.h>
 

@@ -3,14 +3,15 @@
 
 #include "util/unique_fd.hpp"
 
-#include <fmt/chrono.h>
-#include <fmt/format.h>
-
-#include <ctime>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <ctime>
 
 namespace leftover::sweep {
 namespace {

@@ -5,9 +5,9 @@
 
 #include "cleanup/cleanup.hpp"
 #include "config/config.hpp"
+#include "kill/executor.hpp"
 #include "policy/decision.hpp"
 #include "policy/evaluation.hpp"
-#include "kill/executor.hpp"
 #include "sweep/log.hpp"
 
 #include <sys/types.h>

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "sweep/run_sweep.hpp"
 
-#include "policy/evaluation.hpp"
-#include "sweep/record_metrics.hpp"
-#include "sweep/run_cleanup.hpp"
-#include "sweep/report.hpp"
 #include "drain/drain_node.hpp"
-#include "sweep/job_state_source.hpp"
 #include "node/controller_host.hpp"
-#include "steps/starting_work.hpp"
+#include "policy/evaluation.hpp"
 #include "procfs/proc_table.hpp"
+#include "steps/starting_work.hpp"
+#include "sweep/job_state_source.hpp"
+#include "sweep/record_metrics.hpp"
+#include "sweep/report.hpp"
+#include "sweep/run_cleanup.hpp"
 
 #include <fmt/format.h>
 

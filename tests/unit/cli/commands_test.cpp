@@ -3,21 +3,21 @@
 // statuses, what they print, and that they decide what the plugin decides.
 #include "cli/commands.hpp"
 #include "metrics/metrics.hpp"
-#include "sweep/run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"
 #include "support/processes.hpp"
 #include "support/recording_sink.hpp"
 #include "support/temp_dir.hpp"
+#include "sweep/run_sweep.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <slurm/slurm_version.h>
 #include <yaml-cpp/yaml.h>
-
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>

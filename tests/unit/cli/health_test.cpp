@@ -5,10 +5,10 @@
 #include "cli/health.hpp"
 #include "support/temp_dir.hpp"
 
-#include <doctest/doctest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <fstream>
 

@@ -8,6 +8,9 @@
 #include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
 
+#include <sys/ptrace.h>
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
 #include <csignal>
@@ -17,9 +20,6 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
-
-#include <sys/ptrace.h>
-#include <unistd.h>
 
 using namespace leftover;
 using namespace leftover::test;

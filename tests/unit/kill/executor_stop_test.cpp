@@ -10,23 +10,23 @@
 #include "support/temp_dir.hpp"
 #include "util/unique_fd.hpp"
 
-#include <doctest/doctest.h>
-
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <sys/stat.h>
-#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <doctest/doctest.h>
+
 #include <atomic>
 #include <csignal>
-#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <string>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 using namespace leftover;

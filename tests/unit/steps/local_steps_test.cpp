@@ -3,7 +3,10 @@
 // temporary spool directory. The numbers are written out here and there on purpose,
 // independently of stepd_protocol.hpp, so that a wrong constant on either side makes
 // these tests fail.
-#include <doctest/doctest.h>
+#include "steps/local_steps.hpp"
+#include "support/fake_stepd.hpp"
+#include "support/unix_sockets.hpp"
+#include "util/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +15,8 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,11 +33,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "steps/local_steps.hpp"
-#include "support/fake_stepd.hpp"
-#include "support/unix_sockets.hpp"
-#include "util/unique_fd.hpp"
 
 namespace {
 

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "steps/starting_work.hpp"
-
 #include "support/fake_proc.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The Logger both front ends write through: debuglevel decides what reaches the sink.
-#include "sweep/log.hpp"
 #include "support/recording_sink.hpp"
+#include "sweep/log.hpp"
 
 #include <doctest/doctest.h>
 

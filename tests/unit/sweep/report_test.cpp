@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The words the plugin and the command log: one line per action, one summary per sweep.
-#include "sweep/report.hpp"
 #include "support/plans.hpp"
+#include "sweep/report.hpp"
 
 #include <doctest/doctest.h>
 

@@ -4,7 +4,6 @@
 // each test's own uid (414xx), as in run_sweep_test.cpp.
 #include "accounts/accounts_bounded.hpp"
 #include "controller/query_controller.hpp"
-#include "sweep/run_sweep.hpp"
 #include "steps/stepd_protocol.hpp"
 #include "support/fake_stepd.hpp"
 #include "support/hung_lookups.hpp"
@@ -12,13 +11,14 @@
 #include "support/plans.hpp"
 #include "support/processes.hpp"
 #include "support/unix_sockets.hpp"
-
-#include <doctest/doctest.h>
-#include <fmt/format.h>
+#include "sweep/run_sweep.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
