@@ -99,6 +99,15 @@ std::vector<std::string> add_running_nodes(NodeInfo& node, const std::vector<Run
     return unknown;
 }
 
+std::optional<std::string> pick_from_running(const std::string& node_name, const std::vector<RunningSlurmd>& running,
+                                             const std::optional<std::string>& host_name) {
+    for (const RunningSlurmd& slurmd : running) {
+        const SlurmdOptions& o = slurmd.options;
+        if (o.node_name ? *o.node_name == node_name : o.dynamic && host_name == node_name) return std::nullopt;
+    }
+    return node_name;
+}
+
 namespace {
 
 // Calls `found(pid, parent pid, command line)` for every live process under proc_root whose
