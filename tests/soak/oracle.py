@@ -36,7 +36,7 @@ EXCUSE_BOUNDS = {
     # A job's process that died of a signal no call was witnessed sending (seen at a step's
     # end under proctrack/cgroup): not leftover's, whose every signal goes through a
     # witnessed pidfd_send_signal, but not explained either.
-    "unwitnessed death": (2, 2.0, 1),
+    "unwitnessed death": (4, 4.0, 1),
 }
 
 # How far apart leftover's log line and the kernel's record of the same action may be.
