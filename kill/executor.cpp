@@ -220,13 +220,13 @@ bool KillRun::hold_stopped(const std::vector<Decision>& stoppable) {
         pins.push_back(&stopped_.insert_or_assign(d.pid, Stopped{d, PidRef()}).first->second.pin);
     // One line per SIGSTOP would double every kill's lines: they are intermediate (debug
     // level); the SIGTERM or SIGKILL that follows is the line an admin reads.
-    const std::vector<Signaller::Sent> sent = signaller_.signal_all(
+    const std::vector<Outcome> outcomes = signaller_.signal_all(
         stoppable, SIGSTOP, pins, true, [this](const Identity& now) { return group_refuses(now.pgid); });
     bool escaped = false;
     for (std::size_t i = 0; i < stoppable.size(); ++i) {
-        if (sent[i].outcome == Outcome::signalled && !pins[i]->has_exited()) continue;
+        if (outcomes[i] == Outcome::signalled && !pins[i]->has_exited()) continue;
         // Not stopped as someone else's stop holds it: it does not run, and is not ours.
-        if (sent[i].outcome != Outcome::not_stopped) escaped = true;
+        if (outcomes[i] != Outcome::not_stopped) escaped = true;
         stopped_.erase(stoppable[i].pid);
     }
     return escaped;
@@ -415,18 +415,20 @@ std::vector<PidRef> KillRun::signal_round(int signal) {
             it != stopped_.end() && it->second.pin.valid() && same_process(it->second.decision, targets[i]);
         pins[i] = held ? &it->second.pin : &made[i];
     }
-    const std::vector<Signaller::Sent> sent = signaller_.signal_all(targets, signal, pins);
+    const std::vector<Outcome> outcomes = signaller_.signal_all(targets, signal, pins);
     std::vector<PidRef> pinned;
     pinned.reserve(targets.size());
     for (std::size_t i = 0; i < targets.size(); ++i) {
-        if (sent[i].outcome != Outcome::signalled) continue;
-        const bool held = pins[i] != &made[i];
-        // A stopped process runs its SIGTERM handler only once continued, whoever stopped
-        // it (the sweep, or its user: that SIGCONT is part of the kill, as a shell's kill
-        // of a stopped job sends it); one that got SIGKILL dies stopped or not.
-        if (signal == SIGTERM && (held || sent[i].stopped)) signaller_.continue_stopped(*pins[i], targets[i], true);
+        if (outcomes[i] != Outcome::signalled) continue;
+        if (pins[i] == &made[i]) {
+            pinned.push_back(std::move(made[i]));
+            continue;
+        }
+        // A stopped process runs its SIGTERM handler only once continued; one that got
+        // SIGKILL dies stopped or not.
+        if (signal == SIGTERM) signaller_.continue_stopped(*pins[i], targets[i], true);
         pinned.push_back(std::move(*pins[i]));
-        if (held) stopped_.erase(targets[i].pid);
+        stopped_.erase(targets[i].pid);
     }
     return pinned;
 }

@@ -26,15 +26,13 @@ void set_outcome(KillRecord& record, int error) {
 // Why a SIGSTOP must not go to a process as read through its pin right before it; nullptr
 // when it may. Stopped already (T) or held by a tracer (t): that stop is someone else's
 // (Ctrl-Z, kill -STOP, a debugger), which the SIGCONT after a stop of the sweep's would
-// undo should the sweep keep it; a process that does not run needs no stop to keep it
-// from forking, and a kill reaches it as it is (SIGTERM with the SIGCONT that lets its
-// handler run, as a shell's kill of a stopped job). /proc says only that a process is stopped, not by whom: a
+// undo; a process that does not run needs no stop to keep it from forking, and the kill
+// signals reach it as it is. /proc says only that a process is stopped, not by whom: a
 // stop that lands between this read and the SIGSTOP, or while the sweep holds the process
 // stopped, is not seen, and the sweep's SIGCONT undoes it.
 const char* not_ours_to_stop(const Identity& now) {
     if (now.state == 'T' || now.state == 't')
-        return "stopped already, by its user or a tracer: not the sweep's to stop, nor to continue but with its "
-               "SIGTERM";
+        return "stopped already, by its user or a tracer: left as it is, never continued by the sweep";
     return nullptr;
 }
 
@@ -66,8 +64,7 @@ void Signaller::note(const KillRecord& record) {
 
 // `slot`: the target's pin (its SIGSTOP's) or, invalid, where the pin made here goes if
 // the signal went.
-KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop,
-                                 bool& stopped) {
+KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop) {
     KillRecord record = record_for(target, signal, Outcome::signalled);
     PidRef made;
     if (!slot.valid()) {
@@ -89,7 +86,6 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slo
         return not_stopping == nullptr;
     });
     if (sent.sent() && made.valid()) slot = std::move(made);  // nothing between the signal and here may throw
-    stopped = sent.identity && (sent.identity->state == 'T' || sent.identity->state == 't');
     if (not_stopping != nullptr) {
         record.outcome = Outcome::not_stopped;
         record.detail = not_stopping;
@@ -102,10 +98,10 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slo
     return record;
 }
 
-std::vector<Signaller::Sent> Signaller::signal_all(const std::vector<Decision>& targets, int signal,
-                                                   const std::vector<PidRef*>& pins, bool intermediate,
-                                                   const MayStop& may_stop) {
-    std::vector<Sent> sent(targets.size());
+std::vector<Outcome> Signaller::signal_all(const std::vector<Decision>& targets, int signal,
+                                           const std::vector<PidRef*>& pins, bool intermediate,
+                                           const MayStop& may_stop) {
+    std::vector<Outcome> outcomes(targets.size(), Outcome::deadline);
     report_.actions.reserve(report_.actions.size() + targets.size());
     bool late = false;
     for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -118,13 +114,13 @@ std::vector<Signaller::Sent> Signaller::signal_all(const std::vector<Decision>& 
             note(record);
             continue;
         }
-        KillRecord record = signal_one(target, signal, *pins[i], may_stop, sent[i].stopped);
+        KillRecord record = signal_one(target, signal, *pins[i], may_stop);
         record.intermediate = intermediate;
-        sent[i].outcome = record.outcome;
+        outcomes[i] = record.outcome;
         note(record);
     }
     if (late) report_.deadline_reached = true;
-    return sent;
+    return outcomes;
 }
 
 void Signaller::continue_stopped(PidRef& pin, const Decision& target, bool intermediate) {

@@ -43,12 +43,8 @@ public:
     // A SIGSTOP goes only to a process not stopped already and that `may_stop`, if given,
     // lets stop as read through the pin (nullptr; else why not: Outcome::not_stopped).
     using MayStop = std::function<const char*(const Identity&)>;
-    struct Sent {
-        Outcome outcome = Outcome::deadline;
-        bool stopped = false;  // stopped (T, t) as read through the pin right before the signal
-    };
-    std::vector<Sent> signal_all(const std::vector<Decision>& targets, int signal, const std::vector<PidRef*>& pins,
-                                 bool intermediate = false, const MayStop& may_stop = {});
+    std::vector<Outcome> signal_all(const std::vector<Decision>& targets, int signal, const std::vector<PidRef*>& pins,
+                                    bool intermediate = false, const MayStop& may_stop = {});
 
     // SIGCONT through the pin that stopped `target` (PidRef::continue_stopped: no new
     // identity check), recorded as for `target`.
@@ -72,7 +68,7 @@ public:
     void forget_exits() { exited_.clear(); }
 
 private:
-    KillRecord signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop, bool& stopped);
+    KillRecord signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop);
 
     const KillOptions& options_;
     SystemCalls& calls_;

@@ -227,9 +227,8 @@ TEST_CASE("fault catalogue: a process its user stopped before the sweep is left 
         const KillRecord* stop = action_for(report, held, SIGSTOP);
         REQUIRE(stop != nullptr);
         CHECK(stop->outcome == Outcome::not_stopped);
-        CHECK(
-            sweep::format_action(*stop).ends_with(": stopped already, by its user or a tracer: not the sweep's to "
-                                                  "stop, nor to continue but with its SIGTERM"));
+        CHECK(sweep::format_action(*stop).ends_with(
+            ": stopped already, by its user or a tracer: left as it is, never continued by the sweep"));
         CHECK(action_for(report, held, SIGKILL) == nullptr);
         CHECK(action_for(report, held, SIGCONT) == nullptr);
         CHECK(state_of(held) == state);  // as its user or debugger left it
