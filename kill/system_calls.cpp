@@ -59,28 +59,6 @@ std::optional<uid_t> SystemCalls::owner_of(const std::string& proc_root, pid_t p
     return st.st_uid;
 }
 
-std::optional<std::vector<GroupMember>> SystemCalls::processes_in_groups(const std::string& proc_root,
-                                                                         const std::set<pid_t>& groups) {
-    std::vector<GroupMember> members;
-    const UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!root.valid()) return std::nullopt;
-    std::string buf;
-    StatFields stat;
-    bool unread = false;
-    const Status listed = for_each_pid(root.get(), proc_root, [&](pid_t pid, const char*) -> Status {
-        UniqueFd dir;
-        struct stat st {};
-        int err = open_pid_dir(root.get(), pid, dir);
-        if (err == 0 && ::fstat(dir.get(), &st) != 0) err = errno;
-        if (err == 0) err = read_stat(dir.get(), pid, stat, buf);
-        if (err == 0 && groups.count(stat.pgid) != 0) members.push_back({pid, stat.pgid, st.st_uid, stat.start_time});
-        unread = unread || (err != 0 && !vanished(err));
-        return Ok{};
-    });
-    if (!listed || unread) return std::nullopt;
-    return members;
-}
-
 SystemCalls& real_system_calls() {
     static SystemCalls calls;
     return calls;
