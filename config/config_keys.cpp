@@ -169,6 +169,7 @@ std::string value_text(const ConfigKey& key, const Config& config) {
                 return value ? *value : std::string(key.default_text);
             else if constexpr (std::is_same_v<Value, std::set<CleanupKind>>) {
                 std::vector<std::string_view> words;
+                words.reserve(value.size());
                 for (const CleanupKind kind : value) words.emplace_back(to_string(kind));
                 return fmt::format("[{}]", fmt::join(words, ", "));
             } else if constexpr (std::is_enum_v<Value>)
