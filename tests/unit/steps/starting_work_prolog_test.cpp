@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A job in its Prolog: slurmd runs the Prolog in a child of its own before the job's
+// slurmstepd exists (with PrologFlags=contain, for the whole Prolog, often seconds), so no
+// step socket shows the job. On fake /proc trees of a node whose slurmd is pid 50.
+#include "steps/starting_work.hpp"
+
+#include "support/fake_proc.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace leftover;
+using namespace leftover::steps;
+using namespace leftover::test;
+
+namespace {
+
+constexpr uid_t kUser = 41851;
+
+std::string nul_separated(const std::vector<std::string>& parts) {
+    std::string text;
+    for (const std::string& part : parts) text += part + '\0';
+    return text;
+}
+
+// The environment slurmd 22.05 gives a Prolog (prep_script_slurmd.c _build_env), as
+// /proc/<pid>/environ shows it.
+std::string prolog_environ(std::uint32_t job, uid_t uid, const std::string& context = "prolog_slurmd") {
+    return nul_separated({"SPANK_X=1", "SLURMD_NODENAME=n1", "SLURM_JOB_ID=" + std::to_string(job),
+                          "SLURM_JOB_UID=" + std::to_string(uid), "SLURM_JOB_USER=p.user",
+                          "SLURM_JOBID=" + std::to_string(job), "SLURM_SCRIPT_CONTEXT=" + context});
+}
+
+// slurmd 50 and the caller (100, the fake's own) running the job epilog; a Prolog is added
+// by each test.
+struct PrologNode {
+    FakeProc proc;
+    PrologNode() { add(50, 1, "/usr/sbin/slurmd", {"/usr/sbin/slurmd", "-D"}); }
+    void add(pid_t pid, pid_t ppid, const std::string& exe, const std::vector<std::string>& argv, uid_t uid = 0,
+             const std::string& environ = "") {
+        proc.add_process({.pid = pid, .ppid = ppid, .uids = {uid, uid, uid, uid}, .comm = "x", .exe = exe});
+        proc.write_file(std::to_string(pid) + "/cmdline", nul_separated(argv));
+        proc.write_file(std::to_string(pid) + "/environ", environ);
+        proc.set_pid_ns(pid, "pid:[4026531836]");
+    }
+    // slurmd's child 70 running the Prolog script of job 8.
+    void add_prolog(const std::string& environ = prolog_environ(8, kUser)) {
+        add(70, 50, "/usr/bin/bash", {"/bin/sh", "/etc/slurm/prolog.sh"}, 0, environ);
+    }
+    std::optional<std::string> starting(const SeenSteps& seen = {}) {
+        auto found = work_being_set_up(proc.root(), seen, {100, 1});
+        REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
+        return found.value();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("fault catalogue: a Prolog that no look of the sweep has seen is a job starting") {
+    PrologNode node;
+    CHECK(node.starting() == std::nullopt);
+    node.add_prolog();
+    CHECK(node.starting() == "slurmd's child pid 70 runs the Prolog of job 8 for uid 41851");
+}
+
+TEST_CASE("starting work: an Epilog, a health check and a user's process with a Prolog's environment are no doubt") {
+    PrologNode node;
+    // slurmd's child running the Epilog of another job.
+    node.add_prolog(prolog_environ(8, kUser, "epilog_slurmd"));
+    // slurmd's HealthCheckProgram: no job.
+    node.add(71, 50, "/usr/sbin/nhc", {"/usr/sbin/nhc"}, 0, nul_separated({"PATH=/usr/bin"}));
+    // A user who copies a Prolog's environment: not root's, and not slurmd's child.
+    node.add(400, 1, "/usr/bin/bash", {"bash"}, kUser, prolog_environ(9, kUser));
+    CHECK(node.starting() == std::nullopt);
+}
