@@ -2,7 +2,9 @@
 // Work being set up on this node that the step sockets cannot show yet: slurmd forks,
 // then execs slurmstepd, which loads its plugins and only then listens on its step
 // socket. A user's next job is in that window for some milliseconds; a sweep that
-// signals then would take the user for one without work.
+// signals then would take the user for one without work. Before that, slurmd may run
+// the job's Prolog (with PrologFlags=contain, before the extern step exists): seconds in
+// which the job is running at slurmctld and allocated here, and no socket shows it.
 #pragma once
 
 #include "steps/local_steps.hpp"
@@ -11,9 +13,11 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace leftover::steps {
 
@@ -24,8 +28,30 @@ struct SeenSteps {
     std::set<pid_t> stepds;           // stepd pids that answered in any look
     std::set<std::string> steps;      // "J.S" of every step socket any look listed (answering or not)
     std::size_t unplaced_stepds = 0;  // of the last look: sockets whose stepd's pid it could not learn
+    std::set<pid_t> prologs;          // slurmd's Prolog children a look found (their users live then)
     void add(const LocalJobState& look);
 };
+
+// A job in its Prolog on this node: slurmd runs the Prolog (and the spank prolog) in a
+// child of its own before the job's slurmstepd exists.
+struct PrologJob {
+    pid_t pid = 0;  // slurmd's child that runs it
+    std::uint32_t job_id = 0;
+    uid_t uid = 0;  // the job's user
+    bool operator==(const PrologJob&) const = default;
+};
+
+// Every job whose Prolog runs under proc_root, in pid order: a root process whose parent
+// is a slurmd daemon (root, running the slurmd binary, its own parent no slurmd) of the
+// caller's pid namespace, with the environment slurmd gives a Prolog:
+// SLURM_SCRIPT_CONTEXT=prolog_slurmd, the job in SLURM_JOB_ID and SLURM_JOB_UID
+// (prep_script_slurmd.c _build_env; run_command forks, then execs the script, from 24.11
+// through slurmd's own binary as its launcher: the same child, the same environment).
+// No user can make one: it is root's and slurmd's child, and slurmd sets those variables
+// after the job's own SPANK ones, which must begin with SPANK_. An Epilog's child says
+// epilog_slurmd. A process that exits meanwhile is skipped; a Prolog whose job or uid
+// does not read, or a /proc that cannot be read, is a lookup error.
+Result<std::vector<PrologJob>> jobs_in_prolog(const std::string& proc_root);
 
 // The first sign, in pid order, that a job or step is being set up under proc_root, said
 // as a clause ("slurmstepd pid N has no step socket yet"); nullopt when there is none.
@@ -36,7 +62,10 @@ struct SeenSteps {
 //    "slurmstepd: [J.S]" before it creates its socket, so a step whose socket was seen
 //    is past its setup: an ending stepd), or
 //  - a slurmd whose parent is a slurmd: a fork on its way to exec slurmstepd or a
-//    prolog, unless its command line says it runs an epilog (26.05 rewrites it).
+//    prolog, unless its command line says it runs an epilog (26.05 rewrites it), or
+//  - slurmd's child running a Prolog (as jobs_in_prolog) none of `seen.prologs`: its
+//    user was not live in the last look. One some look found is no sign, whatever it
+//    runs (a script, 24.11's launcher, `slurmstepd spank prolog`).
 // Only a daemon of the caller's pid namespace counts (another one is another host's).
 // Either started within the last two minutes (by <proc_root>/uptime): one without a socket
 // for longer is stuck, not starting, and must not hold every sweep to its deadline.

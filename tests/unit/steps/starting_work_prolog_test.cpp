@@ -75,3 +75,49 @@ TEST_CASE("starting work: an Epilog, a health check and a user's process with a 
     node.add(400, 1, "/usr/bin/bash", {"bash"}, kUser, prolog_environ(9, kUser));
     CHECK(node.starting() == std::nullopt);
 }
+
+TEST_CASE("fault catalogue: slurmd's child running a Prolog names its job and user, seen once it is no doubt") {
+    PrologNode node;
+    node.add_prolog();
+    auto jobs = jobs_in_prolog(node.proc.root());
+    REQUIRE_MESSAGE(jobs.ok(), (jobs.ok() ? "" : jobs.error().message));
+    CHECK(jobs.value() == std::vector<PrologJob>{{70, 8, kUser}});
+    // A look that found it made its user live: no job starting then.
+    SeenSteps seen;
+    seen.prologs = {70};
+    CHECK(node.starting(seen) == std::nullopt);
+    // 24.11's launcher (the slurmd binary run again with the Prolog's environment), and a
+    // spank prolog, are the same child of slurmd.
+    node.proc.remove("70");
+    node.add(72, 50, "/usr/sbin/slurmd", {"/usr/sbin/slurmd", "slurm_script_launcher", "/etc/slurm/prolog.sh"}, 0,
+             prolog_environ(9, kUser));
+    node.add(73, 50, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd", "spank", "prolog"}, 0, prolog_environ(10, 0));
+    jobs = jobs_in_prolog(node.proc.root());
+    REQUIRE(jobs.ok());
+    CHECK(jobs.value() == std::vector<PrologJob>{{72, 9, kUser}, {73, 10, 0}});
+    seen.prologs = {72, 73};
+    CHECK(node.starting(seen) == std::nullopt);
+}
+
+TEST_CASE("starting work: only a Prolog child of a slurmd daemon of this pid namespace counts") {
+    PrologNode node;
+    // Its slurmd's fork (on its way to exec), another namespace's, a user's, a reparented one.
+    node.add(60, 50, "/usr/sbin/slurmd", {"/usr/sbin/slurmd", "-D"});
+    node.add(74, 60, "/usr/bin/bash", {"/bin/sh", "/etc/slurm/prolog.sh"}, 0, prolog_environ(11, kUser));
+    node.add(75, 50, "/usr/bin/bash", {"/bin/sh", "/etc/slurm/prolog.sh"}, 0, prolog_environ(12, kUser));
+    node.proc.set_pid_ns(75, "pid:[4026532999]");
+    node.add(76, 50, "/usr/bin/bash", {"/bin/sh"}, kUser, prolog_environ(13, kUser));
+    node.add(77, 1, "/usr/bin/bash", {"/bin/sh", "/etc/slurm/prolog.sh"}, 0, prolog_environ(14, kUser));
+    auto jobs = jobs_in_prolog(node.proc.root());
+    REQUIRE_MESSAGE(jobs.ok(), (jobs.ok() ? "" : jobs.error().message));
+    CHECK(jobs.value().empty());
+}
+
+TEST_CASE("starting work: a Prolog whose job or uid does not read is a lookup error naming it") {
+    PrologNode node;
+    node.add_prolog(nul_separated({"SLURM_SCRIPT_CONTEXT=prolog_slurmd", "SLURM_JOB_ID=8", "SLURM_JOB_UID=x"}));
+    const auto jobs = jobs_in_prolog(node.proc.root());
+    REQUIRE_FALSE(jobs.ok());
+    CHECK(jobs.error().kind == ErrorKind::lookup);
+    CHECK(jobs.error().message.find("slurmd's child pid 70 runs a Prolog") != std::string::npos);
+}
