@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <string_view>
 
@@ -33,6 +34,9 @@ struct RootProcess {
 // for longer is stuck or foreign (its socket removed, a spool dir nobody named), and
 // would hold every sweep of the node to its deadline.
 constexpr double kSetUpWithin = 120.0;  // seconds
+
+// More new ids than this since the last look: a look, not a stat of each.
+constexpr pid_t kMaxNewIds = 4096;
 
 // Seconds since boot from <proc_root>/uptime; nullopt when it cannot be read (no age
 // limit then).
@@ -195,6 +199,36 @@ Result<std::optional<PrologJob>> RootProcesses::prolog_of(pid_t pid, std::string
     return std::optional<PrologJob>(PrologJob{pid, *job_id, static_cast<uid_t>(*job_uid)});
 }
 
+// The name of what a pid namespace gave out last: <proc_root>/sys/kernel/ns_last_pid.
+std::optional<pid_t> last_id(const std::string& proc_root) {
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::string buf;
+    if (!root.valid() || read_file(root.get(), "sys/kernel/ns_last_pid", buf) != 0) return std::nullopt;
+    while (!buf.empty() && buf.back() == '\n') buf.pop_back();
+    const auto id = parse_u32(buf);
+    if (!id || *id > static_cast<std::uint32_t>(std::numeric_limits<pid_t>::max())) return std::nullopt;
+    return static_cast<pid_t>(*id);
+}
+
+// Whether every id in (since, now] names no root process: gone already, or another
+// owner's (a thread's id names its process's directory, by the process's owner).
+bool no_root_process(const std::string& proc_root, pid_t since, pid_t now) {
+    if (now < since || now - since > kMaxNewIds) return false;  // wrapped around, or a storm of forks
+    if (now == since) return true;
+    UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) return false;
+    for (pid_t id = since + 1; id <= now; ++id) {
+        struct stat st {};
+        const std::string name = std::to_string(id);
+        if (::fstatat(root.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (vanished(errno)) continue;
+            return false;
+        }
+        if (st.st_uid == 0) return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 void SeenSteps::add(const LocalJobState& look) {
@@ -276,6 +310,19 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
             fmt::format("slurmd pid {}, a fork of slurmd pid {}, may be starting a step", pid, process.ppid));
     }
     return std::optional<std::string>();
+}
+
+Result<std::optional<std::string>> StartingLook::operator()(const std::string& proc_root, const SeenSteps& seen,
+                                                            const std::set<pid_t>& not_doubt) {
+    const auto now = seen.unplaced_stepds == 0 ? last_id(proc_root) : std::nullopt;
+    if (clear_since_ && now && no_root_process(proc_root, *clear_since_, *now)) {
+        clear_since_ = now;
+        return std::optional<std::string>();
+    }
+    auto found = work_being_set_up(proc_root, seen, not_doubt);
+    LEFTOVER_TRY(found);
+    clear_since_ = found->has_value() ? std::nullopt : now;
+    return found;
 }
 
 }  // namespace leftover::steps

@@ -76,4 +76,24 @@ Result<std::vector<PrologJob>> jobs_in_prolog(const std::string& proc_root);
 Result<std::optional<std::string>> work_being_set_up(const std::string& proc_root, const SeenSteps& seen,
                                                      const std::set<pid_t>& not_doubt);
 
+// work_being_set_up for one sweep, asked before each round of signals and again right
+// before each signal of it. A look lists /proc; and nothing begins its setup between two
+// looks but by a fork (slurmd forks for each slurmstepd, Prolog and spank prolog). So
+// while the pid namespace has given out no id since a look that found nothing, or only
+// ids of processes that are not root's or gone already, that answer stands: one read of
+// <proc_root>/sys/kernel/ns_last_pid (the caller's namespace) and one stat per new id.
+// Unreadable, wrapped around, or more than a few thousand new ids: a look. So is every
+// question while a step socket goes unanswered (`seen.unplaced_stepds`): a slurmstepd
+// that stood for it may set its title, and become a sign, without a fork. A fork caught
+// in flight as an id is read (its id given out, the process not in /proc yet: some
+// microseconds, before it runs) is met by the look that the next root id brings.
+class StartingLook {
+public:
+    Result<std::optional<std::string>> operator()(const std::string& proc_root, const SeenSteps& seen,
+                                                  const std::set<pid_t>& not_doubt);
+
+private:
+    std::optional<pid_t> clear_since_;  // the last id given out when a look that found nothing began
+};
+
 }  // namespace leftover::steps

@@ -70,7 +70,7 @@ Result<std::optional<std::string>> JobStateSource::job_starting() {
         caller_.insert(request_.self);
         for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller_.insert(pid);
     }
-    return steps::work_being_set_up(request_.proc_root, seen_steps_, caller_);
+    return starting_look_(request_.proc_root, seen_steps_, caller_);
 }
 
 Status JobStateSource::add_jobs_in_prolog(LiveWork& live) {

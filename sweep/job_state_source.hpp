@@ -54,7 +54,8 @@ public:
     bool at_step_end() const { return request_.trigger.ending_step.has_value(); }
 
     // A job or step being set up here that the last look at the step sockets could not
-    // show (see steps/starting_work.hpp), asked before each round and before any removal.
+    // show (see steps/starting_work.hpp), asked before each round, right before each
+    // signal and before any removal: cheap while nothing was forked since the last look.
     // slurmctld knows a job before the node does: with job_source controller there is
     // nothing to ask.
     Result<std::optional<std::string>> job_starting();
@@ -94,7 +95,8 @@ private:
     bool nodes_logged_ = false;
     std::set<pid_t> prologs_logged_;  // Prolog children already named: once per sweep
     steps::SeenSteps seen_steps_;     // by every look of this sweep, for job_starting
-    std::set<pid_t> caller_;          // the caller and its ancestors, read at the first job_starting
+    steps::StartingLook starting_look_;
+    std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
 };
 
 }  // namespace leftover::sweep

@@ -202,6 +202,9 @@ private:
                                       survivor.uid));
         for (const auto& [uid, why] : evaluation.failed_lookups())
             log_.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
+        for (const std::string& sign : report_.paused)
+            log_.info(fmt::format(
+                "signals paused: a job is starting on this node ({}); the rest waited for a fresh look", sign));
         if (report_.job_starting)
             log_.warn(fmt::format("not signalled: a job is starting on this node ({})", *report_.job_starting));
         else if (report_.deadline_reached)

@@ -47,6 +47,9 @@ TEST_CASE("fault catalogue: a job reaching the node as the signals go out stops 
     const KillRecord* cont = check_continued_not_killed(report, second);
     REQUIRE(cont != nullptr);
     CHECK(cont->reason == Reason::has_live_job);
+    // Paused once for it, not skipped.
+    REQUIRE(report.paused.size() == 1);
+    CHECK(report.paused[0] == "slurmstepd pid 4246 has no step socket yet");
     CHECK_FALSE(report.job_starting.has_value());
     CHECK_FALSE(report.error.has_value());
     CHECK(report.survivors.empty());

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -120,4 +121,53 @@ TEST_CASE("starting work: a Prolog whose job or uid does not read is a lookup er
     REQUIRE_FALSE(jobs.ok());
     CHECK(jobs.error().kind == ErrorKind::lookup);
     CHECK(jobs.error().message.find("slurmd's child pid 70 runs a Prolog") != std::string::npos);
+}
+
+TEST_CASE("starting work: a look that found nothing stands while the pid namespace gives out no root process's id") {
+    PrologNode node;
+    std::filesystem::create_directories(node.proc.path("sys/kernel"));
+    node.proc.write_file("sys/kernel/ns_last_pid", "100\n");
+    StartingLook look;
+    const SeenSteps seen;
+    const auto ask = [&] {
+        auto found = look(node.proc.root(), seen, {100, 1});
+        REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
+        return found.value();
+    };
+    CHECK(ask() == std::nullopt);
+    // A slurmstepd under an id given out before that look (the fake tree lets it appear
+    // late): no id since, so the answer stands without a look.
+    node.add(90, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    CHECK(ask() == std::nullopt);
+    // Ids of a user's process and of one gone already: still no look.
+    node.add(101, 1, "/usr/bin/sleep", {"sleep"}, kUser);
+    node.proc.write_file("sys/kernel/ns_last_pid", "102\n");
+    CHECK(ask() == std::nullopt);
+    // A root process's id: a look, which finds the job on its way.
+    node.add(103, 50, "/usr/sbin/slurmd", {"/usr/sbin/slurmd", "-D"});
+    node.proc.write_file("sys/kernel/ns_last_pid", "103\n");
+    CHECK(ask() == "slurmstepd pid 90 has no step socket yet");
+    // While one is found every question is a look.
+    node.proc.remove("90");
+    node.proc.remove("103");
+    CHECK(ask() == std::nullopt);
+    // While a step socket goes unanswered, every question is a look: the stepd that stood
+    // for it may take a title that makes it a sign, with no fork.
+    CHECK(ask() == std::nullopt);
+    node.add(92, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    SeenSteps unanswered;
+    unanswered.unplaced_stepds = 1;
+    const auto ask_unanswered = [&] {
+        auto found = look(node.proc.root(), unanswered, {100, 1});
+        REQUIRE(found.ok());
+        return found.value();
+    };
+    CHECK(ask_unanswered() == std::nullopt);
+    node.proc.write_file("92/cmdline", nul_separated({"slurmstepd: [9.batch]"}));
+    CHECK(ask_unanswered() == "slurmstepd pid 92 has no step socket yet");
+    node.proc.remove("92");
+    // No counter to read: every question a look.
+    node.proc.remove("sys");
+    node.add(91, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    CHECK(ask() == "slurmstepd pid 91 has no step socket yet");
 }
