@@ -48,9 +48,9 @@ struct PrologJob {
 // (prep_script_slurmd.c _build_env; run_command forks, then execs the script, from 24.11
 // through slurmd's own binary as its launcher: the same child, the same environment).
 // No user can make one: it is root's and slurmd's child, and slurmd sets those variables
-// after the job's own SPANK ones, which must begin with SPANK_. An Epilog's child says
-// epilog_slurmd. A process that exits meanwhile is skipped; a Prolog whose job or uid
-// does not read, or a /proc that cannot be read, is a lookup error.
+// after the job's own SPANK ones, each of which it prefixes with SPANK_. An Epilog's
+// child says epilog_slurmd. A process that exits meanwhile is skipped; a Prolog whose job
+// or uid does not read, or a /proc that cannot be read, is a lookup error.
 Result<std::vector<PrologJob>> jobs_in_prolog(const std::string& proc_root);
 
 // The first sign, in pid order, that a job or step is being set up under proc_root, said
