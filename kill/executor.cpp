@@ -55,7 +55,9 @@ private:
     bool ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups);
     void continue_released();
     void continue_all(const char* why);
-    std::vector<PidRef> signal_round(int signal);
+    bool signal_phase(int signal, std::vector<PidRef>& pinned);
+    std::vector<PidRef> signal_round(int signal, std::set<std::pair<pid_t, std::uint64_t>>& sent,
+                                     std::optional<std::string>& arrived);
     void finish();
 
     const Evaluate& evaluate_;
@@ -338,9 +340,44 @@ void KillRun::continue_all(const char* why) {
     }
 }
 
-// One list of targets per round, freed as soon as every one is signalled.
-std::vector<PidRef> KillRun::signal_round(int signal) {
-    auto targets = plan_->kills();
+// One signal to the plan's targets, each only right after a look found no job on its way
+// onto the node: the look before the round (no_job_starting), then job_starting again
+// right before each signal, as the look before the round cannot see a job whose setup
+// begins as the signals go out. One found there stops the signals; the rest wait for it
+// as before a round, and go on the fresh plan that follows (its user's kept). Each
+// process gets the signal once. The pins of those signalled go to `pinned`. false: the
+// run ends here (an evaluation failed, the deadline passed, the round skipped for a job
+// still starting, or no kill left before a SIGKILL).
+bool KillRun::signal_phase(int signal, std::vector<PidRef>& pinned) {
+    std::set<std::pair<pid_t, std::uint64_t>> sent;
+    for (;;) {
+        if (!stop_targets() || !no_job_starting() || deadline_passed()) return false;
+        if (signal == SIGKILL && !has_kills()) return false;
+        std::optional<std::string> arrived;
+        for (PidRef& p : signal_round(signal, sent, arrived)) pinned.push_back(std::move(p));
+        if (report_.error) return false;
+        if (!arrived) return true;
+        report_.paused.push_back(std::move(*arrived));
+    }
+}
+
+// One list of targets per round, freed as soon as every one is signalled; none of `sent`,
+// and none once `arrived` is set (see signal_phase).
+std::vector<PidRef> KillRun::signal_round(int signal, std::set<std::pair<pid_t, std::uint64_t>>& sent,
+                                          std::optional<std::string>& arrived) {
+    // Signalled before a pause and stopped again while the rest waited: it runs on (a
+    // SIGTERM handler runs only in a process that runs).
+    for (auto it = stopped_.begin(); it != stopped_.end();) {
+        if (sent.count({it->first, it->second.decision.start_time}) == 0) {
+            ++it;
+            continue;
+        }
+        signaller_.continue_stopped(it->second.pin, it->second.decision, true);
+        it = stopped_.erase(it);
+    }
+    std::vector<Decision> targets;
+    for (Decision& d : plan_->kills())
+        if (sent.count({d.pid, d.start_time}) == 0) targets.push_back(std::move(d));
     // A stopped target is checked and signalled through the pin that stopped it: one
     // descriptor per target, not two. A pin whose signal did not go comes back.
     std::vector<PidRef> held(targets.size());
@@ -348,12 +385,23 @@ std::vector<PidRef> KillRun::signal_round(int signal) {
         if (auto it = stopped_.find(targets[i].pid);
             it != stopped_.end() && same_process(it->second.decision, targets[i]))
             held[i] = std::move(it->second.pin);
-    auto pinned = signaller_.signal_all(targets, signal, false, std::nullopt, &held);
+    const auto nothing_arrived = [&] {
+        if (!options_.job_starting) return true;
+        auto starting = options_.job_starting();
+        if (!starting.ok()) {
+            report_.error = starting.error();
+            return false;
+        }
+        arrived = std::move(starting).value();
+        return !arrived;
+    };
+    auto pinned = signaller_.signal_all(targets, signal, false, std::nullopt, &held, nothing_arrived);
     for (std::size_t i = 0; i < targets.size(); ++i)
         if (held[i].valid()) stopped_.at(targets[i].pid).pin = std::move(held[i]);
     std::size_t t = 0;
     for (PidRef& p : pinned) {
         while (targets[t].pid != p.pid()) ++t;
+        sent.insert({p.pid(), targets[t].start_time});
         // A stopped process runs its SIGTERM handler only once continued; one that got
         // SIGKILL dies stopped or not.
         if (stopped_.count(p.pid()) == 0) continue;
@@ -403,8 +451,8 @@ void KillRun::record_dry_run() {
 // Stop, SIGTERM (and SIGCONT to the stopped), grace, then a fresh plan for SIGKILL.
 // false: the run ends here (an evaluation failed, the deadline passed).
 bool KillRun::term_and_grace() {
-    if (!stop_targets() || !no_job_starting() || deadline_passed()) return false;
-    auto pinned = signal_round(SIGTERM);
+    std::vector<PidRef> pinned;
+    if (!signal_phase(SIGTERM, pinned)) return false;
     if (!pinned.empty() && options_.observer.on_grace_wait)
         options_.observer.on_grace_wait(pinned.size(), options_.grace);
     signaller_.wait_and_release(pinned, Clock::now() + options_.grace);
@@ -426,8 +474,8 @@ void KillRun::kill_rounds() {
 // Stop, SIGKILL, wait for the exits, a fresh plan. false: the run ends here (nothing
 // left to kill after the stop, an evaluation failed, the deadline passed).
 bool KillRun::kill_round() {
-    if (!stop_targets() || !no_job_starting() || deadline_passed() || !has_kills()) return false;
-    auto pinned = signal_round(SIGKILL);
+    std::vector<PidRef> pinned;
+    if (!signal_phase(SIGKILL, pinned)) return false;
     signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
     // A stray that forks keeps making new ones: decide again on a fresh scan.
     return !report_.deadline_reached && !deadline_passed() && replan();

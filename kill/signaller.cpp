@@ -75,7 +75,8 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& pin
 }
 
 std::vector<PidRef> Signaller::signal_all(const std::vector<Decision>& targets, int signal, bool intermediate,
-                                          std::optional<Clock::time_point> stop_at, std::vector<PidRef>* held) {
+                                          std::optional<Clock::time_point> stop_at, std::vector<PidRef>* held,
+                                          const std::function<bool()>& go_on) {
     const Clock::time_point until = stop_at.value_or(options_.deadline);
     std::vector<PidRef> signalled;
     report_.actions.reserve(report_.actions.size() + targets.size());
@@ -90,6 +91,7 @@ std::vector<PidRef> Signaller::signal_all(const std::vector<Decision>& targets, 
             note(record);
             continue;
         }
+        if (go_on && !go_on()) break;
         PidRef made_here;
         PidRef& pin = held != nullptr && (*held)[i].valid() ? (*held)[i] : made_here;
         KillRecord record = signal_one(target, signal, pin);

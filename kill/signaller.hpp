@@ -39,10 +39,11 @@ public:
     // not sent (Outcome::deadline). Returns the pins of the processes that were signalled.
     // `held`, if given, runs beside `targets`: a valid pin there (its SIGSTOP's) is used
     // for the check and the signal instead of a new one, and moves into the result if the
-    // signal went; one that did not stays in `held`.
+    // signal went; one that did not stays in `held`. `go_on`, if given, is asked right
+    // before each target: false ends the list there, the rest neither signalled nor recorded.
     std::vector<PidRef> signal_all(const std::vector<Decision>& targets, int signal, bool intermediate = false,
                                    std::optional<Clock::time_point> stop_at = std::nullopt,
-                                   std::vector<PidRef>* held = nullptr);
+                                   std::vector<PidRef>* held = nullptr, const std::function<bool()>& go_on = {});
 
     // SIGCONT through the pin that stopped `target` (PidRef::continue_stopped: no new
     // identity check), recorded as for `target`.

@@ -162,14 +162,14 @@ private:
                                                 request_.trigger.ending_step.has_value(), request_.proc_root};
         const drain::DrainOutcome drain = drain::drain_on_survivors(config, drain_context, report_, controller_);
         log_drain(log_, drain);
-        const auto cleanup = clean_up(config, exemptions, evaluation, deadline);
+        const auto cleanup = clean_up(config, exemptions, evaluation, job_state, deadline);
         log_summary(&evaluation, deadline, cleanup);
         count_in_metrics(config.dry_run, deadline, drain.request ? std::optional(drain.request->result) : std::nullopt);
         return report_;
     }
 
     KillOptions kill_options(const Config& config, Clock::time_point deadline, Evaluation& evaluation,
-                             const JobStateSource& job_state) {
+                             JobStateSource& job_state) {
         KillOptions options;
         options.proc_root = request_.proc_root;
         options.self = request_.self;
@@ -203,6 +203,9 @@ private:
                                       survivor.uid));
         for (const auto& [uid, why] : evaluation.failed_lookups())
             log_.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
+        for (const std::string& sign : report_.paused)
+            log_.info(fmt::format(
+                "signals paused: a job is starting on this node ({}); the rest waited for a fresh look", sign));
         if (report_.job_starting)
             log_.warn(fmt::format("not signalled: a job is starting on this node ({})", *report_.job_starting));
         else if (report_.deadline_reached)
@@ -216,9 +219,10 @@ private:
 
     // The cleanup's trouble must not cost the sweep its summary line.
     std::optional<CleanupTotals> clean_up(const Config& config, const Exemptions& exemptions, Evaluation& evaluation,
-                                          Clock::time_point deadline) {
+                                          JobStateSource& job_state, Clock::time_point deadline) {
         try {
-            return clean_up_after_sweep(config, exemptions, request_, accounts_, evaluation, report_, deadline, log_);
+            return clean_up_after_sweep(config, exemptions, request_, accounts_, evaluation, job_state, report_,
+                                        deadline, log_);
         } catch (const std::exception& e) {
             log_.error(fmt::format("cleanup: stopped: {}", e.what()));
             return std::nullopt;
@@ -325,12 +329,22 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     if (!plan.ok()) return recorded(plan.error());
     name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
     std::optional<CleanupReport> cleanup;
-    if (!*controller_host)
-        cleanup = preview_cleanup(
-            config, loaded.exemptions->value(), request, accounts, plan.value(), evaluation.last_live_work(),
-            evaluation.checks_allocations() ? &evaluation.cleared_allocations() : nullptr, deadline);
-    else
+    if (!*controller_host) {
+        // As a sweep's cleanup: with contain, slurmctld clears its users in one query of its own.
+        const std::set<uid_t>* cleared = evaluation.checks_allocations() ? &evaluation.cleared_allocations() : nullptr;
+        std::optional<Result<std::set<uid_t>>> asked;
+        if (cleared == nullptr && !config.cleanup.empty())
+            if (const AllocationCheck check = job_state.cleanup_allocation_check()) {
+                asked = cleared_by_controller(check, cleanup_candidates(config, request, plan.value()),
+                                              evaluation.last_live_work());
+                if (!asked->ok()) asked = std::set<uid_t>{};  // nobody cleared: nothing would go
+                cleared = &asked->value();
+            }
+        cleanup = preview_cleanup(config, loaded.exemptions->value(), request, accounts, plan.value(),
+                                  evaluation.last_live_work(), cleared, deadline);
+    } else {
         log.info(controller_host_text(**controller_host));
+    }
     return recorded(
         NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup), *controller_host});
 }

@@ -59,7 +59,8 @@ struct Node {
         return starting(seen);
     }
     std::optional<std::string> starting(const SeenSteps& seen, const std::set<std::string>& listed = {}) {
-        auto found = work_being_set_up(proc.root(), seen, listed, {100, 60, 50, 1});
+        auto found = work_being_set_up(proc.root(), seen, [&]() -> Result<std::set<std::string>> { return listed; },
+                                       {100, 60, 50, 1});
         REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
         return found.value();
     }
@@ -121,7 +122,8 @@ TEST_CASE("starting work: a user's program named slurmstepd is no doubt, and an 
     node.proc.add_process({.pid = 400, .ppid = 1, .uids = {1000, 1000, 1000, 1000}, .exe = "/home/u/slurmstepd"});
     node.proc.write_file("400/cmdline", cmdline({"slurmstepd"}));
     CHECK(node.starting() == std::nullopt);
-    auto found = work_being_set_up("/nonexistent-proc", SeenSteps{}, {}, {});
+    auto found = work_being_set_up("/nonexistent-proc", SeenSteps{},
+                                   []() -> Result<std::set<std::string>> { return std::set<std::string>{}; }, {});
     REQUIRE_FALSE(found.ok());
     CHECK(found.error().kind == ErrorKind::lookup);
 }
@@ -220,7 +222,7 @@ TEST_CASE("fault catalogue: a slurmstepd that is not this node's is no job start
     CHECK(node.starting() == std::nullopt);
     // One whose step's socket this node's spool dir holds, though no look saw it, has
     // just made it: this node's, and new.
-    CHECK(node.starting(SeenSteps{{200}, {"7.0"}, 0}, {"7.0", "5.batch"}) ==
+    CHECK(node.starting(SeenSteps{{200}, {"7.0"}, 0, {}}, {"7.0", "5.batch"}) ==
           "slurmstepd pid 300 has no step socket yet");
     // One that a slurmd of this host is still feeding its launch is being set up here,
     // on stdin or on stdout alone.
