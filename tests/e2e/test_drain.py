@@ -305,6 +305,26 @@ def test_health_check_drains_at_the_third_failure_in_a_row_and_a_pass_clears_the
     kill_quietly(stray)
 
 
+def test_fault_catalogue_leftover_health_as_shipped_with_dry_run_fails_the_check_and_never_drains(
+        cluster, config, tmp_path):
+    config_path = config("dry_run: true\n")
+    state_dir = tmp_path / "state"
+    stray = cluster.spawn_outside_slurm(DRAIN_USER.name, ["sleep", "600"])
+    try:
+        for n in (1, 2):
+            assert health(cluster, config_path, state_dir).returncode == 0
+        for n in (3, 4):
+            res = health(cluster, config_path, state_dir)
+            assert res.returncode == 1, res.stderr
+            assert res.stdout == f"leftover: ERROR: 1 stray process of 1 user ({n} failed checks in a row)\n"
+            said = f"health check: node {cluster.node} not drained: dry_run is set"
+            assert (said in res.stderr) == (n == 3), res.stderr  # once, when the streak reaches 3
+            assert f"node {cluster.node} drained:" not in res.stderr and "DRAIN" not in node_state(cluster)[0]
+        assert cluster.is_alive(stray)
+    finally:
+        kill_quietly(stray)
+
+
 def test_a_stopped_stray_gets_sigterm_runs_its_term_handler_and_exits_before_grace_ends(cluster, config):
     config("grace: 10\n")
     tag = uuid.uuid4().hex[:8]
