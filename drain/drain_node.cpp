@@ -133,7 +133,9 @@ DrainOutcome drain_on_survivors(const Config& config, const DrainContext& contex
     }
 
     std::vector<RecordedSurvivor> keep;
+    keep.reserve(waiting.size());
     for (const Waiting& w : waiting) keep.push_back(w.recorded);
+    if (keep.empty() && recorded->empty()) return outcome;  // nothing kept, nothing to keep
     if (const auto written = write_survivor_record(place, keep); !written.ok())
         outcome.notes.emplace_back(LogLevel::warn, fmt::format("{}: {}; the survivors found now count from the next "
                                                                "sweep that can keep them",

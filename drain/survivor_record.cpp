@@ -36,21 +36,30 @@ std::string base_name(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The directory, open, when root's (or `owner`'s) and not writable by group or others.
-Result<UniqueFd> open_trusted_dir(const std::string& path, std::optional<uid_t> owner) {
-    const std::string dir = directory_of(path);
-    UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+Result<UniqueFd> open_directory(const std::string& path) {
+    UniqueFd fd(::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) return record_error(path, fmt::format("cannot open its directory: {}", errno_text(errno)));
+    return fd;
+}
+
+// The directory may hold the record: root's (or `owner`'s) and not writable by group or others.
+Status check_directory(int dir, const std::string& path, std::optional<uid_t> owner) {
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0)
-        return record_error(path, fmt::format("stat of its directory: {}", errno_text(errno)));
+    if (::fstat(dir, &st) != 0) return record_error(path, fmt::format("stat of its directory: {}", errno_text(errno)));
     if (st.st_uid != 0 && (!owner || st.st_uid != *owner))
         return record_error(path,
                             fmt::format("its directory is owned by uid {}, not by root or SlurmdUser", st.st_uid));
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
         return record_error(
             path, fmt::format("its directory is writable by group or others (mode {:04o})", st.st_mode & 07777));
-    return fd;
+    return Ok{};
+}
+
+Result<UniqueFd> open_trusted_dir(const std::string& path, std::optional<uid_t> owner) {
+    auto dir = open_directory(path);
+    LEFTOVER_TRY(dir);
+    LEFTOVER_TRY(check_directory(dir->get(), path, owner));
+    return dir;
 }
 
 template <class T>
@@ -94,14 +103,15 @@ std::string survivor_record_path(const std::string& spool_dir, const std::string
 
 Result<std::vector<RecordedSurvivor>> read_survivor_record(const RecordPlace& place) {
     const std::string& path = place.path;
-    auto dir = open_trusted_dir(path, place.dir_owner);
+    auto dir = open_directory(path);
     LEFTOVER_TRY(dir);
     const UniqueFd fd(
         ::openat(dir->get(), base_name(path).c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
     if (!fd.valid()) {
-        if (errno == ENOENT) return std::vector<RecordedSurvivor>();
+        if (errno == ENOENT) return std::vector<RecordedSurvivor>();  // nothing to believe
         return record_error(path, fmt::format("cannot open it: {}", errno_text(errno)));
     }
+    LEFTOVER_TRY(check_directory(dir->get(), path, place.dir_owner));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return record_error(path, fmt::format("stat: {}", errno_text(errno)));
     if (!S_ISREG(st.st_mode)) return record_error(path, "not a regular file");

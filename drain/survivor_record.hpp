@@ -39,10 +39,10 @@ struct RecordPlace {
     std::string boot_id;  // the kernel's boot id: a record of another boot counts nothing
 };
 
-// The survivors recorded by earlier sweeps of this boot; none without a file. A directory
-// that is not root's (or dir_owner's) or is writable by group or others, a file that is
-// not a root-owned regular file writable by root alone, or one that does not parse, is an
-// error: the record is then not believed.
+// The survivors recorded by earlier sweeps of this boot; none without a file. A file in a
+// directory that is not root's (or dir_owner's) or is writable by group or others, one
+// that is not a root-owned regular file writable by root alone, or one that does not
+// parse, is an error: the record is then not believed.
 Result<std::vector<RecordedSurvivor>> read_survivor_record(const RecordPlace& place);
 
 // Replaces the record with `survivors` (none: removes the file).
