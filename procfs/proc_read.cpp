@@ -144,6 +144,7 @@ void apply_stat(Process& p, StatFields&& stat) {
     p.state = stat.state;
     p.start_time = stat.start_time;
     p.kernel_thread = stat.kernel_thread();
+    p.exiting = stat.exiting();
     p.comm = std::move(stat.comm);
 }
 

@@ -58,6 +58,7 @@ int open_pid_dir(int root, pid_t pid, UniqueFd& out);
 // chains are a few levels deep: a deeper one, or a loop, is not believed.
 inline constexpr std::size_t max_ancestry_depth = 512;
 
+inline constexpr std::uint64_t pf_exiting = 0x00000004;
 inline constexpr std::uint64_t pf_kthread = 0x00200000;
 
 struct StatFields {
@@ -72,6 +73,8 @@ struct StatFields {
     // ordinary processes (kthreadd is not visible there), and a usermode helper that
     // kthreadd started and that exec'd is root's process, not a kernel thread.
     bool kernel_thread() const { return (flags & pf_kthread) != 0; }
+    // PF_EXITING: the kernel is ending it (do_exit), whatever state it shows meanwhile.
+    bool exiting() const { return (flags & pf_exiting) != 0; }
 };
 std::optional<StatFields> parse_stat(std::string_view text);
 // Reads and parses <dir>/stat of the process pid; EBADMSG when it does not parse

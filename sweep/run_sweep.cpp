@@ -158,8 +158,15 @@ private:
         const KillOptions options = kill_options(config, deadline, evaluation, job_state);
         report_ = execute_kills([&] { return evaluation(); }, options);
         log_outcome(config, evaluation, options.stop_rounds);
-        const drain::DrainContext drain_context{request_.trigger.label, request_.node.node_name,
-                                                request_.trigger.ending_step.has_value(), request_.proc_root};
+        drain::DrainContext drain_context;
+        drain_context.label = request_.trigger.label;
+        drain_context.node_name = request_.node.node_name;
+        drain_context.step_end = request_.trigger.ending_step.has_value();
+        drain_context.proc_root = request_.proc_root;
+        drain_context.record = {drain::survivor_record_path(request_.node.spool_dir, request_.node.node_name),
+                                request_.node.slurmd_uid,
+                                {}};
+        drain_context.bound = std::chrono::seconds(request_.node.unkillable_step_timeout);
         const drain::DrainOutcome drain = drain::drain_on_survivors(config, drain_context, report_, controller_);
         log_drain(log_, drain);
         const auto cleanup = clean_up(config, exemptions, evaluation, job_state, deadline);
