@@ -25,6 +25,7 @@ enum class Outcome {
     permission_denied,  // EPERM
     failed,             // any other error
     deadline,           // not sent: the evaluation's deadline passed first
+    not_stopped,        // a SIGSTOP not sent: the process is not the sweep's to stop (detail says why)
 };
 
 struct KillRecord {

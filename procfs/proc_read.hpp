@@ -67,6 +67,7 @@ struct StatFields {
     char state = '?';
     pid_t ppid = 0;
     pid_t pgid = 0;                // field 5: the process group
+    pid_t session = 0;             // field 6: the session (0 as pgid: none, or released)
     std::uint64_t flags = 0;       // field 9
     std::uint64_t start_time = 0;  // field 22
     // By the flag alone: in a pid namespace of its own, pid 2 and its children are

@@ -47,7 +47,7 @@ std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) {
     const auto value = status_value(buf, "Uid");
     const auto uids = value ? parse_uids(*value) : std::nullopt;
     if (!uids) return std::nullopt;
-    return Identity{stat.start_time, *uids, stat.ppid, stat.pgid};
+    return Identity{stat.start_time, *uids, stat.ppid, stat.pgid, stat.state};
 }
 
 Result<std::optional<Process>> read_process(const std::string& proc_root, pid_t pid) {

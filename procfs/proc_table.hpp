@@ -49,6 +49,7 @@ struct Identity {
     Uids uids;
     pid_t ppid = 0;
     pid_t pgid = 0;
+    char state = '?';  // as stat says at the read: 'T' stopped, 't' held by a tracer ...
 };
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
 

@@ -32,7 +32,8 @@ LogLevel level_of(const KillRecord& record) {
         case Outcome::dry_run:
         case Outcome::deadline: return LogLevel::info;
         case Outcome::gone:
-        case Outcome::pid_reused: return LogLevel::debug;
+        case Outcome::pid_reused:
+        case Outcome::not_stopped: return LogLevel::debug;
         case Outcome::permission_denied:
         case Outcome::failed: return LogLevel::err;
     }
