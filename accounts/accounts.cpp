@@ -3,8 +3,9 @@
 
 #include "util/errno_text.hpp"
 
-#include <cerrno>
 #include <pwd.h>
+
+#include <cerrno>
 #include <vector>
 
 namespace leftover {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "accounts/accounts_bounded.hpp"
 
+#include <pthread.h>
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -9,7 +11,6 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <pthread.h>
 #include <thread>
 
 namespace leftover {

@@ -27,14 +27,14 @@
 //       Also in a pid namespace of its own: COUNT processes of UID, whose user has a
 //       live step (job state says so), plus 10 strays of UID + 1. Times REPS evaluations
 //       against the getdents + fstatat floor. Prints JSON.
-#include "sweep/run_sweep.hpp"
-#include "util/errno_text.hpp"
+#include "accounts/accounts.hpp"
 #include "policy/evaluation.hpp"
 #include "policy/exemptions.hpp"
 #include "procfs/proc_read.hpp"
 #include "procfs/proc_table.hpp"
+#include "sweep/run_sweep.hpp"
+#include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
-#include "accounts/accounts.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -3,7 +3,6 @@
 
 #include "procfs/proc_read.hpp"
 
-#include <cerrno>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/ipc.h>
@@ -13,6 +12,8 @@
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #ifndef MQUEUE_MAGIC
 #define MQUEUE_MAGIC 0x19800202

@@ -6,10 +6,11 @@
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
 
+#include <fcntl.h>
+
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <fcntl.h>
 
 namespace leftover {
 namespace {

@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-#include <map>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <map>
 #include <set>
 
 namespace leftover {

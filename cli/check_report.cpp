@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/check_report.hpp"
 
+#include "cli/text_table.hpp"
+#include "sweep/report.hpp"
 #include "util/errno_text.hpp"
 #include "util/escape.hpp"
-#include "sweep/report.hpp"
-#include "cli/text_table.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)

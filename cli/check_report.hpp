@@ -3,8 +3,8 @@
 // or the same as a JSON document (its shape is documented in leftover(8)).
 #pragma once
 
-#include "sweep/run_sweep.hpp"
 #include "cli/exit_status.hpp"
+#include "sweep/run_sweep.hpp"
 
 #include <optional>
 #include <string>

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/commands.hpp"
 
-#include "steps/stepd_protocol.hpp"
 #include "cli/check_report.hpp"
 #include "cli/config_report.hpp"
-#include "sweep/run_sweep.hpp"
+#include "cli/health.hpp"
 #include "cli/slew.hpp"
 #include "cli/stream_log.hpp"
-#include "sweep/drain_node.hpp"
-#include "cli/health.hpp"
+#include "drain/drain_node.hpp"
+#include "steps/stepd_protocol.hpp"
 #include "sweep/record_metrics.hpp"
+#include "sweep/run_sweep.hpp"
 
 #include <fmt/format.h>
 
@@ -52,25 +52,21 @@ int report_health(const HealthContext& h) {
     const auto verdict = judge_health(format_check_health(h.result), check_exit_status(h.result),
                                       previous.ok() ? previous.value() : 0, h.options.failures);
     Status kept = previous.ok() ? Status(Ok{}) : Status(previous.error());
-    if (kept.ok() && h.options.failures_given) kept = write_streak(h.options.state_dir, verdict.streak);
+    if (kept.ok() && h.options.failures_given && !verdict.error)
+        kept = write_streak(h.options.state_dir, verdict.streak);
     if (!kept.ok()) {
         h.env.out << fmt::format("leftover: ERROR: failure streak not kept: {}\n", kept.error().message);
         return kExitError;
     }
     h.env.out << verdict.line;
     if (!verdict.fails) return kExitClean;
-    if (h.options.drain && h.node != nullptr) {
+    // An error (config, lookup, not a Slurm node) says nothing of strays: it never drains.
+    if (h.options.drain && !verdict.error && h.node != nullptr && h.loaded->config.ok()) {
         StreamLogSink sink(h.env.err);
         sweep::Logger log(sink);
-        const double timeout = h.loaded->config.ok() ? h.loaded->config->slurm_timeout : Config{}.slurm_timeout;
-        const auto deadline =
-            std::chrono::steady_clock::now() +
-            std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout));
-        std::string reason = verdict.line;
-        if (!reason.empty() && reason.back() == '\n') reason.pop_back();
-        const DrainResult drained = sweep::request_drain(
-            h.controller, h.node->node_name, controller::bounded_reason(reason), deadline, "health check", log);
-        sweep::record_drain(h.loaded->metrics, drained, log);
+        drain_for_health({h.loaded->config.value(), h.loaded->metrics, h.controller, h.node->node_name, verdict,
+                          verdict.streak == h.options.failures},
+                         log);
     }
     return check_exit_status(h.result);
 }

@@ -4,10 +4,10 @@
 #pragma once
 
 #include "accounts/accounts.hpp"
-#include "controller/controller.hpp"
 #include "cli/exit_status.hpp"
 #include "cli/node_discovery.hpp"
 #include "cli/options.hpp"
+#include "controller/controller.hpp"
 
 #include <sys/types.h>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/config_report.hpp"
 
+#include "cli/text_table.hpp"
 #include "config/config_keys.hpp"
 #include "policy/exemptions.hpp"
-#include "cli/text_table.hpp"
 #include "util/trusted_file.hpp"
 
 #include <fmt/format.h>

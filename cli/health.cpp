@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/health.hpp"
 
-#include "util/errno_text.hpp"
 #include "cli/exit_status.hpp"
+#include "drain/drain_node.hpp"
+#include "drain/reason.hpp"
+#include "sweep/record_metrics.hpp"
+#include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace leftover::cli {
 namespace {
@@ -82,7 +86,8 @@ Status write_streak(const std::string& state_dir, unsigned failures) {
 }
 
 HealthVerdict judge_health(const std::string& line, int status, unsigned previous, unsigned needed) {
-    if (status == kExitClean) return {0, false, line};
+    if (status == kExitClean) return {0, false, false, line};
+    if (status == kExitError) return {previous, true, true, line};
     HealthVerdict verdict;
     verdict.streak = previous + 1;
     verdict.fails = verdict.streak >= needed;
@@ -94,6 +99,34 @@ HealthVerdict judge_health(const std::string& line, int status, unsigned previou
                     : fmt::format(" ({} of {} failed checks in a row before it fails)", verdict.streak, needed);
     verdict.line = text + "\n";
     return verdict;
+}
+
+std::optional<std::string> why_not_drain(const Config& config) {
+    if (config.dry_run)
+        return std::string(
+            "dry_run is set, so no sweep reaps these strays and a drain would last until an admin "
+            "resumes the node");
+    if (config.scope == Scope::job_user)
+        return std::string("scope is job_user, so a stray is reaped only when a job of its own user ends here");
+    return std::nullopt;
+}
+
+std::optional<drain::DrainResult> drain_for_health(const HealthDrain& health, sweep::Logger& log) {
+    if (health.verdict.error || !health.verdict.fails) return std::nullopt;
+    if (const auto why = why_not_drain(health.config)) {
+        if (health.first) log.warn(fmt::format("health check: node {} not drained: {}", health.node_name, *why));
+        return std::nullopt;
+    }
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(health.config.slurm_timeout));
+    std::string reason = health.verdict.line;
+    if (!reason.empty() && reason.back() == '\n') reason.pop_back();
+    const drain::DrainReport drained = drain::request_drain(health.controller, health.node_name,
+                                                            drain::bounded_reason(reason), deadline, "health check");
+    sweep::log_drain(log, drained);
+    sweep::record_drain(health.metrics, drained.result, log);
+    return drained.result;
 }
 
 }  // namespace leftover::cli

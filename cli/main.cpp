@@ -5,11 +5,12 @@
 #include "controller/query_accounts.hpp"
 #include "controller/query_controller.hpp"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 #include <random>
 #include <thread>
-#include <unistd.h>
 
 int main(int argc, char** argv) {
     using namespace leftover;

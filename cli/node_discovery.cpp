@@ -4,14 +4,14 @@
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
 
-#include <fmt/format.h>
-
-#include <cerrno>
-#include <charconv>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <charconv>
 #include <string_view>
 
 namespace leftover::cli {

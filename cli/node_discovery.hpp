@@ -4,8 +4,8 @@
 // or given with --node / --spool-dir.
 #pragma once
 
-#include "node/node_info.hpp"
 #include "errors/result.hpp"
+#include "node/node_info.hpp"
 #include "node/running_slurmd.hpp"
 
 #include <functional>

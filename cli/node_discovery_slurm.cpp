@@ -6,7 +6,6 @@
 // SlurmdSpoolDir and SlurmdPidFile to the short host name and the first %n to the node
 // name. slurmd's pid comes from that pid file.
 #include "cli/node_discovery.hpp"
-
 #include "node/slurm_conf.hpp"
 
 extern "C" {
@@ -19,14 +18,15 @@ char* slurm_conf_get_aliased_nodename(void);
 void slurm_xfree(void** pointer);
 }
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cstdlib>
 #include <optional>
 #include <vector>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace leftover::cli {
 namespace {

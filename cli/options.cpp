@@ -178,9 +178,11 @@ std::string help_text(std::optional<Command> command) {
                    config_flag +
                    "  --json            the same as a JSON document (see leftover(8))\n"
                    "  --health          one line for a health check (NHC, HealthCheckProgram): OK or ERROR\n"
-                   "  --failures N      with --health: fail (exit 1 or 2) only at the Nth failed check in a row;\n"
-                   "                    before that print the line with the count and exit 0 (default 1)\n"
-                   "  --drain           with --health: when it fails, drain the node through slurmctld with the\n"
+                   "  --failures N      with --health: fail (exit 1) only at the Nth check in a row with strays;\n"
+                   "                    before that print the line with the count and exit 0 (default 1); an\n"
+                   "                    error fails at once (exit 2) and is not counted\n"
+                   "  --drain           with --health: when it fails with strays a sweep would reap (not with\n"
+                   "                    dry_run or scope job_user), drain the node through slurmctld with the\n"
                    "                    line as reason (a node drained, draining or down keeps its reason)\n"
                    "  --state-dir DIR   with --health: where the streak of failures is kept (default /run/leftover)\n"
                    "  --all             also list processes of protected owners, kernel threads and this command\n" +

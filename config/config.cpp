@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "config/config.hpp"
 
-#include "errors/error.hpp"
 #include "config/config_keys.hpp"
+#include "errors/error.hpp"
 #include "util/trusted_file.hpp"
 
 #include <fmt/format.h>

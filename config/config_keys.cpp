@@ -133,10 +133,11 @@ constexpr ConfigKey kConfigKeys[] = {
      .field = &Config::drain_on_survivors,
      .type = "bool",
      .default_text = "false",
-     .doc =
-         "after a job epilog's sweep or `leftover sweep` that left processes alive after SIGKILL (uninterruptible "
-         "sleep, a frozen cgroup), drain this node through slurmctld with a reason such as `leftover: 2 processes "
-         "of bob survived SIGKILL (D)`, unless it is drained, draining or down already; see [Monitoring](#monitoring)"},
+     .doc = "drain this node through slurmctld when a job epilog's sweep or `leftover sweep` finds a process that "
+            "leftover's SIGKILL did not end (uninterruptible sleep, a frozen cgroup) still alive, the same process "
+            "and not exiting, `UnkillableStepTimeout` (slurm.conf; 60 s by default) after that SIGKILL, with a "
+            "reason such as `leftover: 2 processes of bob survived SIGKILL (D)`, unless it is drained, draining or "
+            "down already; see [Monitoring](#monitoring)"},
 };
 
 // Whole numbers without a fraction, others as written ("2", "0.5").
@@ -169,6 +170,7 @@ std::string value_text(const ConfigKey& key, const Config& config) {
                 return value ? *value : std::string(key.default_text);
             else if constexpr (std::is_same_v<Value, std::set<CleanupKind>>) {
                 std::vector<std::string_view> words;
+                words.reserve(value.size());
                 for (const CleanupKind kind : value) words.emplace_back(to_string(kind));
                 return fmt::format("[{}]", fmt::join(words, ", "));
             } else if constexpr (std::is_enum_v<Value>)

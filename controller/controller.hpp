@@ -3,9 +3,9 @@
 // controller, and to confirm an allocation that local state cannot show.
 #pragma once
 
-#include "steps/live_work.hpp"
-#include "errors/result.hpp"
 #include "controller/drain.hpp"
+#include "errors/result.hpp"
+#include "steps/live_work.hpp"
 
 #include <sys/types.h>
 

@@ -2,7 +2,6 @@
 #include "controller/query_controller.hpp"
 
 #include "controller/helper_protocol.hpp"
-
 #include "errors/error.hpp"
 #include "util/bounded_child.hpp"
 #include "util/trusted_file.hpp"

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <csignal>
 #include <map>
+#include <optional>
+#include <set>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -48,14 +51,19 @@ private:
     bool deadline_passed();
     bool stop_targets();
     bool no_job_starting();
-    bool hold_stopped(std::vector<Decision>& stoppable, std::vector<PidRef> pinned);
+    bool hold_stopped(const std::vector<Decision>& stoppable);
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
     bool plan_still_holds(const std::set<uid_t>& swept);
     bool parent_lets_stop(pid_t ppid, const std::set<uid_t>& swept);
     bool ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups);
+    void read_groups(const std::vector<Decision>& stoppable, const std::set<uid_t>& swept);
+    bool ours_in_group(const GroupMember& member, const std::set<uid_t>& swept) const;
+    const char* group_refuses(pid_t pgid) const;
     void continue_released();
     void continue_all(const char* why);
-    std::vector<PidRef> signal_round(int signal);
+    bool signal_phase(int signal, std::vector<PidRef>& pinned);
+    std::vector<PidRef> signal_round(int signal, std::set<std::pair<pid_t, std::uint64_t>>& sent,
+                                     std::optional<std::string>& arrived);
     void finish();
 
     const Evaluate& evaluate_;
@@ -68,28 +76,24 @@ private:
     std::optional<Plan> fresh_;
     const Plan* plan_ = nullptr;
     // Processes this sweep stopped and has not killed or continued yet, as decided then,
-    // each with the pin its SIGSTOP went through (and its SIGCONT will).
+    // each with the pin its SIGSTOP went through (and its SIGCONT will); within a stop
+    // round also the place made for one about to be stopped, its pin still invalid.
     std::map<pid_t, Stopped> stopped_;
+    // The process groups read in this stop phase (read_groups): empty when a group holds
+    // only what is this sweep's, else why none of it is stopped.
+    std::map<pid_t, std::string> groups_;
 };
 
 // Every path out of run() continues what it stopped; an exception thrown through it (a
-// log sink that throws, no memory) must not leave a user's process stopped either. No
-// record, no observer here: they may be what threw.
+// log sink that throws, no memory) must not leave a user's process stopped either. A
+// stopped process's pin sits in stopped_ from the moment its SIGSTOP went until it runs
+// again or is killed, so this needs no record and no observer (they may be what threw),
+// no read of /proc and no memory: a SIGCONT through each pin.
 KillRun::~KillRun() {
     for (auto& [pid, held] : stopped_) {
+        if (!held.pin.valid()) continue;  // a slot whose SIGSTOP did not go
         try {
-            if (held.pin.valid()) {
-                held.pin.continue_stopped();
-                continue;
-            }
-            // Its pin was lent to a signal round that threw: a new one, if it is still the
-            // process that was stopped (its start time only: it may have stopped as it
-            // exec'd a setuid program, and must not stay stopped for that).
-            auto pin = PidRef::pin(calls_, pid);
-            if (!pin) continue;
-            const std::uint64_t start_time = held.decision.start_time;
-            pin->signal_if(options_.proc_root, SIGCONT,
-                           [start_time](const Identity& now) { return now.start_time == start_time; });
+            held.pin.continue_stopped();
         } catch (...) {  // NOLINT(bugprone-empty-catch): the next process still gets its SIGCONT
         }
     }
@@ -172,6 +176,7 @@ bool KillRun::no_job_starting() {
 bool KillRun::stop_targets() {
     if (options_.stop_rounds <= 0) return true;
     std::set<std::pair<pid_t, std::uint64_t>> tried;  // stopped, or failed to stop: not retried
+    groups_.clear();
     for (int round = 0;; ++round) {
         continue_released();
         std::vector<Decision> untried;
@@ -187,13 +192,15 @@ bool KillRun::stop_targets() {
         std::vector<Decision> stoppable;
         for (Decision& d : untried) {
             tried.insert({d.pid, d.start_time});
+            // Held already (stopped in an earlier phase, its signal not gone): stopped, and ours.
+            if (const auto it = stopped_.find(d.pid); it != stopped_.end() && same_process(it->second.decision, d))
+                continue;
             if (parent_lets_stop(d.ppid, swept)) stoppable.push_back(std::move(d));
         }
         if (stoppable.empty()) return true;  // the round signals them running, as without stopping
+        read_groups(stoppable, swept);
         ++report_.stop_rounds;
-        // One line per SIGSTOP would double every kill's lines: they are intermediate
-        // (debug level); the SIGTERM or SIGKILL that follows is the line an admin reads.
-        const bool escaped = hold_stopped(stoppable, signaller_.signal_all(stoppable, SIGSTOP, true));
+        const bool escaped = hold_stopped(stoppable);
         if (escaped && !report_.deadline_reached) stop_unseen(tried);
         if (report_.deadline_reached) return false;
         if (!escaped && plan_still_holds(swept)) return true;
@@ -201,23 +208,30 @@ bool KillRun::stop_targets() {
     }
 }
 
-// Holds each process of `stoppable` that its SIGSTOP (`pinned`) stopped with that pin:
-// its SIGCONT goes through it, whatever it has become by then. true: one of them escaped
-// the stop (gone before it, or exited at once after it), and may have forked first.
-bool KillRun::hold_stopped(std::vector<Decision>& stoppable, std::vector<PidRef> pinned) {
-    bool escaped = pinned.size() < stoppable.size();
-    std::map<pid_t, PidRef> now_stopped;
-    for (PidRef& p : pinned)
-        if (p.has_exited())
-            escaped = true;
-        else
-            now_stopped.emplace(p.pid(), std::move(p));
-    pinned.clear();
-    for (Decision& d : stoppable)
-        if (auto it = now_stopped.find(d.pid); it != now_stopped.end()) {
-            const pid_t pid = d.pid;  // d is moved from in the same call
-            stopped_.insert_or_assign(pid, Stopped{std::move(d), std::move(it->second)});
-        }
+// Stops each process of `stoppable` and holds it in stopped_ with the pin its SIGSTOP went
+// through: its SIGCONT goes through that pin, whatever it has become by then. One that is
+// stopped already (its user's stop, a tracer's) is not stopped, so never continued; nor is
+// one whose process group, as read through its pin, holds what is not this sweep's. Each one's
+// place in stopped_ is made before any SIGSTOP goes, and its pin put there as its stop
+// goes: an exception in the round (no memory) finds every stopped process there. true:
+// one of them escaped the stop (gone before it, or exited at once after it), and may
+// have forked first.
+bool KillRun::hold_stopped(const std::vector<Decision>& stoppable) {
+    std::vector<PidRef*> pins;
+    pins.reserve(stoppable.size());
+    for (const Decision& d : stoppable)
+        pins.push_back(&stopped_.insert_or_assign(d.pid, Stopped{d, PidRef()}).first->second.pin);
+    // One line per SIGSTOP would double every kill's lines: they are intermediate (debug
+    // level); the SIGTERM or SIGKILL that follows is the line an admin reads.
+    const std::vector<Signaller::Sent> sent = signaller_.signal_all(
+        stoppable, SIGSTOP, pins, true, [this](const Identity& now) { return group_refuses(now.pgid); });
+    bool escaped = false;
+    for (std::size_t i = 0; i < stoppable.size(); ++i) {
+        if (sent[i].outcome == Outcome::signalled && !pins[i]->has_exited()) continue;
+        // Not stopped as someone else's stop holds it: it does not run, and is not ours.
+        if (sent[i].outcome != Outcome::not_stopped) escaped = true;
+        stopped_.erase(stoppable[i].pid);
+    }
     return escaped;
 }
 
@@ -261,12 +275,67 @@ bool KillRun::ours_to_stop(const Identity& unseen, const std::set<pid_t>& groups
         parent_start = held_parent->second.decision.start_time;
     else if (target && target->verdict == Verdict::kill)
         parent_start = target->start_time;
+    // Never into a group that holds what is not this sweep's, or one not read (read_groups).
+    if (group_refuses(unseen.pgid) != nullptr) return false;
     if (parent_start) {
         const auto parent = calls_.read_identity(options_.proc_root, unseen.ppid);
         return parent && parent->start_time == *parent_start;
     }
     const bool orphan = unseen.ppid == 1 || unseen.ppid == options_.self;
     return orphan && unseen.pgid > 0 && groups.count(unseen.pgid) != 0;
+}
+
+// A process group is stopped in only when all it holds is this sweep's: when a process
+// exits and so leaves a group with no member whose parent is outside it in the same
+// session, and a member of that group is stopped, the kernel sends every member SIGHUP
+// and SIGCONT (kernel/exit.c, kill_orphaned_pgrp; POSIX). A kill of the sweep's can be
+// such an exit (the group's parent, a target), and a process the sweep keeps in such a
+// group (a setuid program a target started, root's, another user's) must get no signal
+// of it. Reads the members of the groups of `stoppable` not read yet in this phase, in
+// one pass over /proc; what cannot be read is not stopped in. A group that is orphaned
+// already (no member's parent in the same session and another group: a daemon's, a pid
+// hopper's, a setsid'd stray's) cannot be orphaned by an exit, and is stopped in whatever
+// it holds. Not closed: a process the sweep keeps that joins a group after this read (a
+// member's setuid exec, a setpgid), or a link made after it.
+void KillRun::read_groups(const std::vector<Decision>& stoppable, const std::set<uid_t>& swept) {
+    std::set<pid_t> unread;
+    for (const Decision& d : stoppable)
+        if (d.pgid > 0 && groups_.count(d.pgid) == 0) unread.insert(d.pgid);
+    if (unread.empty()) return;
+    const auto members = calls_.processes_in_groups(options_.proc_root, unread);
+    for (const pid_t pgid : unread) groups_[pgid] = members ? "" : "what its process group holds could not be read";
+    if (!members) return;
+    std::set<pid_t> linked;
+    for (const GroupMember& member : *members)
+        if (member.linked) linked.insert(member.pgid);
+    for (const GroupMember& member : *members) {
+        if (linked.count(member.pgid) == 0) continue;  // orphaned already
+        std::string& why = groups_[member.pgid];
+        if (!why.empty() || ours_in_group(member, swept)) continue;
+        why = "its process group holds pid " + std::to_string(member.pid) +
+              ", which the sweep keeps: were the group orphaned with a member stopped, the kernel would send it "
+              "SIGHUP and SIGCONT";
+    }
+}
+
+// A member of a group the sweep may stop in: a target of the plan, a process the sweep
+// stopped, a zombie, or a process new since the scan of a user being swept (judged next,
+// stopped only as ours_to_stop allows). Anything else the plan keeps, or a new process of
+// anyone else, is not the sweep's.
+bool KillRun::ours_in_group(const GroupMember& member, const std::set<uid_t>& swept) const {
+    if (const auto it = stopped_.find(member.pid);
+        it != stopped_.end() && it->second.decision.start_time == member.start_time)
+        return true;
+    if (const Decision* d = decision_for(*plan_, member.pid); d != nullptr && d->start_time == member.start_time)
+        return d->verdict == Verdict::kill || d->reason == Reason::zombie;
+    return swept.count(member.owner) != 0;
+}
+
+// Why nothing is stopped in process group `pgid` (read_groups); nullptr when it may be.
+const char* KillRun::group_refuses(pid_t pgid) const {
+    const auto it = groups_.find(pgid);
+    if (it == groups_.end()) return "its process group is not one read before the stop: what it holds is unknown";
+    return it->second.empty() ? nullptr : it->second.c_str();
 }
 
 // A target that exited before it stopped may have forked first (a pid hopper does so
@@ -292,10 +361,13 @@ void KillRun::stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried) {
             if (decision_for(*plan_, pid) != nullptr || stopped_.count(pid) != 0) continue;
             found = true;
             const auto may_stop = [&](const Identity& unseen) { return ours_to_stop(unseen, groups); };
-            if (auto target = signaller_.stop_unseen(pid, owner, users[owner], may_stop, escaped)) {
-                tried.insert({target->decision.pid, target->decision.start_time});
-                groups.insert(target->decision.pgid);
-                stopped_.insert_or_assign(pid, std::move(*target));
+            // Its place first: the pin its SIGSTOP goes through sits where ~KillRun finds it.
+            const auto slot = stopped_.try_emplace(pid).first;
+            if (signaller_.stop_unseen(pid, owner, users[owner], may_stop, escaped, slot->second)) {
+                tried.insert({pid, slot->second.decision.start_time});
+                groups.insert(slot->second.decision.pgid);
+            } else {
+                stopped_.erase(slot);
             }
         }
         if (!found || !escaped) return;
@@ -338,27 +410,80 @@ void KillRun::continue_all(const char* why) {
     }
 }
 
-// One list of targets per round, freed as soon as every one is signalled.
-std::vector<PidRef> KillRun::signal_round(int signal) {
-    auto targets = plan_->kills();
+// One signal to the plan's targets, each only right after a look found no job on its way
+// onto the node: the look before the round (no_job_starting), then job_starting again
+// right before each signal, as the look before the round cannot see a job whose setup
+// begins as the signals go out. One found there stops the signals; the rest wait for it
+// as before a round, and go on the fresh plan that follows (its user's kept). Each
+// process gets the signal once. The pins of those signalled go to `pinned`. false: the
+// run ends here (an evaluation failed, the deadline passed, the round skipped for a job
+// still starting, or no kill left before a SIGKILL).
+bool KillRun::signal_phase(int signal, std::vector<PidRef>& pinned) {
+    std::set<std::pair<pid_t, std::uint64_t>> sent;
+    for (;;) {
+        if (!stop_targets() || !no_job_starting() || deadline_passed()) return false;
+        if (signal == SIGKILL && !has_kills()) return false;
+        std::optional<std::string> arrived;
+        for (PidRef& p : signal_round(signal, sent, arrived)) pinned.push_back(std::move(p));
+        if (report_.error) return false;
+        if (!arrived) return true;
+        report_.paused.push_back(std::move(*arrived));
+    }
+}
+
+// One list of targets per round, freed as soon as every one is signalled; none of `sent`,
+// and none once `arrived` is set (see signal_phase).
+std::vector<PidRef> KillRun::signal_round(int signal, std::set<std::pair<pid_t, std::uint64_t>>& sent,
+                                          std::optional<std::string>& arrived) {
+    // Signalled before a pause and stopped again while the rest waited: it runs on (a
+    // SIGTERM handler runs only in a process that runs).
+    for (auto it = stopped_.begin(); it != stopped_.end();) {
+        if (sent.count({it->first, it->second.decision.start_time}) == 0) {
+            ++it;
+            continue;
+        }
+        signaller_.continue_stopped(it->second.pin, it->second.decision, true);
+        it = stopped_.erase(it);
+    }
+    std::vector<Decision> targets;
+    for (Decision& d : plan_->kills())
+        if (sent.count({d.pid, d.start_time}) == 0) targets.push_back(std::move(d));
     // A stopped target is checked and signalled through the pin that stopped it: one
-    // descriptor per target, not two. A pin whose signal did not go comes back.
-    std::vector<PidRef> held(targets.size());
-    for (std::size_t i = 0; i < targets.size(); ++i)
-        if (auto it = stopped_.find(targets[i].pid);
-            it != stopped_.end() && same_process(it->second.decision, targets[i]))
-            held[i] = std::move(it->second.pin);
-    auto pinned = signaller_.signal_all(targets, signal, false, std::nullopt, &held);
-    for (std::size_t i = 0; i < targets.size(); ++i)
-        if (held[i].valid()) stopped_.at(targets[i].pid).pin = std::move(held[i]);
-    std::size_t t = 0;
-    for (PidRef& p : pinned) {
-        while (targets[t].pid != p.pid()) ++t;
-        // A stopped process runs its SIGTERM handler only once continued; one that got
-        // SIGKILL dies stopped or not.
-        if (stopped_.count(p.pid()) == 0) continue;
-        if (signal == SIGTERM) signaller_.continue_stopped(p, targets[t], true);
-        stopped_.erase(p.pid());
+    // descriptor per target, not two. That pin stays in stopped_ until the target runs
+    // again or is killed, so an exception in the round (no memory) leaves it where
+    // ~KillRun continues it. The others get a pin here, kept while the round waits.
+    std::vector<PidRef> made(targets.size());
+    std::vector<PidRef*> pins(targets.size());
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        const auto it = stopped_.find(targets[i].pid);
+        const bool held =
+            it != stopped_.end() && it->second.pin.valid() && same_process(it->second.decision, targets[i]);
+        pins[i] = held ? &it->second.pin : &made[i];
+    }
+    const auto nothing_arrived = [&] {
+        if (!options_.job_starting) return true;
+        auto starting = options_.job_starting();
+        if (!starting.ok()) {
+            report_.error = starting.error();
+            return false;
+        }
+        arrived = std::move(starting).value();
+        return !arrived;
+    };
+    const std::vector<Signaller::Sent> outcomes =
+        signaller_.signal_all(targets, signal, pins, false, {}, nothing_arrived);
+    std::vector<PidRef> pinned;
+    pinned.reserve(targets.size());
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        if (outcomes[i].outcome != Outcome::signalled) continue;
+        sent.insert({targets[i].pid, targets[i].start_time});
+        const bool held = pins[i] != &made[i];
+        // A stopped process runs its SIGTERM handler only once continued, whoever stopped
+        // it (the sweep, or its user: that SIGCONT is part of the kill, as a shell's kill
+        // of a stopped job sends it); one that got SIGKILL dies stopped or not.
+        if (signal == SIGTERM && (held || outcomes[i].stopped)) signaller_.continue_stopped(*pins[i], targets[i], true);
+        pinned.push_back(std::move(*pins[i]));
+        if (held) stopped_.erase(targets[i].pid);
     }
     return pinned;
 }
@@ -403,8 +528,8 @@ void KillRun::record_dry_run() {
 // Stop, SIGTERM (and SIGCONT to the stopped), grace, then a fresh plan for SIGKILL.
 // false: the run ends here (an evaluation failed, the deadline passed).
 bool KillRun::term_and_grace() {
-    if (!stop_targets() || !no_job_starting() || deadline_passed()) return false;
-    auto pinned = signal_round(SIGTERM);
+    std::vector<PidRef> pinned;
+    if (!signal_phase(SIGTERM, pinned)) return false;
     if (!pinned.empty() && options_.observer.on_grace_wait)
         options_.observer.on_grace_wait(pinned.size(), options_.grace);
     signaller_.wait_and_release(pinned, Clock::now() + options_.grace);
@@ -426,8 +551,8 @@ void KillRun::kill_rounds() {
 // Stop, SIGKILL, wait for the exits, a fresh plan. false: the run ends here (nothing
 // left to kill after the stop, an evaluation failed, the deadline passed).
 bool KillRun::kill_round() {
-    if (!stop_targets() || !no_job_starting() || deadline_passed() || !has_kills()) return false;
-    auto pinned = signal_round(SIGKILL);
+    std::vector<PidRef> pinned;
+    if (!signal_phase(SIGKILL, pinned)) return false;
     signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
     // A stray that forks keeps making new ones: decide again on a fresh scan.
     return !report_.deadline_reached && !deadline_passed() && replan();

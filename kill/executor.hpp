@@ -5,9 +5,9 @@
 // target is left running, so a process that forks or changes its pid cannot outrun it.
 #pragma once
 
-#include "policy/decision.hpp"
 #include "errors/result.hpp"
 #include "kill/system_calls.hpp"
+#include "policy/decision.hpp"
 
 #include <chrono>
 #include <functional>
@@ -25,6 +25,7 @@ enum class Outcome {
     permission_denied,  // EPERM
     failed,             // any other error
     deadline,           // not sent: the evaluation's deadline passed first
+    not_stopped,        // a SIGSTOP not sent: the process is not the sweep's to stop (detail says why)
 };
 
 struct KillRecord {
@@ -72,8 +73,10 @@ struct KillOptions {
     // step socket), said as a clause; nullopt when there is none. While there is one the
     // round waits and then decides again, its user possibly live now; still starting
     // after `starting_wait`, or with less than `replan_time` left before the deadline,
-    // the round is skipped: nothing is signalled (report.job_starting says why).
-    // Unset: not asked.
+    // the round is skipped: nothing is signalled (report.job_starting says why). Asked
+    // again right before each signal of the round (it must be cheap while nothing new
+    // happened): one found then stops the signals there, and the rest wait for it as
+    // before a round (report.paused says so). Unset: not asked.
     std::function<Result<std::optional<std::string>>()> job_starting;
     // A stepd makes its socket milliseconds after its exec: a round waits that long for
     // a starting job at most. What it waits past that is time the sweep's other rounds,
@@ -92,6 +95,9 @@ struct KillReport {
     bool deadline_reached = false;
     // A round was skipped while a job was being set up here: the clause job_starting said.
     std::optional<std::string> job_starting;
+    // A job found on its way onto the node as a round's signals went out, each time: the
+    // clause job_starting said. The rest of that round waited for it.
+    std::vector<std::string> paused;
     int rounds = 0;
     std::size_t evaluations = 0;
     int stop_rounds = 0;  // SIGSTOP rounds, all phases together

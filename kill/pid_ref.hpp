@@ -7,10 +7,10 @@
 // process, is a function of its own (continue_stopped).
 #pragma once
 
+#include "errors/result.hpp"
 #include "kill/system_calls.hpp"
 #include "policy/decision.hpp"
 #include "procfs/proc_table.hpp"
-#include "errors/result.hpp"
 #include "util/unique_fd.hpp"
 
 #include <sys/types.h>

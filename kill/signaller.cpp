@@ -23,6 +23,21 @@ void set_outcome(KillRecord& record, int error) {
         record.outcome = Outcome::failed;
 }
 
+// Why a SIGSTOP must not go to a process as read through its pin right before it; nullptr
+// when it may. Stopped already (T) or held by a tracer (t): that stop is someone else's
+// (Ctrl-Z, kill -STOP, a debugger), which the SIGCONT after a stop of the sweep's would
+// undo should the sweep keep it; a process that does not run needs no stop to keep it
+// from forking, and a kill reaches it as it is (SIGTERM with the SIGCONT that lets its
+// handler run, as a shell's kill of a stopped job). /proc says only that a process is stopped, not by whom: a
+// stop that lands between this read and the SIGSTOP, or while the sweep holds the process
+// stopped, is not seen, and the sweep's SIGCONT undoes it.
+const char* not_ours_to_stop(const Identity& now) {
+    if (now.state == 'T' || now.state == 't')
+        return "stopped already, by its user or a tracer: not the sweep's to stop, nor to continue but with its "
+               "SIGTERM";
+    return nullptr;
+}
+
 }  // namespace
 
 KillRecord record_for(const Decision& target, int signal, Outcome outcome) {
@@ -49,23 +64,36 @@ void Signaller::note(const KillRecord& record) {
     }
 }
 
-// `pin`: the target's pin (its SIGSTOP's) or, invalid, one to make here. It holds the
-// pin when the signal went.
-KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& pin) {
+// `slot`: the target's pin (its SIGSTOP's) or, invalid, where the pin made here goes if
+// the signal went.
+KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop,
+                                 bool& stopped) {
     KillRecord record = record_for(target, signal, Outcome::signalled);
-    if (!pin.valid()) {
+    PidRef made;
+    if (!slot.valid()) {
         auto pinned = PidRef::pin(calls_, target.pid);
         if (!pinned) {
             set_outcome(record, pinned.error());
             return record;
         }
-        pin = std::move(pinned).value();
+        made = std::move(pinned).value();
     }
+    PidRef& pin = slot.valid() ? slot : made;
     // The pin holds whatever process held the pid when it was made: only if it is still
     // the one that was decided on (same start time, same uids) may it be signalled.
-    const PinSignal sent =
-        pin.signal_if(options_.proc_root, signal, [&target](const Identity& now) { return is_decided(now, target); });
-    if (sent.check == PinSignal::Check::gone)
+    const char* not_stopping = nullptr;
+    const PinSignal sent = pin.signal_if(options_.proc_root, signal, [&](const Identity& now) {
+        if (!is_decided(now, target)) return false;
+        if (signal == SIGSTOP) not_stopping = not_ours_to_stop(now);
+        if (signal == SIGSTOP && not_stopping == nullptr && may_stop) not_stopping = may_stop(now);
+        return not_stopping == nullptr;
+    });
+    if (sent.sent() && made.valid()) slot = std::move(made);  // nothing between the signal and here may throw
+    stopped = sent.identity && (sent.identity->state == 'T' || sent.identity->state == 't');
+    if (not_stopping != nullptr) {
+        record.outcome = Outcome::not_stopped;
+        record.detail = not_stopping;
+    } else if (sent.check == PinSignal::Check::gone)
         record.outcome = Outcome::gone;
     else if (sent.check == PinSignal::Check::other)
         record.outcome = Outcome::pid_reused;
@@ -74,31 +102,30 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& pin
     return record;
 }
 
-std::vector<PidRef> Signaller::signal_all(const std::vector<Decision>& targets, int signal, bool intermediate,
-                                          std::optional<Clock::time_point> stop_at, std::vector<PidRef>* held) {
-    const Clock::time_point until = stop_at.value_or(options_.deadline);
-    std::vector<PidRef> signalled;
+std::vector<Signaller::Sent> Signaller::signal_all(const std::vector<Decision>& targets, int signal,
+                                                   const std::vector<PidRef*>& pins, bool intermediate,
+                                                   const MayStop& may_stop, const std::function<bool()>& go_on) {
+    std::vector<Sent> sent(targets.size());
     report_.actions.reserve(report_.actions.size() + targets.size());
     bool late = false;
     for (std::size_t i = 0; i < targets.size(); ++i) {
         const Decision& target = targets[i];
         // A long list must not carry the signals past the deadline.
-        late = late || Clock::now() >= until;
+        late = late || Clock::now() >= options_.deadline;
         if (late) {
             KillRecord record = record_for(target, signal, Outcome::deadline);
             record.intermediate = intermediate;
             note(record);
             continue;
         }
-        PidRef made_here;
-        PidRef& pin = held != nullptr && (*held)[i].valid() ? (*held)[i] : made_here;
-        KillRecord record = signal_one(target, signal, pin);
+        if (go_on && !go_on()) break;
+        KillRecord record = signal_one(target, signal, *pins[i], may_stop, sent[i].stopped);
         record.intermediate = intermediate;
+        sent[i].outcome = record.outcome;
         note(record);
-        if (record.outcome == Outcome::signalled) signalled.push_back(std::move(pin));
     }
     if (late) report_.deadline_reached = true;
-    return signalled;
+    return sent;
 }
 
 void Signaller::continue_stopped(PidRef& pin, const Decision& target, bool intermediate) {
@@ -108,22 +135,23 @@ void Signaller::continue_stopped(PidRef& pin, const Decision& target, bool inter
     note(record);
 }
 
-std::optional<Stopped> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
-                                              const std::function<bool(const Identity&)>& may_stop, bool& escaped) {
+bool Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
+                            const std::function<bool(const Identity&)>& may_stop, bool& escaped, Stopped& slot) {
     // Gone already: nothing to stop, but it may have forked before it went.
     auto pinned = PidRef::pin(calls_, pid);
     if (!pinned) {
         escaped = escaped || pinned.error() == ESRCH;
-        return std::nullopt;
+        return false;
     }
     PidRef pin = std::move(pinned).value();
     // No decision yet: its start time is what the pin shows; its uids must all be `uid`.
     const PinSignal sent = pin.signal_if(options_.proc_root, SIGSTOP, [&](const Identity& now) {
-        return now.uids.all_equal() && now.uids.real == uid && may_stop(now);
+        return now.uids.all_equal() && now.uids.real == uid && not_ours_to_stop(now) == nullptr && may_stop(now);
     });
     if (sent.check == PinSignal::Check::gone) escaped = true;
-    if (sent.check != PinSignal::Check::same) return std::nullopt;
-    Decision target;
+    if (sent.check != PinSignal::Check::same) return false;
+    if (sent.sent()) slot.pin = std::move(pin);  // nothing between the stop and here may throw
+    Decision& target = slot.decision;
     target.pid = pid;
     target.uid = uid;
     target.user = user;
@@ -136,9 +164,9 @@ std::optional<Stopped> Signaller::stop_unseen(pid_t pid, uid_t uid, const std::s
     record.intermediate = true;
     set_outcome(record, sent.error);
     note(record);
-    if (record.outcome != Outcome::signalled) return std::nullopt;
-    escaped = escaped || pin.has_exited();
-    return Stopped{std::move(target), std::move(pin)};
+    if (record.outcome != Outcome::signalled) return false;
+    escaped = escaped || slot.pin.has_exited();
+    return true;
 }
 
 void Signaller::wait_and_release(std::vector<PidRef>& pinned, Clock::time_point until) {

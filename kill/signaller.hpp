@@ -34,27 +34,36 @@ public:
 
     void note(const KillRecord& record);
 
-    // Pins every target, checks its identity through the pin and signals it, in order,
-    // until `stop_at` (the deadline unless given): each target left then is recorded as
-    // not sent (Outcome::deadline). Returns the pins of the processes that were signalled.
-    // `held`, if given, runs beside `targets`: a valid pin there (its SIGSTOP's) is used
-    // for the check and the signal instead of a new one, and moves into the result if the
-    // signal went; one that did not stays in `held`.
-    std::vector<PidRef> signal_all(const std::vector<Decision>& targets, int signal, bool intermediate = false,
-                                   std::optional<Clock::time_point> stop_at = std::nullopt,
-                                   std::vector<PidRef>* held = nullptr);
+    // Checks each target's identity through its pin and signals it, in order, until the
+    // deadline: each target left then is recorded as not sent (Outcome::deadline). The pin
+    // of targets[i] is *pins[i], storage the caller owns: a valid pin there is used, an
+    // invalid one is made here and put there only if the signal went. So a SIGSTOP's pin
+    // sits where the caller keeps stopped processes from the moment the stop goes, and an
+    // exception later in the round (no memory) cannot lose it. Returns each outcome.
+    // A SIGSTOP goes only to a process not stopped already and that `may_stop`, if given,
+    // lets stop as read through the pin (nullptr; else why not: Outcome::not_stopped).
+    // `go_on`, if given, is asked right before each target: false ends the list there, the
+    // rest neither signalled nor recorded (their outcome stays Outcome::deadline here).
+    using MayStop = std::function<const char*(const Identity&)>;
+    struct Sent {
+        Outcome outcome = Outcome::deadline;
+        bool stopped = false;  // stopped (T, t) as read through the pin right before the signal
+    };
+    std::vector<Sent> signal_all(const std::vector<Decision>& targets, int signal, const std::vector<PidRef*>& pins,
+                                 bool intermediate = false, const MayStop& may_stop = {},
+                                 const std::function<bool()>& go_on = {});
 
     // SIGCONT through the pin that stopped `target` (PidRef::continue_stopped: no new
     // identity check), recorded as for `target`.
     void continue_stopped(PidRef& pin, const Decision& target, bool intermediate);
 
     // Stops a process that no plan has decided on yet (a child a target forked, a pid
-    // hopper's new pid) if, through its pin, all its uids are still `uid`; returns it as a
-    // target then (start time from the pin) with the pin, or nullopt. Not stopped unless
-    // `may_stop` accepts it as read through the pin (its parent, its group). `escaped`: it
-    // exited at once.
-    std::optional<Stopped> stop_unseen(pid_t pid, uid_t uid, const std::string& user,
-                                       const std::function<bool(const Identity&)>& may_stop, bool& escaped);
+    // hopper's new pid) if, through its pin, all its uids are still `uid`, and makes it a
+    // target in `slot` (start time from the pin); true then. The pin goes into slot.pin as
+    // soon as the stop went, before anything that may throw. Not stopped unless `may_stop`
+    // accepts it as read through the pin (its parent, its group). `escaped`: it exited at once.
+    bool stop_unseen(pid_t pid, uid_t uid, const std::string& user,
+                     const std::function<bool(const Identity&)>& may_stop, bool& escaped, Stopped& slot);
 
     // Waits until every pinned process has exited (a pidfd polls readable then; a zombie
     // counts as exited), `until` or the deadline, whichever comes first; then closes the pins.
@@ -66,7 +75,7 @@ public:
     void forget_exits() { exited_.clear(); }
 
 private:
-    KillRecord signal_one(const Decision& target, int signal, PidRef& pin);
+    KillRecord signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop, bool& stopped);
 
     const KillOptions& options_;
     SystemCalls& calls_;

@@ -3,12 +3,15 @@
 
 #include "procfs/proc_read.hpp"
 
-#include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <csignal>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <map>
+#include <utility>
 
 namespace leftover {
 
@@ -56,6 +59,41 @@ std::optional<uid_t> SystemCalls::owner_of(const std::string& proc_root, pid_t p
     const std::string path = proc_root + "/" + std::to_string(pid);
     if (::fstatat(AT_FDCWD, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
     return st.st_uid;
+}
+
+std::optional<std::vector<GroupMember>> SystemCalls::processes_in_groups(const std::string& proc_root,
+                                                                         const std::set<pid_t>& groups) {
+    std::vector<GroupMember> members;
+    std::map<pid_t, std::pair<pid_t, pid_t>> group_and_session;  // of every process read
+    std::vector<pid_t> parents;                                  // beside members
+    const UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) return std::nullopt;
+    std::string buf;
+    StatFields stat;
+    bool unread = false;
+    const Status listed = for_each_pid(root.get(), proc_root, [&](pid_t pid, const char*) -> Status {
+        UniqueFd dir;
+        struct stat st {};
+        int err = open_pid_dir(root.get(), pid, dir);
+        if (err == 0 && ::fstat(dir.get(), &st) != 0) err = errno;
+        if (err == 0) err = read_stat(dir.get(), pid, stat, buf);
+        if (err == 0) group_and_session[pid] = {stat.pgid, stat.session};
+        if (err == 0 && groups.count(stat.pgid) != 0) {
+            parents.push_back(stat.ppid);
+            members.push_back({pid, stat.pgid, st.st_uid, stat.start_time});
+        }
+        unread = unread || (err != 0 && !vanished(err));
+        return Ok{};
+    });
+    if (!listed || unread) return std::nullopt;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        const auto member = group_and_session.find(members[i].pid);
+        const auto parent = group_and_session.find(parents[i]);
+        // A parent not read (gone meanwhile, outside this pid namespace) may be the link.
+        members[i].linked = parent == group_and_session.end() ||
+                            (parent->second.second == member->second.second && parent->second.first != members[i].pgid);
+    }
+    return members;
 }
 
 SystemCalls& real_system_calls() {

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,6 +15,17 @@
 #include <vector>
 
 namespace leftover {
+
+// A process of a process group, as its stat showed it.
+struct GroupMember {
+    pid_t pid = 0;
+    pid_t pgid = 0;
+    uid_t owner = 0;  // of /proc/<pid>
+    std::uint64_t start_time = 0;
+    // Its parent is in the same session and another group: the link that keeps the group
+    // from being orphaned, which an exit (its own, or its parent's) may then cut.
+    bool linked = false;
+};
 
 class SystemCalls {
 public:
@@ -33,6 +45,12 @@ public:
                                                                     const std::set<uid_t>& owners);
     // The owner of /proc/<pid> (one fstatat); nullopt when there is no such process.
     virtual std::optional<uid_t> owner_of(const std::string& proc_root, pid_t pid);
+    // Every process whose process group is one of `groups`, read now: one directory pass,
+    // one fstat and one read of stat per process, each member's parent read in the same
+    // pass (GroupMember::linked). nullopt when the listing fails or a process cannot be
+    // read for a reason other than its exit: what they hold is unknown.
+    virtual std::optional<std::vector<GroupMember>> processes_in_groups(const std::string& proc_root,
+                                                                        const std::set<pid_t>& groups);
 };
 
 SystemCalls& real_system_calls();

@@ -4,9 +4,10 @@
 // collector reads it). Only our own text is parsed back; anything else is not ours.
 #pragma once
 
+#include "drain/drain_result.hpp"
 #include "errors/error.hpp"
-#include "policy/decision.hpp"
 #include "errors/result.hpp"
+#include "policy/decision.hpp"
 
 #include <cstdint>
 #include <map>
@@ -19,13 +20,8 @@ namespace leftover {
 // What started an evaluation: a step's end, a job's epilog, `leftover sweep`, `leftover check`.
 enum class MetricsTrigger { step, epilog, sweep, check };
 
-// What a drain request for this node came to (drain_on_survivors, check --health --drain):
-// the label of leftover_node_drains_total.
-enum class DrainResult {
-    drained,  // slurmctld took the node out of service with our reason
-    kept,     // the node was already drained, draining, down or failing: its reason kept
-    failed,   // slurmctld could not be asked, or refused
-};
+// What a drain request came to: the label of leftover_node_drains_total.
+using drain::DrainResult;
 
 // One evaluation, as run_sweep saw it. Counts only: no pids, no names unless users.
 struct EvaluationSample {

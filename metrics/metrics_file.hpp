@@ -5,8 +5,8 @@
 // reported, never acted on: it must not change what is killed nor fail a hook.
 #pragma once
 
-#include "metrics/metrics.hpp"
 #include "errors/result.hpp"
+#include "metrics/metrics.hpp"
 
 #include <sys/types.h>
 

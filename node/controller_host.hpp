@@ -5,8 +5,8 @@
 // (sweep_on_controller_host).
 #pragma once
 
-#include "node/node_info.hpp"
 #include "errors/result.hpp"
+#include "node/node_info.hpp"
 
 #include <optional>
 #include <set>

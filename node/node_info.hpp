@@ -2,9 +2,9 @@
 // Which node's job state to read: what this node's slurmd really uses.
 #pragma once
 
-#include <sys/types.h>
-
 #include "steps/local_steps.hpp"
+
+#include <sys/types.h>
 
 #include <optional>
 #include <set>
@@ -30,6 +30,9 @@ struct NodeInfo {
     bool prolog_contain = false;      // PrologFlags=contain: every allocation has an extern step here
     std::string slurm_conf;           // the slurm.conf path, for helpers that ask slurmctld
     std::string slurmd_pid_file;      // SlurmdPidFile with %n/%h expanded
+    // UnkillableStepTimeout, seconds: how long Slurm waits for a step's processes to die
+    // after SIGKILL before it drains the node; the drain waits as long for leftover's.
+    unsigned unkillable_step_timeout = 60;
     // The running slurmd, when the front end knows it: the caller must share its pid
     // namespace, and it is never signalled. The command reads it from slurmd_pid_file;
     // the plugin knows it only in the job epilog (spank/hooks.cpp says why).

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "node/running_slurmd.hpp"
 
-#include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
+#include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace leftover::node {
 namespace {
@@ -97,6 +97,15 @@ std::vector<std::string> add_running_nodes(NodeInfo& node, const std::vector<Run
         add_host_node(node, {*name, expand_slurmd_path(naming.spool_pattern, *name, naming.short_host), true});
     }
     return unknown;
+}
+
+std::optional<std::string> pick_from_running(const std::string& node_name, const std::vector<RunningSlurmd>& running,
+                                             const std::optional<std::string>& host_name) {
+    for (const RunningSlurmd& slurmd : running) {
+        const SlurmdOptions& o = slurmd.options;
+        if (o.node_name ? *o.node_name == node_name : o.dynamic && host_name == node_name) return std::nullopt;
+    }
+    return node_name;
 }
 
 namespace {

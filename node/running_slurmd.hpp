@@ -5,8 +5,8 @@
 // steps are in its own spool directory.
 #pragma once
 
-#include "node/node_info.hpp"
 #include "errors/result.hpp"
+#include "node/node_info.hpp"
 
 #include <sys/types.h>
 
@@ -59,6 +59,13 @@ struct SlurmdNaming {
 // in the log (the plugin).
 std::vector<std::string> add_running_nodes(NodeInfo& node, const std::vector<RunningSlurmd>& running,
                                            const SlurmdNaming& naming);
+
+// slurm.conf's pick for this host, as the plugin tells it where its slurm.conf does not
+// (from 23.02 on; the node table is not the job epilog's either): when no running slurmd
+// runs as `node_name` by its -N (or by -Z, as `host_name`), this node's slurmd runs
+// without them, as that pick, so the pick is `node_name`. nullopt otherwise.
+std::optional<std::string> pick_from_running(const std::string& node_name, const std::vector<RunningSlurmd>& running,
+                                             const std::optional<std::string>& host_name);
 
 // Every slurmctld under proc_root in the caller's pid namespace, found as running_slurmds
 // finds slurmd, owned by root or by one of `owners` (SlurmUser: slurmctld drops to it),

@@ -38,6 +38,10 @@ NodeInfo node_info_from_slurm_conf(const std::string& node_name) {
     node.slurm_uids = {static_cast<uid_t>(slurm_conf.slurm_user_id), static_cast<uid_t>(slurm_conf.slurmd_user_id)};
     node.slurmd_uid = static_cast<uid_t>(slurm_conf.slurmd_user_id);
     node.prolog_contain = prolog_contain();
+    // Set whenever slurm.conf was read (its default when unset, 60 s, or from 24.05 on
+    // 5 x MessageTimeout if more); slurmstepd gets it in its lite conf from 23.02 on.
+    if (slurm_conf.unkillable_timeout > 0 && slurm_conf.unkillable_timeout != NO_VAL16)
+        node.unkillable_step_timeout = slurm_conf.unkillable_timeout;
     // From 23.02 on slurmstepd's slurm_conf has no path (slurmd sends a "lite" conf), but
     // slurmd exports SLURM_CONF to it and to the job epilog.
     if (slurm_conf.slurm_conf != nullptr && *slurm_conf.slurm_conf != '\0')

@@ -4,10 +4,10 @@
 #pragma once
 
 #include "accounts/accounts.hpp"
+#include "errors/result.hpp"
 #include "policy/decision.hpp"
 #include "policy/exemptions.hpp"
 #include "procfs/proc_table.hpp"
-#include "errors/result.hpp"
 
 #include <chrono>
 #include <functional>

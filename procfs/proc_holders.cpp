@@ -2,8 +2,8 @@
 #include "procfs/proc_holders.hpp"
 
 #include "errors/error.hpp"
-#include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
+#include "util/errno_text.hpp"
 
 #include <fcntl.h>
 

@@ -77,6 +77,12 @@ std::optional<StatFields> parse_stat(std::string_view text) {
             const auto pgid = (value == "0" || released) ? std::optional<pid_t>{0} : parse_pid(value);
             ok = pgid.has_value();
             f.pgid = pgid.value_or(0);
+        } else if (field == 6) {
+            // As the group: a released task's session reads -1.
+            const bool released = value == "-1" && (f.state == 'X' || f.state == 'Z');
+            const auto session = (value == "0" || released) ? std::optional<pid_t>{0} : parse_pid(value);
+            ok = session.has_value();
+            f.session = session.value_or(0);
         } else if (field == 9) {
             const auto flags = parse_number<std::uint64_t>(value);
             ok = flags.has_value();

@@ -11,13 +11,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstring>
 #include <memory>
-
-#include <fmt/format.h>
 
 namespace leftover {
 
@@ -133,6 +133,44 @@ int probe_process(int root, pid_t pid, Probe& out, std::string& buf) {
     if (err == ENOENT) return 0;  // no exe: a zombie, or exiting right now
     if (err) return err;
     out.slurmstepd = slurm_program_name(exe_program(buf)) == "slurmstepd";
+    return 0;
+}
+
+namespace {
+
+void apply_stat(Process& p, StatFields&& stat) {
+    p.ppid = stat.ppid;
+    p.pgid = stat.pgid;
+    p.state = stat.state;
+    p.start_time = stat.start_time;
+    p.kernel_thread = stat.kernel_thread();
+    p.exiting = stat.exiting();
+    p.comm = std::move(stat.comm);
+}
+
+}  // namespace
+
+int read_detail(int dir, Process& p, bool cgroup, const char*& file, std::string& buf) {
+    file = "stat";
+    StatFields stat;
+    if (const int err = read_stat(dir, p.pid, stat, buf)) return err;
+    apply_stat(p, std::move(stat));
+    file = "status";
+    if (const int err = read_file(dir, file, buf)) return err;
+    const auto value = status_value(buf, "Uid");
+    const auto uids = value ? parse_uids(*value) : std::nullopt;
+    if (!uids) return EBADMSG;
+    p.uids = *uids;
+    // A leader whose own thread exited is a zombie while its other threads run.
+    if (const auto threads = status_value(buf, "Threads")) {
+        const auto count = parse_ids(*threads);
+        if (!count || count->size() != 1) return EBADMSG;
+        p.threads = count->front();
+    }
+    if (!cgroup) return 0;
+    file = "cgroup";
+    if (const int err = read_file(dir, file, buf)) return err;
+    p.job_cgroup = slurm_job_cgroup(buf);
     return 0;
 }
 

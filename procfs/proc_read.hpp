@@ -5,8 +5,8 @@
 // and never trust it: a process controls its comm, and tests feed them garbage.
 #pragma once
 
-#include "procfs/process.hpp"
 #include "errors/result.hpp"
+#include "procfs/process.hpp"
 #include "util/unique_fd.hpp"
 
 #include <sys/types.h>
@@ -58,6 +58,7 @@ int open_pid_dir(int root, pid_t pid, UniqueFd& out);
 // chains are a few levels deep: a deeper one, or a loop, is not believed.
 inline constexpr std::size_t max_ancestry_depth = 512;
 
+inline constexpr std::uint64_t pf_exiting = 0x00000004;
 inline constexpr std::uint64_t pf_kthread = 0x00200000;
 
 struct StatFields {
@@ -66,12 +67,15 @@ struct StatFields {
     char state = '?';
     pid_t ppid = 0;
     pid_t pgid = 0;                // field 5: the process group
+    pid_t session = 0;             // field 6: the session (0 as pgid: none, or released)
     std::uint64_t flags = 0;       // field 9
     std::uint64_t start_time = 0;  // field 22
     // By the flag alone: in a pid namespace of its own, pid 2 and its children are
     // ordinary processes (kthreadd is not visible there), and a usermode helper that
     // kthreadd started and that exec'd is root's process, not a kernel thread.
     bool kernel_thread() const { return (flags & pf_kthread) != 0; }
+    // PF_EXITING: the kernel is ending it (do_exit), whatever state it shows meanwhile.
+    bool exiting() const { return (flags & pf_exiting) != 0; }
 };
 std::optional<StatFields> parse_stat(std::string_view text);
 // Reads and parses <dir>/stat of the process pid; EBADMSG when it does not parse
@@ -87,6 +91,13 @@ struct Probe {
     const char* failed_file = "";  // which read returned the error
 };
 int probe_process(int root, pid_t pid, Probe& out, std::string& buf);
+
+// Reads the stat and status (and with `cgroup` the cgroup) of p.pid into p, through `dir`,
+// the process's open directory, as the scan reads every process it details: if the pid is
+// reused meanwhile, the old fd fails instead of mixing two processes. Returns 0, or the
+// errno of the read that failed with `file` naming it (vanished(): the process is gone;
+// EBADMSG: contents that do not parse). Sets neither owner nor detailed.
+int read_detail(int dir, Process& p, bool cgroup, const char*& file, std::string& buf);
 
 // The value of the "Key:" line of a status file (without leading blanks), if present.
 std::optional<std::string_view> status_value(std::string_view text, std::string_view key);

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Reads of single processes after the scan (proc_table.hpp): job cgroups of kill
-// candidates, one process's identity for the executor, the caller's own ancestry.
-#include "util/errno_text.hpp"
+// candidates, one process's identity for the executor, one process as the scan reads it
+// (the drain's survivors), the caller's own ancestry.
 #include "errors/error.hpp"
 #include "procfs/proc_read.hpp"
 #include "procfs/proc_table.hpp"
+#include "util/errno_text.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <fmt/format.h>
 
@@ -45,7 +47,33 @@ std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) {
     const auto value = status_value(buf, "Uid");
     const auto uids = value ? parse_uids(*value) : std::nullopt;
     if (!uids) return std::nullopt;
-    return Identity{stat.start_time, *uids, stat.ppid, stat.pgid};
+    return Identity{stat.start_time, *uids, stat.ppid, stat.pgid, stat.state};
+}
+
+Result<std::optional<Process>> read_process(const std::string& proc_root, pid_t pid) {
+    const UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid())
+        return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)), ErrorSource::proc);
+    Process p;
+    p.pid = pid;
+    UniqueFd dir;
+    const char* file = "";
+    std::string buf;
+    int err = open_pid_dir(root.get(), pid, dir);
+    struct stat st {};
+    if (!err && ::fstat(dir.get(), &st) != 0) err = errno;
+    if (!err) {
+        p.owner = st.st_uid;
+        err = read_detail(dir.get(), p, false, file, buf);
+    }
+    if (vanished(err)) return std::optional<Process>();
+    if (err) {
+        const auto what = err == EBADMSG ? std::string("unexpected contents") : errno_text(err);
+        const auto path = *file ? fmt::format("{}/{}/{}", proc_root, pid, file) : fmt::format("{}/{}", proc_root, pid);
+        return Error::lookup(fmt::format("cannot read {}: {}", path, what), ErrorSource::proc);
+    }
+    p.detailed = true;
+    return std::optional<Process>(std::move(p));
 }
 
 std::vector<pid_t> read_ancestry(const std::string& proc_root, pid_t pid) {

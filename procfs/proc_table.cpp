@@ -5,8 +5,8 @@
 #include "procfs/proc_table.hpp"
 
 #include "errors/error.hpp"
-#include "util/errno_text.hpp"
 #include "procfs/proc_read.hpp"
+#include "util/errno_text.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -28,15 +28,6 @@ const Process* ProcessTable::find(pid_t pid) const {
 }
 
 namespace {
-
-void apply_stat(Process& p, StatFields&& stat) {
-    p.ppid = stat.ppid;
-    p.pgid = stat.pgid;
-    p.state = stat.state;
-    p.start_time = stat.start_time;
-    p.kernel_thread = stat.kernel_thread();
-    p.comm = std::move(stat.comm);
-}
 
 // What the ancestry walk knows about one process: what it read, and once resolved,
 // the process's own parent chain (shared by everything below it).
@@ -131,31 +122,7 @@ Result<bool> Scanner::load_detail(Process& p) {
     UniqueFd dir;
     const char* file = "";
     int err = open_pid_dir(root_, p.pid, dir);
-    if (!err) {
-        file = "stat";
-        StatFields stat;
-        err = read_stat(dir.get(), p.pid, stat, buf_);
-        if (!err) apply_stat(p, std::move(stat));
-    }
-    if (!err) {
-        file = "status";
-        err = read_file(dir.get(), file, buf_);
-        const auto value = err ? std::nullopt : status_value(buf_, "Uid");
-        const auto uids = value ? parse_uids(*value) : std::nullopt;
-        if (!err && !uids) err = EBADMSG;
-        if (uids) p.uids = *uids;
-        // A leader whose own thread exited is a zombie while its other threads run.
-        if (const auto threads = err ? std::nullopt : status_value(buf_, "Threads")) {
-            const auto count = parse_ids(*threads);
-            if (!count || count->size() != 1) err = EBADMSG;
-            if (!err) p.threads = count->front();
-        }
-    }
-    if (!err && options_.read_cgroup) {
-        file = "cgroup";
-        err = read_file(dir.get(), file, buf_);
-        if (!err) p.job_cgroup = slurm_job_cgroup(buf_);
-    }
+    if (!err) err = read_detail(dir.get(), p, options_.read_cgroup, file, buf_);
     if (vanished(err)) return false;
     if (err) return failure(p.pid, file, err);
     p.detailed = true;

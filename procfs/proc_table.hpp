@@ -2,8 +2,8 @@
 // Reading the process table from a /proc root (the real one or a fake tree in tests).
 #pragma once
 
-#include "procfs/process.hpp"
 #include "errors/result.hpp"
+#include "procfs/process.hpp"
 
 #include <chrono>
 #include <functional>
@@ -49,8 +49,14 @@ struct Identity {
     Uids uids;
     pid_t ppid = 0;
     pid_t pgid = 0;
+    char state = '?';  // as stat says at the read: 'T' stopped, 't' held by a tracer ...
 };
 std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
+
+// One process read again after the scan, as the scan reads a process it details (owner,
+// stat, status; no cgroup, no ancestry), so the same rules judge it (Process::zombie).
+// nullopt when it is gone; a lookup error naming the file when it cannot be read.
+Result<std::optional<Process>> read_process(const std::string& proc_root, pid_t pid);
 
 // The parent chain of `pid` (nearest first, ending at pid 1), read from stat files.
 // Empty when it cannot be read.

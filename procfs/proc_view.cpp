@@ -2,10 +2,10 @@
 // Before trusting a /proc root, make sure it shows every process of the caller's
 // pid namespace. A /proc of another namespace, or one mounted with hidepid=, would
 // give a plausible but partial table; the sweep must then decide nothing at all.
-#include "util/errno_text.hpp"
 #include "errors/error.hpp"
 #include "procfs/proc_read.hpp"
 #include "procfs/proc_table.hpp"
+#include "util/errno_text.hpp"
 
 #include <linux/magic.h>
 #include <sys/vfs.h>

@@ -36,6 +36,7 @@ struct Process {
     char state = '?';              // from stat: R S D Z T t X I ...
     std::uint64_t start_time = 0;  // clock ticks since boot (stat field 22)
     bool kernel_thread = false;    // PF_KTHREAD in stat flags, or a child of kthreadd (pid 2)
+    bool exiting = false;          // PF_EXITING in stat flags: the kernel is ending it (detailed only)
     // The directory of a Slurm-owned job cgroup: "job_<id>", or the job's SLUID
     // ("s" and 13 base32 digits: 26.05 without CgroupJobIdPaths=yes).
     std::optional<std::string> job_cgroup;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The developer's loop, as root, in a few minutes: builds build/dev once (unit tests on,
-# no sanitizers, ccache when installed), runs every unit test (scripts/unit-tests.sh),
+# The developer's loop, as root, in a few minutes: first the unit tests that need no root,
+# as nobody (scripts/pure-tests.sh: their target alone, built and run in seconds), then
+# builds build/dev once (unit tests on, no sanitizers, ccache when installed), runs every
+# unit test (scripts/unit-tests.sh),
 # replays the fuzz corpus (scripts/fuzz-replay.sh) and a handful of end-to-end tests that
 # prove the most (a stray reaped, a user with a live job spared, doubt kills nothing,
 # dry run, the command's check and sweep, the cleanup) on a throwaway Slurm. The tests
@@ -44,6 +46,7 @@ stage() {  # stage <name> <command...>
   fi
 }
 
+stage "pure tests" scripts/pure-tests.sh "$build"
 stage build scripts/build.sh "$build" -DLEFTOVER_TESTS=ON -DLEFTOVER_SANITIZE=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 # The unit tests start processes of the test accounts, which an e2e run's plugin sweeps.
 stage "unit tests" flock /tmp/leftover-e2e.lock scripts/unit-tests.sh "$build"

@@ -2,19 +2,20 @@
 #include "spank/hooks.hpp"
 
 #include "accounts/accounts_bounded.hpp"
-#include "steps/stepd_protocol.hpp"
-#include "sweep/run_sweep.hpp"
 #include "node/slurm_conf.hpp"
 #include "spank/node_discovery.hpp"
 #include "spank/plugin_args.hpp"
 #include "spank/privileges.hpp"
 #include "spank/slurm_log.hpp"
+#include "steps/stepd_protocol.hpp"
+#include "sweep/run_sweep.hpp"
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <exception>
 #include <optional>
-#include <unistd.h>
 
 namespace leftover::spank {
 namespace {
@@ -58,9 +59,12 @@ void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t
     SlurmLogSink sink;
     Logger log(sink);
     log_unknown_args(args, log);
+    // The running slurmd too, at a step end as in the job epilog: a node slurm.conf does
+    // not place on this host has a spool dir of its own, which only they tell.
     auto node = discover_node(slurmd_pid);
-    if (!node.ok()) {
-        log.error(fmt::format("{}: lookup error: {}; nothing killed", trigger.label, node.error().message));
+    const Status found = node.ok() ? add_running_host_nodes(node.value()) : Status(node.error());
+    if (!found.ok()) {
+        log.error(fmt::format("{}: lookup error: {}; nothing killed", trigger.label, found.error().message));
         return;
     }
     sweep::SweepRequest request;

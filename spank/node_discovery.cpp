@@ -7,9 +7,9 @@
 #include "node/running_slurmd.hpp"
 #include "node/slurm_conf.hpp"
 
-#include <fmt/format.h>
-
 #include <dlfcn.h>
+
+#include <fmt/format.h>
 
 #include <cstdlib>
 
@@ -23,22 +23,27 @@ std::string plugin_path() {
     return {};
 }
 
-// Each running slurmd's node: a slurmd that slurm.conf does not place on this host, and
-// the only way the job epilog learns the others from 23.02 on (its slurm.conf has no
-// NodeName lines, so slurm.conf's pick for a slurmd without -N is not known here). A
-// slurmd whose node cannot be told is said in the log: a socket of its node in a spool
-// dir we read is a lookup error all the same (local_steps.hpp).
+}  // namespace
+
+// Each running slurmd's node: a slurmd that slurm.conf does not place on this host (a
+// dynamic -Z node, a NodeHostname that is not this host's), with a spool dir of its own
+// that a sweep which did not read it would miss, and the only way the job epilog learns
+// the others from 23.02 on (its slurm.conf has no NodeName lines, so slurm.conf's pick
+// for a slurmd without -N is not known here). A slurmd whose node cannot be told is said
+// in the log: a socket of its node in a spool dir we read is a lookup error all the same
+// (local_steps.hpp).
 Status add_running_host_nodes(node::NodeInfo& node) {
     auto running = node::running_slurmds("/proc");
     LEFTOVER_TRY(running);
-    const node::SlurmdNaming naming{std::nullopt, node::full_hostname(), node::slurmd_spool_pattern(),
-                                    node::short_hostname()};
+    // At a step end slurmd's pid is not known: this node's slurmd, when it runs without
+    // -N, is told by the name slurmd gave this process (SLURMD_NODENAME).
+    const std::string host_name = node::full_hostname();
+    const node::SlurmdNaming naming{node::pick_from_running(node.node_name, running.value(), host_name), host_name,
+                                    node::slurmd_spool_pattern(), node::short_hostname()};
     for (const std::string& unknown : node::add_running_nodes(node, running.value(), naming))
         node.other_nodes_note += fmt::format("{}{}", node.other_nodes_note.empty() ? "" : "; ", unknown);
     return Ok{};
 }
-
-}  // namespace
 
 Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid) {
     const char* node_name = std::getenv("SLURMD_NODENAME");
@@ -48,17 +53,12 @@ Result<node::NodeInfo> discover_node(std::optional<pid_t> slurmd_pid) {
     if (node.spool_dir.empty()) return Error::lookup("SlurmdSpoolDir is unknown in this process", ErrorSource::other);
     // Other slurmd on this host: slurmstepd knows the node table from slurm.conf (22.05
     // reads the whole file; from 23.02 on slurmd sends it the NodeName lines, but not to
-    // the job epilog). Running slurmd are not looked for in /proc here: that would cost
-    // a second /proc pass at every step end; a socket of a node we do not know in a
-    // spool dir we read is a lookup error all the same (local_steps.hpp).
+    // the job epilog); the running slurmd tell the rest (add_running_host_nodes).
     if (!node::add_configured_host_nodes(node))
         node.other_nodes_note =
-            "no NodeName lines in this process's slurm.conf: other nodes of this host are not known here, "
-            "only their sockets in this spool dir (a lookup error) would show them";
-    if (slurmd_pid) {
-        node.slurmd_pid = slurmd_pid;
-        LEFTOVER_TRY(add_running_host_nodes(node));
-    }
+            "no NodeName lines in this process's slurm.conf: other nodes of this host are known here only from "
+            "the running slurmd";
+    node.slurmd_pid = slurmd_pid;
     return node;
 }
 

@@ -33,8 +33,13 @@ Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<
         if (step.sluid) live.job_sluids.insert(sluid_name(*step.sluid));
         if (step.stepd_pid) live.stepd_pids.insert(*step.stepd_pid);
     }
+    // Its socket held busy (its listen backlog full): listed under its name in the spool
+    // dir, which proves the dir and node name right as well as an answer does.
+    for (const UnansweredStep& step : state.unanswered)
+        if (ending_step && step.job_id == ending_step->job_id && step.step_id == ending_step->step_id)
+            ending_step_seen = true;
     if (ending_step && !ending_step_seen)
-        return Error::lookup(fmt::format("the ending step {} has no answering socket in {}; the spool dir or "
+        return Error::lookup(fmt::format("the ending step {} has no socket in {}; the spool dir or "
                                          "node name is not the one this slurmd uses",
                                          describe_step(ending_step->job_id, ending_step->step_id), where),
                              ErrorSource::step_socket);

@@ -3,15 +3,15 @@
 // refusing an answer that cannot be complete.
 #pragma once
 
-#include "steps/local_steps.hpp"
 #include "errors/result.hpp"
+#include "steps/local_steps.hpp"
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace leftover::steps {
@@ -32,8 +32,9 @@ struct StepId {
 };
 
 // `ending_step`: the step whose slurm_spank_exit is running. It must be among the
-// answers (else the spool dir or node name is wrong: a lookup error), and it does not
-// count as live work. Steps already ending do not count either, so two jobs of one
+// answers or the unanswered sockets (else the spool dir or node name is wrong: a lookup
+// error), and it does not count as live work. The other unanswered sockets are the
+// caller's to resolve. Steps already ending do not count either, so two jobs of one
 // user that end together do not keep each other's strays alive.
 Result<LiveWork> live_work_from(const LocalJobState& state, const std::optional<StepId>& ending_step,
                                 const std::string& where);

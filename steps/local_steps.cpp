@@ -26,6 +26,7 @@
 #include "steps/local_steps.hpp"
 
 #include "errors/error.hpp"
+#include "steps/live_work.hpp"
 #include "util/errno_text.hpp"
 #include "util/poll_timeout.hpp"
 #include "util/unique_fd.hpp"
@@ -38,6 +39,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -48,9 +52,6 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace leftover::steps {
 namespace {
@@ -326,6 +327,55 @@ struct Candidate {
     std::string path;
 };
 
+// The owner of job `job_id`'s batch script in `spool_dir`, where that tells the job's
+// user: slurmstepd makes <spool>/job%05u (mode 0750, root's) and in it slurm_script as
+// root, then chowns the script to the job's user (mgr.c _make_batch_dir and
+// _make_batch_script, 22.05 to 26.05). nullopt where it does not tell: no script (not
+// the job's batch host, or no batch step), one still owned by root or SlurmdUser (not
+// chowned yet), or a directory or file that someone else than they could have made.
+std::optional<uid_t> batch_script_owner(const std::string& spool_dir, std::uint32_t job_id,
+                                        const std::set<uid_t>& spool_owners, std::string& path) {
+    const auto trusted_dir = [&](int fd) {
+        struct stat st {};
+        return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && spool_owners.count(st.st_uid) != 0 &&
+               (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+    };
+    const UniqueFd spool(::open(spool_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!spool.valid() || !trusted_dir(spool.get())) return std::nullopt;
+    const std::string job_dir = fmt::format("job{:05}", job_id);
+    const UniqueFd job(::openat(spool.get(), job_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!job.valid() || !trusted_dir(job.get())) return std::nullopt;
+    struct stat script {};
+    if (::fstatat(job.get(), "slurm_script", &script, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(script.st_mode) ||
+        script.st_uid == 0 || spool_owners.count(script.st_uid) != 0)
+        return std::nullopt;
+    path = fmt::format("{}{}{}/slurm_script", spool_dir, spool_dir.ends_with('/') ? "" : "/", job_dir);
+    return script.st_uid;
+}
+
+// Each unanswered socket's job user, where another step of the job answered in this look
+// or the job's batch script in any spool dir of this host tells (a job has one user on
+// every node).
+void tell_job_users(LocalJobState& state, const StepSockets& where) {
+    for (UnansweredStep& step : state.unanswered) {
+        const auto answered = std::find_if(state.live.begin(), state.live.end(),
+                                           [&](const LocalStep& live) { return live.job_id == step.job_id; });
+        if (answered != state.live.end()) {
+            step.job_uid = answered->uid;
+            step.job_uid_from = fmt::format("its step {} answered", describe_step(answered->job_id, answered->step_id));
+            continue;
+        }
+        for (const StepSpoolDir& spool : where.spool_dirs) {
+            std::string path;
+            if (const auto owner = batch_script_owner(spool.path, step.job_id, where.spool_owners, path)) {
+                step.job_uid = owner;
+                step.job_uid_from = fmt::format("its batch script {}", path);
+                break;
+            }
+        }
+    }
+}
+
 }  // namespace
 
 std::optional<NodeStepSocketName> parse_any_step_socket_name(const std::string& file_name) {
@@ -413,8 +463,11 @@ Status list_step_sockets(const std::string& spool_dir, DIR* dir, const std::vect
 
 }  // namespace
 
-Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
-                                      const StepdProtocol& protocol, StepSocketCalls& calls) {
+namespace {
+
+// Every step socket of the spool dirs, sorted, each directory once (see ask_local_steps
+// for what is a lookup error).
+Result<std::vector<Candidate>> list_candidates(const StepSockets& where) {
     if (where.node_names.empty() ||
         std::find(where.node_names.begin(), where.node_names.end(), std::string()) != where.node_names.end())
         return Error::lookup("slurmstepd sockets: the node name is empty", ErrorSource::step_socket);
@@ -454,9 +507,25 @@ Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::ste
         return std::tuple(a.name.job_id, a.name.step_id, a.name.het_component, a.path) <
                std::tuple(b.name.job_id, b.name.step_id, b.name.het_component, b.path);
     });
+    return candidates;
+}
 
+}  // namespace
+
+Result<std::vector<StepSocketName>> list_local_steps(const StepSockets& where) {
+    auto candidates = list_candidates(where);
+    LEFTOVER_TRY(candidates);
+    std::vector<StepSocketName> names;
+    for (const Candidate& candidate : candidates.value()) names.push_back(candidate.name);
+    return names;
+}
+
+Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
+                                      const StepdProtocol& protocol, StepSocketCalls& calls) {
+    auto candidates = list_candidates(where);
+    LEFTOVER_TRY(candidates);
     LocalJobState state;
-    for (auto& candidate : candidates) {
+    for (auto& candidate : candidates.value()) {
         QueryOutcome outcome = query_step(candidate.path, deadline, protocol, calls);
         if (outcome.error) {
             state.unanswered.push_back(
@@ -480,6 +549,7 @@ Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::ste
         step.socket_path = std::move(candidate.path);
         state.live.push_back(std::move(step));
     }
+    tell_job_users(state, where);
     return state;
 }
 

@@ -8,6 +8,9 @@
 // release that table does not have.
 #pragma once
 
+#include "errors/result.hpp"
+#include "steps/stepd_protocol.hpp"
+
 #include <sys/types.h>
 #include <sys/un.h>
 
@@ -17,9 +20,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include "errors/result.hpp"
-#include "steps/stepd_protocol.hpp"
 
 namespace leftover::steps {
 
@@ -56,6 +56,12 @@ struct UnansweredStep {
     std::uint32_t step_id = 0;
     std::string socket_path;
     std::string error;  // why, without the path
+    // The job's user, where the node itself tells it without the stepd (a job has one
+    // user): another step of the job that answered, or the job's batch script, which
+    // slurmstepd chowns to the job's user. The socket file does not tell: slurmstepd
+    // creates it as root (req.c _domain_socket_create only chmods it 0777).
+    std::optional<uid_t> job_uid = std::nullopt;
+    std::string job_uid_from{};  // how it was told: "its step 9.extern answered", "its batch script <path>"
 };
 
 struct LocalJobState {
@@ -132,9 +138,14 @@ Result<LocalJobState> read_local_steps(const StepSockets& where, std::chrono::st
                                        const StepdProtocol& protocol = build_stepd_protocol(),
                                        StepSocketCalls& calls = real_step_socket_calls());
 
+// The step sockets the spool dirs hold now, asking none of them: the lookup errors of
+// read_local_steps but the unanswered sockets.
+Result<std::vector<StepSocketName>> list_local_steps(const StepSockets& where);
+
 // As read_local_steps, but a step socket that cannot be asked is listed in `unanswered`
-// rather than failing the lookup: the caller must then learn whether its job is live
-// some other way (slurmctld) or fail itself.
+// rather than failing the lookup, with its job's user where the node tells it: the
+// caller must then learn whether its job is live some other way (slurmctld), keep that
+// user, or fail itself.
 Result<LocalJobState> ask_local_steps(const StepSockets& where, std::chrono::steady_clock::time_point deadline,
                                       const StepdProtocol& protocol = build_stepd_protocol(),
                                       StepSocketCalls& calls = real_step_socket_calls());

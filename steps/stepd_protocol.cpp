@@ -2,7 +2,6 @@
 #include "steps/stepd_protocol.hpp"
 
 #include <fmt/format.h>
-
 #include <slurm/slurm_version.h>
 
 namespace leftover::steps {

@@ -39,8 +39,18 @@ AllocationCheck JobStateSource::allocation_check() {
             return uids;
         };
     }
-    return [this](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
-        log_.debug("no PrologFlags=contain: asking slurmctld whether these users hold an allocation here");
+    return ask_controller("no PrologFlags=contain: asking slurmctld whether these users hold an allocation here");
+}
+
+AllocationCheck JobStateSource::cleanup_allocation_check() {
+    if (config_.job_source == JobSource::controller || !request_.node.prolog_contain || at_step_end()) return {};
+    return ask_controller(
+        "cleanup: asking slurmctld whether its users hold an allocation here (a job being set up shows no step yet)");
+}
+
+AllocationCheck JobStateSource::ask_controller(std::string why) {
+    return [this, why = std::move(why)](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
+        log_.debug(why);
         if (controller_ == nullptr)
             return Error::lookup("allocation check: no controller connection", ErrorSource::controller);
         const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
@@ -53,14 +63,38 @@ AllocationCheck JobStateSource::allocation_check() {
     };
 }
 
-Result<std::optional<std::string>> JobStateSource::job_starting() const {
+Result<std::optional<std::string>> JobStateSource::job_starting() {
     if (config_.job_source == JobSource::controller) return std::optional<std::string>();
     // The caller's ancestry does not change during a sweep: read once, not every poll.
     if (caller_.empty()) {
         caller_.insert(request_.self);
         for (const pid_t pid : read_ancestry(request_.proc_root, request_.self)) caller_.insert(pid);
     }
-    return steps::work_being_set_up(request_.proc_root, seen_steps_, caller_);
+    // The step sockets there are now, asking none: a stepd titled with one that no look
+    // saw has just made it, and is this node's.
+    const steps::StepLister list_steps = [this]() -> Result<std::set<std::string>> {
+        auto listed = steps::list_local_steps(request_.node.step_sockets());
+        LEFTOVER_TRY(listed);
+        std::set<std::string> names;
+        for (const steps::StepSocketName& name : listed.value())
+            names.insert(steps::describe_step(name.job_id, name.step_id));
+        return names;
+    };
+    return starting_look_(request_.proc_root, seen_steps_, list_steps, caller_);
+}
+
+Status JobStateSource::add_jobs_in_prolog(LiveWork& live) {
+    auto prologs = steps::jobs_in_prolog(request_.proc_root);
+    LEFTOVER_TRY(prologs);
+    for (const steps::PrologJob& prolog : prologs.value()) {
+        seen_steps_.prologs.insert(prolog.pid);
+        live.uids.insert(prolog.uid);
+        live.job_ids.insert(prolog.job_id);
+        if (prologs_logged_.insert(prolog.pid).second)
+            log_.info(fmt::format("job {} is in its Prolog here (slurmd's child pid {}): uid {} is live", prolog.job_id,
+                                  prolog.pid, prolog.uid));
+    }
+    return Ok{};
 }
 
 Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
@@ -73,6 +107,10 @@ Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
     // the local questions leave it half the time.
     const bool may_ask_controller = !at_step_end() && controller_ != nullptr;
     const auto local_until = may_ask_controller ? Clock::now() + (until - Clock::now()) / 2 : until;
+    // The Prologs first: one that ends as its job's extern step starts is then in the one
+    // look or the other.
+    LiveWork prologs;
+    LEFTOVER_TRY(add_jobs_in_prolog(prologs));
     auto state = steps::ask_local_steps(request_.node.step_sockets(), local_until);
     LEFTOVER_TRY(state);
     seen_steps_.add(state.value());
@@ -80,13 +118,47 @@ Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
         if (unanswered_logged_.insert(step.socket_path).second)
             log_.warn(fmt::format("slurmstepd socket {} of job {} (step {}) cannot be asked: {}", step.socket_path,
                                   step.job_id, steps::describe_step(step.job_id, step.step_id), step.error));
-    if (!state->unanswered.empty() && !may_ask_controller) return unanswered_error(state->unanswered);
     log_answers(state.value());
     auto live = steps::live_work_from(state.value(), request_.trigger.ending_step,
                                       fmt::format("{} for node {}", request_.node.spool_dir, request_.node.node_name));
     LEFTOVER_TRY(live);
-    if (!state->unanswered.empty()) LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
+    if (!state->unanswered.empty()) {
+        if (may_ask_controller)
+            LEFTOVER_TRY(resolve_through_controller(state->unanswered, live.value(), until));
+        else
+            LEFTOVER_TRY(keep_job_users(state->unanswered, live.value()));
+    }
+    live->uids.insert(prologs.uids.begin(), prologs.uids.end());
+    live->job_ids.insert(prologs.job_ids.begin(), prologs.job_ids.end());
     return live;
+}
+
+Status JobStateSource::keep_job_users(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live) {
+    std::vector<steps::UnansweredStep> untold;
+    for (const steps::UnansweredStep& step : unanswered) {
+        const auto& ending = request_.trigger.ending_step;
+        const bool is_ending = ending && step.job_id == ending->job_id && step.step_id == ending->step_id;
+        if (!is_ending && !step.job_uid) {
+            untold.push_back(step);
+            continue;
+        }
+        if (kept_logged_.insert(step.socket_path).second)
+            log_.info(is_ending ? fmt::format("the ending step {}'s own socket {} cannot be asked: it does not count",
+                                              steps::describe_step(step.job_id, step.step_id), step.socket_path)
+                                : fmt::format("job {} of the unanswered socket {} is uid {}'s ({}): that user is "
+                                              "kept, the others are judged",
+                                              step.job_id, step.socket_path, *step.job_uid, step.job_uid_from));
+        if (is_ending) continue;
+        live.uids.insert(*step.job_uid);
+        live.job_ids.insert(step.job_id);
+    }
+    if (untold.empty()) return Ok{};
+    Error error = unanswered_error(untold);
+    error.message += fmt::format(
+        "; job {}'s user cannot be told here (no other step of it answered, no batch script of it in the spool "
+        "dir): everyone is kept",
+        untold.front().job_id);
+    return error;
 }
 
 void JobStateSource::log_answers(const steps::LocalJobState& state) {

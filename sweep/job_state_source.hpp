@@ -7,13 +7,13 @@
 #include "config/config.hpp"
 #include "controller/controller.hpp"
 #include "errors/error.hpp"
+#include "errors/result.hpp"
 #include "policy/evaluation.hpp"
 #include "steps/live_work.hpp"
 #include "steps/local_steps.hpp"
 #include "steps/starting_work.hpp"
 #include "sweep/log.hpp"
 #include "sweep/sweep_request.hpp"
-#include "errors/result.hpp"
 
 #include <sys/types.h>
 
@@ -41,15 +41,24 @@ public:
     // (slurmd's start says once that PrologFlags=contain makes this unnecessary.)
     AllocationCheck allocation_check();
 
+    // With PrologFlags=contain the node shows every allocation but one being set up: slurmd
+    // runs a job's Prolog before its extern step exists, and may not have forked for it yet
+    // when slurmctld has it running here. What a cleanup would remove is worth that one
+    // question: the users it would clean are asked about in one query, from the job epilog
+    // and the command, never at a step end. Unset where allocation_check asks already.
+    AllocationCheck cleanup_allocation_check();
+
     // At a step end Slurm may kill any descendant of the ending step while its exit hook
     // runs (proctrack/linuxproc, seen on 24.11 and 26.05): a helper started then would
     // die mid-answer. slurmctld is asked only from the job epilog, outside the step.
     bool at_step_end() const { return request_.trigger.ending_step.has_value(); }
 
     // A job or step being set up here that the last look at the step sockets could not
-    // show (see steps/starting_work.hpp). slurmctld knows a job before the node does: with
-    // job_source controller there is nothing to ask.
-    Result<std::optional<std::string>> job_starting() const;
+    // show (see steps/starting_work.hpp), asked before each round, right before each
+    // signal and before any removal: cheap while nothing was forked since the last look.
+    // slurmctld knows a job before the node does: with job_source controller there is
+    // nothing to ask.
+    Result<std::optional<std::string>> job_starting();
 
 private:
     // The node's own step sockets; in the job epilog, slurmctld for those nobody could ask.
@@ -58,7 +67,12 @@ private:
     // Each live and each gone step once per sweep.
     void log_answers(const steps::LocalJobState& state);
 
-    // A step end keeps everyone: its stepd's children must not start a helper (see at_step_end).
+    // A step end cannot ask slurmctld (see at_step_end): the user of each unanswered
+    // socket's job, where the node tells it, is live, and the others are judged; a socket
+    // whose job's user cannot be told keeps everyone (a lookup error). The ending step's
+    // own socket needs no user: it never counts.
+    Status keep_job_users(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live);
+
     static Error unanswered_error(const std::vector<steps::UnansweredStep>& unanswered);
 
     // One slurmctld query for every step that could not be asked: a job slurmctld says
@@ -66,6 +80,12 @@ private:
     // has ended, like a step whose stepd says it is ending. No answer: a lookup error.
     Status resolve_through_controller(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live,
                                       std::chrono::steady_clock::time_point until);
+
+    // A job in its Prolog here makes its user live, as a step would (said once per sweep).
+    Status add_jobs_in_prolog(LiveWork& live);
+
+    // The users of `uids` that slurmctld says hold an allocation on this host's nodes.
+    AllocationCheck ask_controller(std::string why);
 
     std::optional<std::uint32_t> ending_job() const;
 
@@ -77,9 +97,12 @@ private:
     std::set<std::string> logged_;                 // sockets already described: once per sweep
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
+    std::set<std::string> kept_logged_;            // unanswered sockets whose job's user was kept: once per sweep
     bool nodes_logged_ = false;
+    std::set<pid_t> prologs_logged_;  // Prolog children already named: once per sweep
     steps::SeenSteps seen_steps_;     // by every look of this sweep, for job_starting
-    mutable std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
+    steps::StartingLook starting_look_;
+    std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
 };
 
 }  // namespace leftover::sweep

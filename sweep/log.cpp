@@ -3,14 +3,15 @@
 
 #include "util/unique_fd.hpp"
 
-#include <fmt/chrono.h>
-#include <fmt/format.h>
-
-#include <ctime>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <ctime>
 
 namespace leftover::sweep {
 namespace {
@@ -32,6 +33,25 @@ void Logger::emit(LogLevel level, const std::string& text, bool to_syslog) {
     if (level < threshold_) return;
     sink_.write(level, text);
     if (to_syslog) send_to_syslog(level, text);
+}
+
+void log_drain(Logger& log, const drain::DrainReport& report) {
+    switch (report.result) {
+        case drain::DrainResult::drained: log.warn(report.text); return;
+        case drain::DrainResult::kept: log.info(report.text); return;
+        case drain::DrainResult::failed: log.error(report.text); return;
+    }
+}
+
+void log_drain(Logger& log, const drain::DrainOutcome& outcome) {
+    for (const auto& [level, text] : outcome.notes) switch (level) {
+            case LogLevel::debug: log.debug(text); break;
+            case LogLevel::info: log.info(text); break;
+            case LogLevel::warn: log.warn(text); break;
+            case LogLevel::err:
+            case LogLevel::critical: log.error(text); break;
+        }
+    if (outcome.request) log_drain(log, *outcome.request);
 }
 
 void send_to_syslog(LogLevel level, const std::string& text) {

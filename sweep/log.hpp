@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "drain/drain_result.hpp"
 
 #include <string>
 
@@ -35,6 +36,12 @@ private:
     LogSink& sink_;
     LogLevel threshold_;
 };
+
+// A drain request's line: a warning when the node was drained, an error when the request
+// failed, else information.
+void log_drain(Logger& log, const drain::DrainReport& report);
+// The drain's notes, then its request's line.
+void log_drain(Logger& log, const drain::DrainOutcome& outcome);
 
 // Sends one message to the local syslog socket with ident "leftover", facility daemon,
 // without touching the process's own openlog() state (slurmstepd may use syslog itself)

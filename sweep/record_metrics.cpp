@@ -3,12 +3,13 @@
 
 #include "metrics/metrics_file.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <csignal>
 #include <map>
 #include <set>
-#include <unistd.h>
 
 namespace leftover::sweep {
 

@@ -3,9 +3,9 @@
 // the update of the metrics file, whose every failure is a log line and nothing more.
 #pragma once
 
-#include "sweep/log.hpp"
-#include "metrics/metrics.hpp"
 #include "config/metrics_config.hpp"
+#include "metrics/metrics.hpp"
+#include "sweep/log.hpp"
 #include "sweep/run_sweep.hpp"
 
 #include <optional>

@@ -48,6 +48,7 @@ std::string format_action(const KillRecord& r) {
             return fmt::format("{} failed: {}: {}", signal_name(r.signal), who(r), errno_text(r.error));
         case Outcome::deadline:
             return fmt::format("{} not sent: {}: the deadline passed", signal_name(r.signal), who(r));
+        case Outcome::not_stopped: return fmt::format("{} not sent: {}: {}", signal_name(r.signal), who(r), r.detail);
     }
     return "?";
 }

@@ -85,6 +85,18 @@ Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exe
     return uids;
 }
 
+Result<std::set<uid_t>> cleared_by_controller(const AllocationCheck& check, const std::set<uid_t>& candidates,
+                                              const LiveWork& live) {
+    std::set<uid_t> asked;
+    for (const uid_t uid : candidates)
+        if (live.uids.count(uid) == 0) asked.insert(uid);
+    if (asked.empty()) return asked;
+    auto holders = check(asked);
+    LEFTOVER_TRY(holders);
+    for (const uid_t uid : holders.value()) asked.erase(uid);
+    return asked;
+}
+
 CleanupOptions cleanup_options(const Config& config, const std::string& proc_root, const std::string& shm_dir,
                                const std::string& mqueue_dir, std::chrono::steady_clock::time_point deadline) {
     CleanupOptions options;
@@ -126,7 +138,8 @@ std::optional<CleanupTotals> run_cleanup(const GuardInput& input, const Config& 
 
 std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Exemptions& exemptions,
                                                   const SweepRequest& request, const AccountDatabase& accounts,
-                                                  Evaluation& evaluation, const KillReport& report,
+                                                  Evaluation& evaluation, JobStateSource& job_state,
+                                                  const KillReport& report,
                                                   std::chrono::steady_clock::time_point deadline, Logger& log) {
     const CleanupOptions options =
         cleanup_options(config, request.proc_root, request.shm_dir, request.mqueue_dir, deadline);
@@ -145,10 +158,14 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
     // Not asked after a failure, which already keeps everything (a hung source would only
     // hold the step's end once more). Without contain, slurmctld clears every candidate
     // (the job's user who left no process too) in that evaluation's one allocation query;
-    // then every process holding a candidate as any uid is looked for (the scan reads the
-    // uids of unprotected owners only, and a setuid program's entry is root's).
+    // with contain, in the job epilog and the command, in one query of the cleanup's own
+    // (a job in its Prolog, or one slurmd has not forked for yet, shows no step here).
+    // Then every process holding a candidate as any uid is looked for (the scan reads the
+    // uids of unprotected owners only, and a setuid program's entry is root's), and last,
+    // right before the removal, whether a job is being set up on the node.
     std::optional<Result<Plan>> fresh;
     std::optional<Result<std::map<uid_t, std::vector<pid_t>>>> holders;
+    std::set<uid_t> cleared;
     if (!input.error && !input.failed_lookups && !input.deadline_reached && !input.job_starting) {
         evaluation.ask_allocations_of(input.candidates);
         fresh = evaluation();
@@ -163,6 +180,23 @@ std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Ex
                 input.holders = &holders->value();
             else
                 input.error = holders->error();
+        }
+        if (!input.error && input.cleared == nullptr)
+            if (const AllocationCheck check = job_state.cleanup_allocation_check()) {
+                auto asked = cleared_by_controller(check, input.candidates, *input.fresh_live);
+                if (asked.ok()) {
+                    cleared = std::move(asked).value();
+                    input.cleared = &cleared;
+                } else {
+                    input.error = asked.error();
+                }
+            }
+        if (!input.error) {
+            auto starting = job_state.job_starting();
+            if (!starting.ok())
+                input.error = starting.error();
+            else
+                input.job_starting = starting.value();
         }
     }
     return run_cleanup(input, config, exemptions, accounts, options, log);

@@ -5,9 +5,10 @@
 
 #include "cleanup/cleanup.hpp"
 #include "config/config.hpp"
+#include "kill/executor.hpp"
 #include "policy/decision.hpp"
 #include "policy/evaluation.hpp"
-#include "kill/executor.hpp"
+#include "sweep/job_state_source.hpp"
 #include "sweep/log.hpp"
 
 #include <sys/types.h>
@@ -29,12 +30,13 @@ struct GuardInput {
     std::optional<Error> error;   // the sweep's or the fresh evaluation's error
     bool failed_lookups = false;  // an account lookup failed in the sweep
     bool deadline_reached = false;
-    std::optional<std::string> job_starting;  // a round skipped: a job is starting here
+    std::optional<std::string> job_starting;  // a job is starting here (a round skipped, or before the removal)
     std::set<uid_t> survivors;
     bool dry_run = false;  // processes a dry run would kill count as gone
-    // Without PrologFlags=contain only slurmctld knows an allocation with no step here:
-    // then set, to the candidates its check on the fresh evaluation said hold none.
-    // Unset: the node's own state shows every allocation.
+    // Without PrologFlags=contain only slurmctld knows an allocation with no step here,
+    // and with it only slurmctld knows a job that slurmd is still setting up: then set, to
+    // the candidates its one query said hold none. Unset: not asked (a step end with
+    // contain, job_source controller): the node's own state, or slurmctld's, is the word.
     const std::set<uid_t>* cleared = nullptr;
     // The processes holding each candidate as any of their four uids, read after the
     // fresh evaluation (processes_holding); unset is an error.
@@ -64,17 +66,26 @@ struct SweepRequest;
 // process); at a step end only the reaped ones; with scope job_user only the job's user.
 std::set<uid_t> cleanup_candidates(const Config& config, const SweepRequest& request, const Plan& plan);
 
+// The candidates without live work that slurmctld, asked by `check` in one query, says
+// hold no allocation here; no query when every candidate has live work.
+Result<std::set<uid_t>> cleared_by_controller(const AllocationCheck& check, const std::set<uid_t>& candidates,
+                                              const LiveWork& live);
+
 // After run_sweep's kills: the users it reaped (and, in a job's epilog, the job's user),
-// judged by the guard on one more evaluation, then cleaned. Unset when cleanup is off
-// or nothing qualified; the totals for the summary otherwise.
+// judged by the guard on one more evaluation (with PrologFlags=contain, slurmctld asked
+// about them as job_state's cleanup_allocation_check says) and one more look for a job
+// being set up right before anything goes, then cleaned. Unset when cleanup is off or
+// nothing qualified; the totals for the summary otherwise.
 std::optional<CleanupTotals> clean_up_after_sweep(const Config& config, const Exemptions& exemptions,
                                                   const SweepRequest& request, const AccountDatabase& accounts,
-                                                  Evaluation& evaluation, const KillReport& report,
+                                                  Evaluation& evaluation, JobStateSource& job_state,
+                                                  const KillReport& report,
                                                   std::chrono::steady_clock::time_point deadline, Logger& log);
 
 // What a sweep would remove after `plan`, as a dry run that logs nothing (for `leftover
 // check`): unset when cleanup is off or the guard lets nothing go. `cleared` as in
-// GuardInput: the evaluation's cleared_allocations() when it checks allocations.
+// GuardInput: the evaluation's cleared_allocations() when it checks allocations, else
+// cleared_by_controller's answer where job_state's cleanup_allocation_check asks.
 std::optional<CleanupReport> preview_cleanup(const Config& config, const Exemptions& exemptions,
                                              const SweepRequest& request, const AccountDatabase& accounts,
                                              const Plan& plan, const LiveWork& live, const std::set<uid_t>* cleared,

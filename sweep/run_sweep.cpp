@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "sweep/run_sweep.hpp"
 
-#include "policy/evaluation.hpp"
-#include "sweep/record_metrics.hpp"
-#include "sweep/run_cleanup.hpp"
-#include "sweep/report.hpp"
-#include "sweep/drain_node.hpp"
-#include "sweep/job_state_source.hpp"
+#include "drain/drain_node.hpp"
 #include "node/controller_host.hpp"
-#include "steps/starting_work.hpp"
+#include "policy/evaluation.hpp"
 #include "procfs/proc_table.hpp"
+#include "steps/starting_work.hpp"
+#include "sweep/job_state_source.hpp"
+#include "sweep/record_metrics.hpp"
+#include "sweep/report.hpp"
+#include "sweep/run_cleanup.hpp"
 
 #include <fmt/format.h>
 
@@ -32,7 +32,8 @@ LogLevel level_of(const KillRecord& record) {
         case Outcome::dry_run:
         case Outcome::deadline: return LogLevel::info;
         case Outcome::gone:
-        case Outcome::pid_reused: return LogLevel::debug;
+        case Outcome::pid_reused:
+        case Outcome::not_stopped: return LogLevel::debug;
         case Outcome::permission_denied:
         case Outcome::failed: return LogLevel::err;
     }
@@ -158,17 +159,25 @@ private:
         const KillOptions options = kill_options(config, deadline, evaluation, job_state);
         report_ = execute_kills([&] { return evaluation(); }, options);
         log_outcome(config, evaluation, options.stop_rounds);
-        const DrainContext drain_context{request_.trigger.label, request_.node.node_name,
-                                         request_.trigger.ending_step.has_value(), request_.proc_root};
-        const auto drain = drain_on_survivors(config, drain_context, report_, controller_, log_);
-        const auto cleanup = clean_up(config, exemptions, evaluation, deadline);
+        drain::DrainContext drain_context;
+        drain_context.label = request_.trigger.label;
+        drain_context.node_name = request_.node.node_name;
+        drain_context.step_end = request_.trigger.ending_step.has_value();
+        drain_context.proc_root = request_.proc_root;
+        drain_context.record = {drain::survivor_record_path(request_.node.spool_dir, request_.node.node_name),
+                                request_.node.slurmd_uid,
+                                {}};
+        drain_context.bound = std::chrono::seconds(request_.node.unkillable_step_timeout);
+        const drain::DrainOutcome drain = drain::drain_on_survivors(config, drain_context, report_, controller_);
+        log_drain(log_, drain);
+        const auto cleanup = clean_up(config, exemptions, evaluation, job_state, deadline);
         log_summary(&evaluation, deadline, cleanup);
-        count_in_metrics(config.dry_run, deadline, drain);
+        count_in_metrics(config.dry_run, deadline, drain.request ? std::optional(drain.request->result) : std::nullopt);
         return report_;
     }
 
     KillOptions kill_options(const Config& config, Clock::time_point deadline, Evaluation& evaluation,
-                             const JobStateSource& job_state) {
+                             JobStateSource& job_state) {
         KillOptions options;
         options.proc_root = request_.proc_root;
         options.self = request_.self;
@@ -202,6 +211,9 @@ private:
                                       survivor.uid));
         for (const auto& [uid, why] : evaluation.failed_lookups())
             log_.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
+        for (const std::string& sign : report_.paused)
+            log_.info(fmt::format(
+                "signals paused: a job is starting on this node ({}); the rest waited for a fresh look", sign));
         if (report_.job_starting)
             log_.warn(fmt::format("not signalled: a job is starting on this node ({})", *report_.job_starting));
         else if (report_.deadline_reached)
@@ -215,9 +227,10 @@ private:
 
     // The cleanup's trouble must not cost the sweep its summary line.
     std::optional<CleanupTotals> clean_up(const Config& config, const Exemptions& exemptions, Evaluation& evaluation,
-                                          Clock::time_point deadline) {
+                                          JobStateSource& job_state, Clock::time_point deadline) {
         try {
-            return clean_up_after_sweep(config, exemptions, request_, accounts_, evaluation, report_, deadline, log_);
+            return clean_up_after_sweep(config, exemptions, request_, accounts_, evaluation, job_state, report_,
+                                        deadline, log_);
         } catch (const std::exception& e) {
             log_.error(fmt::format("cleanup: stopped: {}", e.what()));
             return std::nullopt;
@@ -324,12 +337,22 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
     if (!plan.ok()) return recorded(plan.error());
     name_for_display(plan.value(), loaded.exemptions->value(), accounts, deadline);
     std::optional<CleanupReport> cleanup;
-    if (!*controller_host)
-        cleanup = preview_cleanup(
-            config, loaded.exemptions->value(), request, accounts, plan.value(), evaluation.last_live_work(),
-            evaluation.checks_allocations() ? &evaluation.cleared_allocations() : nullptr, deadline);
-    else
+    if (!*controller_host) {
+        // As a sweep's cleanup: with contain, slurmctld clears its users in one query of its own.
+        const std::set<uid_t>* cleared = evaluation.checks_allocations() ? &evaluation.cleared_allocations() : nullptr;
+        std::optional<Result<std::set<uid_t>>> asked;
+        if (cleared == nullptr && !config.cleanup.empty())
+            if (const AllocationCheck check = job_state.cleanup_allocation_check()) {
+                asked = cleared_by_controller(check, cleanup_candidates(config, request, plan.value()),
+                                              evaluation.last_live_work());
+                if (!asked->ok()) asked = std::set<uid_t>{};  // nobody cleared: nothing would go
+                cleared = &asked->value();
+            }
+        cleanup = preview_cleanup(config, loaded.exemptions->value(), request, accounts, plan.value(),
+                                  evaluation.last_live_work(), cleared, deadline);
+    } else {
         log.info(controller_host_text(**controller_host));
+    }
     return recorded(
         NodeCheck{std::move(plan).value(), evaluation.last_live_work(), std::move(cleanup), *controller_host});
 }

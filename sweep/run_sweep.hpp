@@ -5,16 +5,16 @@
 
 #include "cleanup/cleanup.hpp"
 #include "config/config.hpp"
-#include "errors/error.hpp"
+#include "config/metrics_config.hpp"
 #include "controller/controller.hpp"
+#include "errors/error.hpp"
+#include "errors/result.hpp"
 #include "kill/executor.hpp"
+#include "node/node_info.hpp"
 #include "policy/exemptions.hpp"
 #include "steps/live_work.hpp"
-#include "config/metrics_config.hpp"
-#include "node/node_info.hpp"
 #include "sweep/log.hpp"
 #include "sweep/sweep_request.hpp"
-#include "errors/result.hpp"
 
 #include <sys/types.h>
 

@@ -5,15 +5,16 @@
 #include "util/poll_timeout.hpp"
 #include "util/unique_fd.hpp"
 
-#include <fmt/format.h>
-
-#include <cerrno>
-#include <csignal>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <csignal>
 
 namespace leftover {
 namespace {

@@ -4,15 +4,16 @@
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <filesystem>
 #include <optional>
 #include <utility>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace leftover {
 namespace {

@@ -4,9 +4,11 @@
 
 A stray that SIGKILL cannot end is one in a frozen cgroup v1 freezer group: the signal
 stays pending until the group is thawed (the process shows state D meanwhile). With
-drain_on_survivors the job epilog drains the node with a reason that names the user and
-the count; without it, or in a dry run, the node stays up; a slurmctld that does not
-answer costs the epilog its bounded request and nothing more. `leftover check --health
+drain_on_survivors a job epilog that finds it still alive UnkillableStepTimeout after an
+earlier sweep's SIGKILL drains the node with a reason that names the user and the count;
+one released before that drains nothing; without the key, or in a dry run, nothing is
+kept for a later drain; a slurmctld that does not answer costs the epilog its bounded
+request and nothing more. `leftover check --health
 --failures 3 --drain` drains at the third failure in a row. And a stray that was stopped
 gets SIGTERM and, continued, the chance to act on it before SIGKILL.
 
@@ -37,6 +39,10 @@ DRAIN_USER = fresh_account()
 # The test cluster's slurmctld runs on this host: sweep it all the same.
 ONLY_DRAIN_USER = f"uid_min: {DRAIN_USER.uid}\nuid_max: {DRAIN_USER.uid}\nsweep_on_controller_host: true\n"
 REASON = rf"leftover: 1 process of {DRAIN_USER.name} survived SIGKILL \(D\)"
+# This cluster's UnkillableStepTimeout: a survivor drains the node only when a sweep finds it
+# alive that long after an earlier sweep's SIGKILL. Below Slurm's default (60 s, which the
+# unit tests hold) to keep the module short; it also shows the bound is slurm.conf's.
+UNKILLABLE = 20
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +51,8 @@ def cluster(make_cluster, conf_dir):
         pytest.skip("no cgroup v1 freezer hierarchy here")
     ensure_test_users([DRAIN_USER])
     write_config(conf_dir, ONLY_DRAIN_USER)
-    return make_cluster(plugin_config(conf_dir, prolog_flags="contain"))
+    return make_cluster(plugin_config(conf_dir, prolog_flags="contain",
+                                      extra_conf=(f"UnkillableStepTimeout={UNKILLABLE}",)))
 
 
 # A step end that meets the frozen stray lasts its whole evaluation deadline (grace +
@@ -139,8 +146,31 @@ def end_a_job(cluster) -> tuple[int, LogWatch]:
     return job, log
 
 
-def test_a_stray_that_survives_sigkill_drains_the_node_with_a_reason_naming_user_and_count(cluster, config, frozen):
+def survivor_kept_for_later(cluster, frozen) -> float:
+    """A job ends: its epilog's SIGKILL does not end the frozen stray, which is kept for a
+    later sweep and drains nothing yet. Returns when (time.monotonic()) that was logged."""
+    job, log = end_a_job(cluster)
+    log.wait_for(rf"leftover: job {job} epilog: pid {frozen.pid} \({DRAIN_USER.name}, D, \d+ s after SIGKILL\) "
+                 rf"outlived SIGKILL: node {cluster.node} is drained if one is still alive {UNKILLABLE} s after its "
+                 r"SIGKILL \(UnkillableStepTimeout\) when a later sweep looks$")
+    seen = time.monotonic()
+    log.assert_absent(r"leftover: .*(?:drained:|drain of node)")
+    assert "DRAIN" not in node_state(cluster)[0]
+    assert (cluster.spool_dir(cluster.node) / f"leftover-survivors-{cluster.node}").exists()
+    return seen
+
+
+def wait_past_the_bound(since: float) -> None:
+    """Until UnkillableStepTimeout has passed since `since`: the workload's own timing."""
+    wait_until(lambda: time.monotonic() >= since + UNKILLABLE + 1, UNKILLABLE + 5, "UnkillableStepTimeout to pass",
+               interval=0.5)
+
+
+def test_fault_catalogue_a_stray_held_in_d_past_unkillable_step_timeout_drains_the_node_naming_user_and_count(
+        cluster, config, frozen):
     config("drain_on_survivors: true\n")
+    since = survivor_kept_for_later(cluster, frozen)
+    wait_past_the_bound(since)
     job, log = end_a_job(cluster)
     log.wait_for(rf"leftover: warning: job {job} epilog: node {cluster.node} drained: {REASON}$")
     assert cluster.is_alive(frozen.pid), "a frozen process outlives SIGKILL"
@@ -150,6 +180,20 @@ def test_a_stray_that_survives_sigkill_drains_the_node_with_a_reason_naming_user
     log.assert_absent(rf"leftover: step {job}\.\S+: node .* drained")
 
 
+def test_fault_catalogue_a_stray_released_5_s_after_sigkill_drains_nothing_then_or_later(cluster, config, frozen):
+    config("drain_on_survivors: true\n")
+    since = survivor_kept_for_later(cluster, frozen)
+    # Held 5 s in D (a large sync, the exit of a huge address space), then it dies of the pending SIGKILL.
+    wait_until(lambda: time.monotonic() >= since + 5, 10, "5 s in D", interval=0.2)
+    frozen.thaw()
+    cluster.wait_gone(frozen.pid, 20)
+    wait_past_the_bound(since)
+    job, log = end_a_job(cluster)
+    log.assert_absent(r"leftover: .*(?:drained:|drain of node|outlived SIGKILL)")
+    assert "DRAIN" not in node_state(cluster)[0]
+    assert not (cluster.spool_dir(cluster.node) / f"leftover-survivors-{cluster.node}").exists()
+
+
 def sweep_command(cluster, config_path: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(CLI), "sweep", "--no-slew", "--config", str(config_path), "--node", cluster.node],
                           env=cluster.root_env(), capture_output=True, text=True, timeout=60)
@@ -157,9 +201,12 @@ def sweep_command(cluster, config_path: Path) -> subprocess.CompletedProcess:
 
 def test_a_drained_node_keeps_its_reason_and_is_drained_again_only_after_a_resume(cluster, config, frozen):
     config_path = config("drain_on_survivors: true\n")
-    job, log = end_a_job(cluster)
-    log.wait_for(rf"leftover: warning: job {job} epilog: node {cluster.node} drained: {REASON}$")
-    # The command's sweep finds the survivor again: the node is drained already, one drain per state change.
+    wait_past_the_bound(survivor_kept_for_later(cluster, frozen))
+    # The command's sweep finds it still alive: it drains the node (it reads UnkillableStepTimeout too).
+    res = sweep_command(cluster, config_path)
+    assert res.returncode == 1, res.stderr
+    assert re.search(rf"node sweep: node {cluster.node} drained: {REASON}$", res.stderr, re.MULTILINE), res.stderr
+    # The next sweep finds it again: the node is drained already, one drain per state change.
     res = sweep_command(cluster, config_path)
     assert res.returncode == 1, res.stderr
     assert re.search(rf"node sweep: node {cluster.node} is \S*DRAIN\S* already \(reason '{REASON}'\): "
@@ -185,7 +232,9 @@ def test_without_the_key_or_in_a_dry_run_the_node_stays_up(cluster, config, froz
     job, log = end_a_job(cluster)
     if "dry_run" not in setting:
         log.wait_for(rf"leftover: warning: survived the sweep: pid={frozen.pid} user={DRAIN_USER.name}")
-    log.assert_absent(r"leftover: .*(?:drained:|drain of node)")
+    # Nothing kept for a later sweep either (with the key, survivor_kept_for_later sees both).
+    log.assert_absent(r"leftover: .*(?:drained:|drain of node|outlived SIGKILL)")
+    assert not (cluster.spool_dir(cluster.node) / f"leftover-survivors-{cluster.node}").exists()
     assert "DRAIN" not in node_state(cluster)[0]
     assert cluster.is_alive(frozen.pid)
 
@@ -193,6 +242,7 @@ def test_without_the_key_or_in_a_dry_run_the_node_stays_up(cluster, config, froz
 def test_a_slurmctld_that_does_not_answer_costs_the_epilog_its_bounded_request_and_nothing_more(
         cluster, config, frozen):
     config("drain_on_survivors: true\n")
+    wait_past_the_bound(survivor_kept_for_later(cluster, frozen))
     log = LogWatch(cluster)
     release = cluster.work_dir / f"release-{uuid.uuid4().hex[:8]}"
     job = cluster.sbatch("lo_alice", f"#!/bin/sh\nwhile [ ! -e {release} ]; do sleep 0.1; done\n")
@@ -253,6 +303,26 @@ def test_health_check_drains_at_the_third_failure_in_a_row_and_a_pass_clears_the
     assert res.returncode == 0 and "(1 of 3 failed checks in a row" in res.stdout, res.stdout + res.stderr
     assert "DRAIN" not in node_state(cluster)[0]
     kill_quietly(stray)
+
+
+def test_fault_catalogue_leftover_health_as_shipped_with_dry_run_fails_the_check_and_never_drains(
+        cluster, config, tmp_path):
+    config_path = config("dry_run: true\n")
+    state_dir = tmp_path / "state"
+    stray = cluster.spawn_outside_slurm(DRAIN_USER.name, ["sleep", "600"])
+    try:
+        for n in (1, 2):
+            assert health(cluster, config_path, state_dir).returncode == 0
+        for n in (3, 4):
+            res = health(cluster, config_path, state_dir)
+            assert res.returncode == 1, res.stderr
+            assert res.stdout == f"leftover: ERROR: 1 stray process of 1 user ({n} failed checks in a row)\n"
+            said = f"health check: node {cluster.node} not drained: dry_run is set"
+            assert (said in res.stderr) == (n == 3), res.stderr  # once, when the streak reaches 3
+            assert f"node {cluster.node} drained:" not in res.stderr and "DRAIN" not in node_state(cluster)[0]
+        assert cluster.is_alive(stray)
+    finally:
+        kill_quietly(stray)
 
 
 def test_a_stopped_stray_gets_sigterm_runs_its_term_handler_and_exits_before_grace_ends(cluster, config):

@@ -17,8 +17,8 @@ from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_
                             plugin_config, read_pid, start_background,
                             stepd_pid, still_alive_after, summary_regex,
                             swept_with, write_config, write_leftover_conf)
-from harness.e2e_processes import kill_quietly, wait_until
-from harness.slurm_config import slurm_major_minor
+from harness.e2e_processes import HarnessError, kill_quietly, wait_until
+from harness.slurm_config import BIN, slurm_major_minor
 
 # The fixed test accounts' uids, for the lines and outputs the tests expect.
 ALICE_UID = USERS["lo_alice"].uid
@@ -247,13 +247,26 @@ def test_a_stale_step_socket_does_not_block_sweeping(cluster, config):
         cluster.scancel(other)
 
 
+def job_named(cluster, name: str):
+    """The id of the job called name, None while there is none."""
+    try:
+        return cluster.job_id_by_name(name)
+    except HarnessError:
+        return None
+
+
 def test_a_slurmstepd_that_stops_answering_keeps_everyone_at_a_step_end_and_slurmctld_resolves_it_at_the_epilog(
         cluster, config):
-    # The step end cannot ask slurmctld: a lookup error, not a hang, and the stray stays.
-    # The job epilog asks slurmctld about the job of the socket nobody answers on (lo_bob's,
-    # running): lo_bob is live, and lo_alice's unrelated stray is reaped.
+    # lo_bob's srun job has one step and no batch script: nothing on the node tells whose
+    # job it is once its stepd stops answering. The step end cannot ask slurmctld: a lookup
+    # error, not a hang, and the stray stays. The job epilog asks slurmctld about the job
+    # of the socket nobody answers on (lo_bob's, running): lo_bob is live, and lo_alice's
+    # unrelated stray is reaped.
     config("slurm_timeout: 1\n")
-    other, release = cluster.sbatch_until_released("lo_bob", in_step=True)
+    name, release = f"e2e-{uuid.uuid4().hex[:8]}", cluster.work_dir / f"release-{uuid.uuid4().hex[:8]}"
+    srun = start_background(cluster, "lo_bob", [str(BIN / "srun"), f"--job-name={name}", "/bin/sh", "-c",
+                                                f"while [ ! -e {release} ]; do sleep 0.1; done"])
+    other = wait_until(lambda: job_named(cluster, name), 30, "lo_bob's srun job")
     wait_until(cluster.step_socket(other, 0).exists, 30, "the other job's step socket")
     stopped = stepd_pid(other, "0")
     os.kill(stopped, signal.SIGSTOP)
@@ -262,8 +275,8 @@ def test_a_slurmstepd_that_stops_answering_keeps_everyone_at_a_step_end_and_slur
         stray, job = cluster.plant_stray_in_step("lo_alice")  # must end: no hang
         log.wait_for(rf"leftover: warning: slurmstepd socket \S*_{other}\.0 of job {other} \(step {other}\.0\) "
                      r"cannot be asked: ")
-        log.wait_for(rf"leftover: lookup error: slurmstepd socket \S*_{other}\.0 of job {other}: .*; "
-                     r"nothing (more )?killed")
+        log.wait_for(rf"leftover: lookup error: slurmstepd socket \S*_{other}\.0 of job {other}: .*; job {other}'s "
+                     r"user cannot be told here .*; nothing (more )?killed")
         log.wait_for(rf"leftover: step {job}\.0 \(user .*\): .*killed 0; .*ms")
         log.wait_for(rf"leftover: job {other} of the unanswered socket \S*_{other}\.0 runs here, says slurmctld: "
                      rf"uid {BOB_UID} is live")
@@ -275,4 +288,5 @@ def test_a_slurmstepd_that_stops_answering_keeps_everyone_at_a_step_end_and_slur
         os.kill(stopped, signal.SIGCONT)
         release.touch()
         cluster.scancel(other)
+        srun.wait(timeout=60)
 

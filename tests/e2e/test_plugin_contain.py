@@ -4,15 +4,17 @@ the node, so local state alone tells who has work here and slurmctld is never
 asked (the summary lines show no controller step, and the extern step's own end
 is where a job's strays go)."""
 
+import os
+import signal
 import uuid
 
 import pytest
 
 from harness.e2e_accounts import USERS
-from harness.e2e_processes import kill_quietly
+from harness.e2e_processes import kill_quietly, wait_until
 from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
-    LogWatch, batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config,
-    jobs_done_after_each_test, plugin_config, read_pid, start_background, summary_regex, swept_with,
+    LogWatch, batch_daemon_survives_steps_and_is_reaped_at_job_end, conf_dir, config, daemon_fragment,
+    jobs_done_after_each_test, plugin_config, read_pid, start_background, stepd_pid, summary_regex, swept_with,
     swept_without, write_leftover_conf)
 
 # The fixed test accounts' uids, for the lines and outputs the tests expect.
@@ -79,3 +81,43 @@ def test_a_job_that_starts_during_grace_protects_its_users_processes(cluster, co
             second.wait(30)
         kill_quietly(stubborn)
     assert cluster.wait_job_done(trigger).state == "COMPLETED"
+
+
+def test_fault_catalogue_a_slurmstepd_that_stops_answering_keeps_only_its_jobs_user_at_a_step_end(cluster, config):
+    # lo_alice's batch job leaves a stray and waits. lo_bob's batch job, submitted after
+    # hers (so its step sockets are asked after hers), runs a step whose slurmstepd then
+    # stops answering: it holds the step end's questions to their deadline, and none of
+    # lo_bob's sockets is answered. The step end cannot ask slurmctld, but lo_bob's batch
+    # script in the spool dir, which slurmstepd chowned to him, tells whose job it is:
+    # lo_bob (and his process outside Slurm) is kept, lo_alice is judged, and her stray is
+    # reaped at her job's last step end rather than left to the job epilog. Each look at
+    # the sockets costs slurm_timeout while the stepd hangs: grace leaves the sweep the
+    # time for its looks.
+    config("slurm_timeout: 1\ngrace: 5\n")
+    tag = uuid.uuid4().hex[:8]
+    stray_file, done = cluster.work_dir / f"stray-{tag}", cluster.work_dir / f"done-{tag}"
+    job = cluster.sbatch("lo_alice", "#!/bin/sh\n" + daemon_fragment(stray_file) +
+                         f"while [ ! -e {done} ]; do sleep 0.1; done\n")
+    stray = read_pid(stray_file)
+    other, release = cluster.sbatch_until_released("lo_bob", in_step=True)
+    wait_until(cluster.step_socket(other, 0).exists, 30, "lo_bob's step socket")
+    busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
+    stopped = stepd_pid(other, "0")
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        log = LogWatch(cluster)
+        done.touch()
+        log.wait_for(rf"\[{job}\.extern\] leftover: SIGTERM pid={stray} user=lo_alice")
+        cluster.wait_gone(stray, 20)
+        log.wait_for(rf"leftover: job {other} of the unanswered socket \S*_{other}\.0 is uid {BOB_UID}'s \(its batch "
+                     rf"script \S*/job{other:05d}/slurm_script\): that user is kept, the others are judged")
+        summary = log.wait_for(summary_regex(job, "extern")).group(0)
+        assert "lookup errors 0" in summary and swept_with("lo_alice"), summary
+        log.wait_for(summary_regex(job, "epilog"))
+        assert cluster.is_alive(busy), f"lo_bob's process was killed\n{log.text()}"
+        log.assert_absent(r"user=lo_bob")
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+        release.touch()
+        kill_quietly(busy)
+    assert cluster.wait_job_done(job).state == "COMPLETED"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A protected users file: every name parse_users_file returns is one non-empty account
 // name without blanks, or the whole file is a lookup error naming the file and line.
-#include "policy/exemptions.hpp"
 #include "fuzz_check.hpp"
+#include "policy/exemptions.hpp"
 
 #include <string>
 

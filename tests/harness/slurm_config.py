@@ -72,6 +72,10 @@ class ClusterConfig:
     # NodeHostname of every node, e.g. the machine's own short name: several slurmd on
     # one host as a multiple-slurmd site configures them. None: each node's own name.
     node_hostname: Optional[str] = None
+    # NodeAddr slurm.conf gives a node instead of its address: a name that reaches this
+    # machine but is none of its names, e.g. {"lo-b": "localhost"}, makes a node that
+    # slurm.conf does not place on this host although its slurmd runs here.
+    node_addrs: dict = dataclasses.field(default_factory=dict)
     # Paths each namespaced node gets an empty directory of its own at (root's, mode
     # 1777, like /tmp), bind-mounted in the node's mount namespace: e.g. "/dev/shm",
     # or a path relative to the cluster's directory (created there for the mount).
@@ -306,7 +310,7 @@ class ClusterLayout:
         for node in self.nodes:
             lines.append(
                 f"NodeName={node.name} NodeHostname={cfg.node_hostname or node.name} "
-                f"NodeAddr={node.addr} Port={node.port} CPUs={cfg.cpus} "
+                f"NodeAddr={cfg.node_addrs.get(node.name, node.addr)} Port={node.port} CPUs={cfg.cpus} "
                 "State=UNKNOWN")
         names = ",".join(n.name for n in self.nodes)
         lines.append(f"PartitionName=test Nodes={names} Default=YES "

@@ -33,6 +33,10 @@ EXCUSE_BOUNDS = {
     "job starting": (3, 3.0, 2),
     "unresolved target": (2, 2.0, 6),
     "garbled log line": (4, 4.0, 6),
+    # A job's process that died of a signal no call was witnessed sending (seen at a step's
+    # end under proctrack/cgroup): not leftover's, whose every signal goes through a
+    # witnessed pidfd_send_signal, but not explained either.
+    "unwitnessed death": (4, 4.0, 1),
 }
 
 # How far apart leftover's log line and the kernel's record of the same action may be.
@@ -423,7 +427,10 @@ class Oracle:
                 self._find(1, d["when"], d["node"], d["uid"], f"{what}: a protected user's process")
                 continue
             held, _ = self._held(d["uid"], d["node"], d["when"], d["when"], comm in BODY_COMMS)
-            if held:
+            if held and cause is None:
+                self._find(0, d["when"], d["node"], d["uid"], f"{what}: the user held "
+                           f"{self._describe(held, d['node'])}; no sender witnessed", "unwitnessed death")
+            elif held:
                 self._find(1, d["when"], d["node"], d["uid"], f"{what}: the user held {self._describe(held, d['node'])}")
         for w in self.witness["removals"]:
             if w["sender"] in ("user", "leftover") or w.get("ret", 0) != 0 or w["uid"] is None:

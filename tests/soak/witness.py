@@ -402,16 +402,23 @@ class Witness:
 
     # ---- the trace ----------------------------------------------------------------------
 
+    @staticmethod
+    def _read_ready(fd: int, stopping: bool) -> Optional[bytes]:
+        """What `fd` has within 0.2 s (everything left once stopping); None once it is closed."""
+        try:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            return os.read(fd, 1 << 16) if ready or stopping else b""
+        except BlockingIOError:
+            return b""
+        except (OSError, TypeError, ValueError):
+            return None
+
     def _read_trace(self) -> None:
         rest = b""
         while True:
             stopping = self._stop.is_set()
-            try:
-                ready, _, _ = select.select([self._pipe], [], [], 0.2)
-                chunk = os.read(self._pipe, 1 << 16) if ready or stopping else b""
-            except BlockingIOError:
-                chunk = b""
-            except (OSError, TypeError, ValueError):
+            chunk = self._read_ready(self._pipe, stopping)
+            if chunk is None:
                 return
             if chunk:
                 lines = (rest + chunk).split(b"\n")
@@ -569,12 +576,8 @@ class Witness:
     def _read_fanotify(self) -> None:
         while True:
             stopping = self._stop.is_set()
-            try:
-                ready, _, _ = select.select([self._fan], [], [], 0.2)
-                data = os.read(self._fan, 1 << 16) if ready or stopping else b""
-            except BlockingIOError:
-                data = b""
-            except (OSError, TypeError, ValueError):
+            data = self._read_ready(self._fan, stopping)
+            if data is None:
                 return
             if not data:
                 if stopping:

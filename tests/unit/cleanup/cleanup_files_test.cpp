@@ -5,8 +5,6 @@
 #include "support/scripted_cleanup_calls.hpp"
 #include "support/temp_dir.hpp"
 
-#include <doctest/doctest.h>
-
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -14,6 +12,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>

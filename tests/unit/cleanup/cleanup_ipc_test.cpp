@@ -8,9 +8,6 @@
 #include "support/scripted_cleanup_calls.hpp"
 #include "support/temp_dir.hpp"
 
-#include <doctest/doctest.h>
-
-#include <csignal>
 #include <sys/ipc.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
@@ -18,7 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <doctest/doctest.h>
+
 #include <cerrno>
+#include <csignal>
 #include <map>
 #include <vector>
 

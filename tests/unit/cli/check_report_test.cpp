@@ -2,9 +2,9 @@
 #include "cli/check_report.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 using namespace leftover;
 using namespace leftover::cli;

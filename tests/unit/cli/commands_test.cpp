@@ -3,21 +3,21 @@
 // statuses, what they print, and that they decide what the plugin decides.
 #include "cli/commands.hpp"
 #include "metrics/metrics.hpp"
-#include "sweep/run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"
 #include "support/processes.hpp"
 #include "support/recording_sink.hpp"
 #include "support/temp_dir.hpp"
+#include "sweep/run_sweep.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <slurm/slurm_version.h>
 #include <yaml-cpp/yaml.h>
-
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -495,6 +495,60 @@ TEST_CASE("check --health --failures: a streak that cannot be kept fails the che
     CHECK(node.run({"check", "--health", "--failures", "1", "--drain", "--state-dir", state}) == kExitError);
     CHECK(has(node.out.str(), "leftover: ERROR: failure streak not kept: "));
     CHECK(node.controller.drain_reasons.empty());
+}
+
+// The shipped config says dry_run: true and ships leftover-health for HealthCheckProgram:
+// a stray that nothing will reap must not drain the node, nor one that scope job_user
+// leaves until its own user's job ends here.
+TEST_CASE("fault catalogue: check --health --drain under dry_run fails the check, drains nothing, says so once") {
+    Node node;
+    node.config("protected_users: [alice]\ndry_run: true\n");
+    const std::vector<std::string> args = {"check",   "--health",    "--failures",      "2",
+                                           "--drain", "--state-dir", node.dir / "state"};
+    CHECK(node.run(args) == kExitClean);
+    CHECK(node.run(args) == kExitStrays);
+    CHECK(node.out.str() == "leftover: ERROR: 1 stray process of 1 user (2 failed checks in a row)\n");
+    const std::string note =
+        "health check: node n1 not drained: dry_run is set, so no sweep reaps these strays and a drain would "
+        "last until an admin resumes the node\n";
+    CHECK(has(node.err.str(), note));
+    CHECK(node.run(args) == kExitStrays);
+    CHECK_FALSE(has(node.err.str(), "not drained"));  // once per streak
+    CHECK(node.controller.drain_reasons.empty());
+}
+
+TEST_CASE("fault catalogue: check --health --drain with scope job_user fails the check and drains nothing") {
+    Node node;
+    node.config("protected_users: [alice]\nscope: job_user\n");
+    CHECK(node.run({"check", "--health", "--drain"}) == kExitStrays);
+    CHECK(node.out.str() == "leftover: ERROR: 1 stray process of 1 user\n");
+    CHECK(has(node.err.str(),
+              "health check: node n1 not drained: scope is job_user, so a stray is reaped only when a "
+              "job of its own user ends here"));
+    CHECK(node.controller.drain_reasons.empty());
+}
+
+TEST_CASE("fault catalogue: check --health --drain never drains on an error, reports it and exits 2 at once") {
+    Node node;
+    node.controller.error =
+        Error::lookup("asking slurmctld: did not finish before the deadline", ErrorSource::controller);
+    const std::vector<std::string> args = {"check",   "--health",    "--failures",      "3",
+                                           "--drain", "--state-dir", node.dir / "state"};
+    CHECK(node.run(args) == kExitError);
+    CHECK(node.out.str() == "leftover: ERROR: lookup error: asking slurmctld: did not finish before the deadline\n");
+    CHECK(::access((node.dir / "state/health-failures").c_str(), F_OK) != 0);  // not a failure of the node
+    CHECK(node.run({"check", "--health", "--failures", "1", "--drain", "--state-dir", node.dir / "state"}) ==
+          kExitError);
+    CHECK(node.run({"check", "--health", "--drain"}) == kExitError);
+    CHECK(node.controller.drain_reasons.empty());
+    // A streak of strays goes on across an error: neither counted nor cleared by it.
+    node.controller.error.reset();
+    CHECK(node.run(args) == kExitClean);
+    node.controller.error = Error::lookup("asking slurmctld: refused", ErrorSource::controller);
+    CHECK(node.run(args) == kExitError);
+    node.controller.error.reset();
+    CHECK(node.run(args) == kExitClean);
+    CHECK(has(node.out.str(), "(2 of 3 failed checks in a row before it fails)"));
 }
 
 TEST_CASE("check --health --drain: without --failures the first failure drains, a clean node is left alone") {

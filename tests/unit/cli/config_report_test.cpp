@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "config/config_keys.hpp"
 #include "cli/config_report.hpp"
+#include "config/config_keys.hpp"
 #include "support/temp_dir.hpp"
 
 #include <doctest/doctest.h>

@@ -5,10 +5,10 @@
 #include "cli/health.hpp"
 #include "support/temp_dir.hpp"
 
-#include <doctest/doctest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <fstream>
 
@@ -21,10 +21,17 @@ TEST_CASE("health streak: a failure adds one, the Nth in a row fails, a pass cle
     CHECK(first.streak == 1);
     CHECK_FALSE(first.fails);
     CHECK(first.line == "leftover: ERROR: 1 stray process of 1 user (1 of 3 failed checks in a row before it fails)\n");
-    auto third = judge_health(line, kExitError, 2, 3);
+    auto third = judge_health(line, kExitStrays, 2, 3);
     CHECK(third.streak == 3);
     CHECK(third.fails);
     CHECK(third.line == "leftover: ERROR: 1 stray process of 1 user (3 failed checks in a row)\n");
+    // An error is no failure of the node's hygiene: it fails at once and leaves the streak as it was.
+    const std::string error = "leftover: ERROR: lookup error: slurmstepd socket ...\n";
+    auto doubt = judge_health(error, kExitError, 2, 3);
+    CHECK(doubt.streak == 2);
+    CHECK(doubt.fails);
+    CHECK(doubt.error);
+    CHECK(doubt.line == error);
     auto passed = judge_health("leftover: OK: no stray processes\n", kExitClean, 7, 3);
     CHECK(passed.streak == 0);
     CHECK_FALSE(passed.fails);

@@ -2,9 +2,9 @@
 #include "config/config.hpp"
 #include "support/temp_dir.hpp"
 
-#include <doctest/doctest.h>
-
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <fstream>
 #include <sstream>

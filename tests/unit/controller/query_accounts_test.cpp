@@ -4,7 +4,6 @@
 // uids it could not look up.
 #include "controller/helper_protocol.hpp"
 #include "controller/query_accounts.hpp"
-
 #include "policy/evaluation.hpp"
 #include "support/fake_proc.hpp"
 #include "support/plans.hpp"

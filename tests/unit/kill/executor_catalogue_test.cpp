@@ -2,10 +2,17 @@
 // The fault catalogue (tests/fault_catalogue.md) on real processes: strays in states a
 // sweep must still end, or that a wrong reading of /proc could misjudge. Every test
 // uses a uid of its own (414xx) and scope job_user, as executor_test.cpp does.
-#include "util/escape.hpp"
 #include "support/processes.hpp"
 #include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
+#include "util/escape.hpp"
+
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -14,13 +21,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <sched.h>
 #include <set>
-#include <sys/prctl.h>
-#include <sys/ptrace.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 using namespace leftover;
 using namespace leftover::test;

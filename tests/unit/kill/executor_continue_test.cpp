@@ -8,11 +8,15 @@
 #include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
 
+#include <sys/ptrace.h>
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
 #include <csignal>
 #include <map>
 #include <memory>
+#include <new>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -137,4 +141,115 @@ TEST_CASE("executor: a stopped target is killed through the pin that stopped it,
     CHECK(action_for(report, target, SIGKILL)->outcome == Outcome::signalled);
     CHECK(wait_gone(target));
     CHECK(calls.count.pidfd_open == 1);
+}
+
+TEST_CASE("fault catalogue: out of memory mid-round, every stopped target runs again, continued through its pin") {
+    // Memory runs out once a round's signal has gone to one of two targets, and stays out:
+    // every read of /proc from then on (read_identity, whose strings need memory) throws
+    // std::bad_alloc. The exception leaves the sweep; what it stopped must run again, and
+    // its SIGCONT may read nothing and need no memory: only the pin that stopped it.
+    constexpr uid_t user = 41761;
+    Sweeper sweeper(user);
+    const pid_t first = sweeper.spawn({"sleep", "1000"});
+    const pid_t second = sweeper.spawn({"sleep", "1000"});
+    REQUIRE(wait_owner(first, user));
+    REQUIRE(wait_owner(second, user));
+    ScriptedSystemCalls calls;
+    auto pid_of = std::make_shared<std::map<int, pid_t>>();
+    int out_after = 0;    // the signal after which memory runs out
+    pid_t hit = 0;        // the target it went to
+    int reads_after = 0;  // reads of /proc tried after that
+    calls.script.pidfd_open = [pid_of](pid_t pid) {
+        const int fd = real_system_calls().pidfd_open(pid);
+        if (fd >= 0) (*pid_of)[fd] = pid;
+        return fd;
+    };
+    calls.script.pidfd_send_signal = [&](int pidfd, int signal) {
+        const int rc = real_system_calls().pidfd_send_signal(pidfd, signal);
+        if (rc == 0 && signal == out_after && hit == 0) hit = pid_of->at(pidfd);
+        return rc;
+    };
+    calls.script.read_identity = [&](const std::string& root, pid_t pid) {
+        if (hit != 0) {
+            ++reads_after;
+            throw std::bad_alloc();
+        }
+        return real_system_calls().read_identity(root, pid);
+    };
+    std::chrono::milliseconds grace = 0ms;
+    SUBCASE("in the SIGSTOP round: one target stopped, the other not yet") { out_after = SIGSTOP; }
+    SUBCASE("in the SIGTERM round: both stopped, one sent SIGTERM and not continued yet") {
+        out_after = SIGTERM;
+        grace = 2s;
+    }
+    SUBCASE("in the SIGKILL round: both stopped, one killed") { out_after = SIGKILL; }
+    CHECK_THROWS_AS(sweeper.run(grace, false, calls), std::bad_alloc);
+    REQUIRE(hit != 0);
+    CHECK(reads_after == 1);  // the read that failed: nothing else read /proc
+    const pid_t other = hit == first ? second : first;
+    if (out_after == SIGSTOP) {
+        CHECK(is_running(hit));
+        CHECK(wait_not_stopped(hit));
+    } else {
+        CHECK(wait_gone(hit));  // its SIGTERM (acted on once continued) or SIGKILL ended it
+    }
+    CHECK(is_running(other));
+    CHECK(wait_not_stopped(other));
+}
+
+TEST_CASE("fault catalogue: a process its user stopped before the sweep is left stopped, never continued") {
+    // Stopped by its user (Ctrl-Z, kill -STOP) or held by a debugger before the sweep looks;
+    // the sweep decides to kill it, then keeps it (its user gets live work) or ends at an
+    // error. A SIGCONT would undo the user's stop: the sweep continues only what it stopped.
+    constexpr uid_t user = 41762;
+    Sweeper sweeper(user);
+    pid_t held = 0;
+    char state = 0;
+    SUBCASE("stopped by its user (state T)") {
+        held = sweeper.spawn({"sleep", "1000"});
+        REQUIRE(wait_owner(held, user));
+        REQUIRE(::kill(held, SIGSTOP) == 0);
+        state = 'T';
+    }
+    SUBCASE("held by a debugger (state t)") {
+        // Traced by this test process, stopped at its own SIGSTOP until the tracer lets it go on.
+        held = sweeper.spawned.emplace_back(spawn_forked_as(user, [] {
+            ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+            ::raise(SIGSTOP);
+            for (;;) ::pause();
+        }));
+        state = 't';
+    }
+    REQUIRE(wait_state(held, state));
+    int reads = 0;
+    const auto left_alone = [&](const KillReport& report) {
+        INFO(format_actions(report));
+        const KillRecord* stop = action_for(report, held, SIGSTOP);
+        REQUIRE(stop != nullptr);
+        CHECK(stop->outcome == Outcome::not_stopped);
+        CHECK(
+            sweep::format_action(*stop).ends_with(": stopped already, by its user or a tracer: not the sweep's to "
+                                                  "stop, nor to continue but with its SIGTERM"));
+        CHECK(action_for(report, held, SIGKILL) == nullptr);
+        CHECK(action_for(report, held, SIGCONT) == nullptr);
+        CHECK(state_of(held) == state);  // as its user or debugger left it
+    };
+    // The evaluation after the stop fails: the sweep ends there.
+    sweeper.job_state = [&reads] {
+        if (++reads > 2) return Result<LiveWork>(Error::lookup("stepd gone", ErrorSource::step_socket));
+        return Result<LiveWork>(LiveWork{});
+    };
+    const KillReport failed = sweeper.run(0ms);
+    CHECK(failed.error);
+    left_alone(failed);
+    // Its user gets live work after the first evaluation: kept.
+    reads = 0;
+    sweeper.job_state = [&reads] {
+        LiveWork live;
+        if (++reads > 2) live.uids.insert(uid_t{user});
+        return Result<LiveWork>(live);
+    };
+    const KillReport kept = sweeper.run(0ms);
+    CHECK_FALSE(kept.error);
+    left_alone(kept);
 }

@@ -8,19 +8,25 @@
 #include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
 #include "support/temp_dir.hpp"
+#include "util/unique_fd.hpp"
 
-#include <doctest/doctest.h>
-
-#include <sys/stat.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <doctest/doctest.h>
+
 #include <atomic>
 #include <csignal>
-#include <stdexcept>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 using namespace leftover;
@@ -149,6 +155,30 @@ private:
     std::string path_;
     std::string why_;
 };
+
+// The kept process of the process-group test writes a byte for each signal it gets here.
+int kept_signals_fd = -1;
+
+void note_signal(int signal) {
+    const char byte = signal == SIGHUP ? 'H' : signal == SIGCONT ? 'C' : 'W';
+    (void)!::write(kept_signals_fd, &byte, 1);
+}
+
+// Reads `fd` until `last` comes (or 10 s pass): what came, `last` included.
+std::string read_until(int fd, char last) {
+    std::string got;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (got.empty() || got.back() != last) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd ready{fd, POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) <= 0) break;
+        char byte = 0;
+        if (::read(fd, &byte, 1) != 1) break;
+        got += byte;
+    }
+    return got;
+}
 
 }  // namespace
 
@@ -385,4 +415,153 @@ TEST_CASE("fault catalogue: a target whose root parent waits as su does is kille
         std::this_thread::sleep_for(5ms);
     CHECK(reaped == watcher);
     if (reaped != watcher) ::kill(watcher, SIGCONT);
+}
+
+TEST_CASE("fault catalogue: no member of a process group that holds a kept process is stopped") {
+    // The kernel (kernel/exit.c, kill_orphaned_pgrp): when an exit leaves a process group with
+    // no member whose parent is outside it in the same session, and a member of the group is
+    // stopped, every member gets SIGHUP (POSIX; the stopped ones only on some kernels), then
+    // SIGCONT. A session of the user's: its leader (`parent`, a stray) and below it a group of
+    // its own holding a stray (`member`) and a root process the member started, as a setuid
+    // program would be (`kept`, protected). Stopping the member and then killing the parent
+    // would signal the root process, which no sweep may.
+    constexpr uid_t user = 41764;
+    Sweeper sweeper(user);
+    SharedDir dir;
+    const std::string member_command = "echo $$ > " + (dir / "member.pid") + "; exec sleep 1000";
+    int signals[2];  // the kept process's pid, then a byte for each signal it gets
+    REQUIRE(::pipe2(signals, O_CLOEXEC) == 0);
+    const UniqueFd signals_read(signals[0]), signals_write(signals[1]);
+    const auto become_user = [] {
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(user, user, user) != 0 || ::setresuid(user, user, user) != 0)
+            ::_exit(126);
+    };
+    const pid_t parent = ::fork();
+    REQUIRE(parent >= 0);
+    if (parent == 0) {  // root until it drops, in a session of its own; never holds the test's output
+        ::setsid();
+        const int null = ::open("/dev/null", O_RDWR);
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+        if (::fork() == 0) {
+            ::setpgid(0, 0);
+            if (::fork() == 0) {  // the kept process: root, in the member's group, noting its signals
+                kept_signals_fd = signals[1];
+                struct sigaction note {};
+                note.sa_handler = note_signal;
+                for (const int signal : {SIGHUP, SIGCONT, SIGWINCH}) ::sigaction(signal, &note, nullptr);
+                const pid_t self = ::getpid();
+                (void)!::write(signals[1], &self, sizeof self);
+                for (;;) ::pause();
+            }
+            become_user();
+            ::execlp("sh", "sh", "-c", member_command.c_str(), nullptr);
+            ::_exit(127);
+        }
+        become_user();
+        ::execlp("sleep", "sleep", "1000", nullptr);
+        ::_exit(127);
+    }
+    sweeper.spawned.push_back(parent);
+    pid_t kept = 0;
+    REQUIRE(::read(signals[0], &kept, sizeof kept) == sizeof kept);
+    sweeper.spawned.push_back(kept);
+    const pid_t member = wait_pid_file(dir / "member.pid");
+    REQUIRE(member > 0);
+    REQUIRE(wait_owner(parent, user));
+    REQUIRE(wait_owner(member, user));
+    REQUIRE(::getpgid(member) == member);
+    REQUIRE(::getpgid(kept) == member);
+    REQUIRE(::getsid(member) == parent);
+    // Pids rise here (this pid namespace is the tests'), and a round signals in pid order:
+    // the parent first. Its SIGKILL ends it before the member's SIGKILL goes (as it may on
+    // any node), and its exit leaves the member's group orphaned.
+    REQUIRE(parent < member);
+    ScriptedSystemCalls calls;
+    auto pid_of = std::make_shared<std::map<int, pid_t>>();
+    calls.script.pidfd_open = [pid_of](pid_t pid) {
+        const int fd = real_system_calls().pidfd_open(pid);
+        if (fd >= 0) (*pid_of)[fd] = pid;
+        return fd;
+    };
+    // A stop takes effect once its process runs: a member the sweep stopped is seen stopped
+    // before the parent's SIGKILL goes, as on a node it is long since.
+    bool member_stopped = false;
+    calls.script.pidfd_send_signal = [&](int pidfd, int signal) {
+        const pid_t pid = pid_of->at(pidfd);
+        if (signal == SIGKILL && pid == parent && member_stopped) CHECK(wait_state(member, 'T'));
+        if (signal == SIGKILL && pid == member) CHECK(wait_gone(parent));
+        const int rc = real_system_calls().pidfd_send_signal(pidfd, signal);
+        member_stopped = member_stopped || (rc == 0 && signal == SIGSTOP && pid == member);
+        return rc;
+    };
+    const KillReport report = sweeper.run(0ms, false, calls);
+    INFO(format_actions(report));
+    const KillRecord* stop = action_for(report, member, SIGSTOP);
+    REQUIRE(stop != nullptr);
+    CHECK(stop->outcome == Outcome::not_stopped);
+    CHECK(sweep::format_action(*stop).ends_with(": its process group holds pid " + std::to_string(kept) +
+                                                ", which the sweep keeps: were the group orphaned with a member "
+                                                "stopped, the kernel would send it SIGHUP and SIGCONT"));
+    CHECK(action_for(report, parent, SIGSTOP)->outcome == Outcome::signalled);  // a group of its own
+    CHECK(wait_gone(parent));
+    CHECK(wait_gone(member));
+    CHECK(report.survivors.empty());
+    // The kept process got no signal before the one the test sends now (a higher number:
+    // pending signals are taken lowest first), and runs.
+    REQUIRE(::kill(kept, SIGWINCH) == 0);
+    CHECK(read_until(signals[0], 'W') == "W");
+    CHECK(is_running(kept));
+}
+
+TEST_CASE(
+    "executor: a process group orphaned already is stopped in, whatever it holds, and what it keeps gets no signal") {
+    // A daemon's group (a pid hopper's, a setsid'd stray's): no member's parent is in the
+    // same session and another group, so no exit can orphan it and the kernel sends its
+    // members nothing when one exits. A session and group of its own led by a stray
+    // (`leader`, its parent the test in another session) holding a root process it started
+    // (`kept`): the stray is stopped before it is killed, and the root process gets no signal.
+    constexpr uid_t user = 41765;
+    Sweeper sweeper(user);
+    int signals[2];  // the kept process's pid, then a byte for each signal it gets
+    REQUIRE(::pipe2(signals, O_CLOEXEC) == 0);
+    const UniqueFd signals_read(signals[0]), signals_write(signals[1]);
+    const pid_t leader = ::fork();
+    REQUIRE(leader >= 0);
+    if (leader == 0) {  // root until it drops; never holds the test's output
+        ::setsid();
+        const int null = ::open("/dev/null", O_RDWR);
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+        if (::fork() == 0) {  // the kept process: root, in the leader's group, noting its signals
+            kept_signals_fd = signals[1];
+            struct sigaction note {};
+            note.sa_handler = note_signal;
+            for (const int signal : {SIGHUP, SIGCONT, SIGWINCH}) ::sigaction(signal, &note, nullptr);
+            const pid_t self = ::getpid();
+            (void)!::write(signals[1], &self, sizeof self);
+            for (;;) ::pause();
+        }
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(user, user, user) != 0 || ::setresuid(user, user, user) != 0)
+            ::_exit(126);
+        ::execlp("sleep", "sleep", "1000", nullptr);
+        ::_exit(127);
+    }
+    sweeper.spawned.push_back(leader);
+    pid_t kept = 0;
+    REQUIRE(::read(signals[0], &kept, sizeof kept) == sizeof kept);
+    sweeper.spawned.push_back(kept);
+    REQUIRE(wait_owner(leader, user));
+    REQUIRE(::getpgid(kept) == leader);
+    REQUIRE(::getsid(leader) == leader);
+    const KillReport report = sweeper.run(0ms);
+    INFO(format_actions(report));
+    const KillRecord* stop = action_for(report, leader, SIGSTOP);
+    REQUIRE(stop != nullptr);
+    CHECK(stop->outcome == Outcome::signalled);
+    CHECK(wait_gone(leader));
+    CHECK(report.survivors.empty());
+    REQUIRE(::kill(kept, SIGWINCH) == 0);
+    CHECK(read_until(signals[0], 'W') == "W");
+    CHECK(is_running(kept));
 }

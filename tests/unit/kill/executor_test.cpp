@@ -2,21 +2,21 @@
 // The kill executor against real processes. Every test uses a uid of its own, scope
 // job_user and an account database that knows only that uid (support/sweeper.hpp), so
 // tests running in parallel (and anything else on the machine) can never be touched.
-#include "policy/evaluation.hpp"
 #include "kill/executor.hpp"
+#include "policy/evaluation.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/plans.hpp"
 #include "support/processes.hpp"
 #include "support/sweeper.hpp"
 #include "support/temp_dir.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
 #include <csignal>
 #include <filesystem>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <set>
 
 using namespace leftover;

@@ -6,10 +6,10 @@
 #include "support/processes.hpp"
 #include "support/scripted_system_calls.hpp"
 
-#include <doctest/doctest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <csignal>
 #include <fstream>

@@ -130,3 +130,25 @@ TEST_CASE("which node each running slurmd is: one rule, each slurmd it cannot na
         CHECK(unknown[1].starts_with("slurmd pid 12 runs without -N"));
     }
 }
+
+TEST_CASE("slurm.conf's pick for this host, from the running slurmd: this node's, when none runs as it by name") {
+    // The plugin at a step end: slurmd's pid is not known there (slurmd double-forks
+    // slurmstepd), nor, from 23.02 on, slurm.conf's node table.
+    const std::optional<std::string> host = "host.example";
+    std::vector<RunningSlurmd> running = {
+        {10, {std::nullopt, false, false}},  // no -N: slurm.conf's pick
+        {11, {"lo-a", false, false}},        // -N
+    };
+    CHECK(pick_from_running("ours", running, host) == "ours");
+    NodeInfo info;
+    info.node_name = "ours";
+    CHECK(add_running_nodes(info, running, {pick_from_running("ours", running, host), host, "/spool/%n", "host"})
+              .empty());
+    CHECK(info.other_nodes == std::vector<HostNode>{{"lo-a", "/spool/lo-a", true}});
+    // A slurmd runs as this node by -N, or by -Z as the host name: the pick is not known.
+    running.push_back({12, {"ours", false, false}});
+    CHECK(pick_from_running("ours", running, host) == std::nullopt);
+    running.back() = {12, {std::nullopt, true, false}};
+    CHECK(pick_from_running("host.example", running, host) == std::nullopt);
+    CHECK(pick_from_running("ours", running, host) == "ours");
+}

@@ -2,7 +2,6 @@
 #include "policy/decision.hpp"
 
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>

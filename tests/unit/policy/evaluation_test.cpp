@@ -7,9 +7,9 @@
 #include "support/fake_proc.hpp"
 #include "support/plans.hpp"
 
-#include <doctest/doctest.h>
-
 #include <sys/stat.h>
+
+#include <doctest/doctest.h>
 
 #include <functional>
 #include <optional>

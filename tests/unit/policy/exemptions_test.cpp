@@ -3,10 +3,10 @@
 #include "support/fake_accounts.hpp"
 #include "support/temp_dir.hpp"
 
-#include <doctest/doctest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 using namespace leftover;
 using leftover::test::classify;

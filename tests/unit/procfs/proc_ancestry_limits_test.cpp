@@ -2,15 +2,13 @@
 // The process scan's ancestry under attack: an owner that changes under the
 // probe, chains too deep to believe or looping, a fan under a deep chain, the scan's
 // deadline, and zombie thread-group leaders whose threads still run.
-#include "policy/evaluation.hpp"
 #include "kill/executor.hpp"
+#include "policy/evaluation.hpp"
 #include "procfs/proc_table.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_proc.hpp"
 #include "support/plans.hpp"
 #include "support/processes.hpp"
-
-#include <doctest/doctest.h>
 
 #include <fcntl.h>
 #include <grp.h>
@@ -19,6 +17,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <chrono>
 #include <csignal>

@@ -232,3 +232,29 @@ TEST_CASE("proc read_ancestry: the parent chain of one process, nearest first") 
     fake.add_process({.pid = 444, .ppid = 443});
     CHECK(read_ancestry(fake.root(), 443) == std::vector<pid_t>{444});
 }
+
+TEST_CASE("proc read_process: one process read again as the scan reads it, gone is no process, garbage an error") {
+    FakeProc fake;
+    fake.add_process(
+        {.pid = 450, .uids = {41001, 41001, 41001, 41001}, .state = 'Z', .start_time = 4500, .threads = 2});
+    fake.add_process({.pid = 451, .uids = {41001, 41001, 41001, 41001}, .state = 'Z', .start_time = 4510});
+    const auto leader = read_process(fake.root(), 450);
+    REQUIRE(leader.ok());
+    REQUIRE(leader->has_value());
+    CHECK((*leader)->start_time == 4500);
+    CHECK((*leader)->threads == 2);
+    CHECK((*leader)->uids == Uids{41001, 41001, 41001, 41001});
+    CHECK((*leader)->owner == 41001);
+    CHECK_FALSE((*leader)->zombie());  // the scan's rule: its other threads live
+    const auto zombie = read_process(fake.root(), 451);
+    REQUIRE(zombie.ok());
+    REQUIRE(zombie->has_value());
+    CHECK((*zombie)->zombie());
+    const auto gone = read_process(fake.root(), 452);
+    REQUIRE(gone.ok());
+    CHECK_FALSE(gone->has_value());
+    fake.write_file("450/status", "Name:\tx\nState:\tZ (zombie)\nUid:\t41001\t41001\t41001\t41001\nThreads:\tmany\n");
+    const auto garbage = read_process(fake.root(), 450);
+    REQUIRE_FALSE(garbage.ok());
+    CHECK(garbage.error().message.find("/450/status: unexpected contents") != std::string::npos);
+}

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // processes_holding (procfs/proc_holders.cpp) on a fake /proc: which processes hold a
 // uid as any of their four uids, read from every status file whoever owns the entry.
-#include "procfs/proc_holders.hpp"
 #include "errors/error.hpp"
+#include "procfs/proc_holders.hpp"
 #include "support/fake_proc.hpp"
 
 #include <doctest/doctest.h>

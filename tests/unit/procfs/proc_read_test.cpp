@@ -2,17 +2,16 @@
 // Reads of a real process's /proc files at the moment it dies: what the kernel answers
 // then must read as "gone" (the scan skips it), never as a failure or a process.
 #include "procfs/proc_read.hpp"
-
 #include "support/temp_dir.hpp"
 
-#include <doctest/doctest.h>
-
-#include <csignal>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <doctest/doctest.h>
+
+#include <csignal>
 #include <set>
 #include <string>
 

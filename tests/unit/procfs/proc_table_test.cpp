@@ -5,9 +5,9 @@
 #include "procfs/proc_table.hpp"
 #include "support/fake_proc.hpp"
 
-#include <doctest/doctest.h>
-
 #include <sys/stat.h>
+
+#include <doctest/doctest.h>
 
 #include <string>
 #include <vector>

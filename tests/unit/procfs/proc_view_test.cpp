@@ -4,10 +4,10 @@
 #include "procfs/proc_table.hpp"
 #include "support/fake_proc.hpp"
 
-#include <doctest/doctest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <fstream>
 #include <iterator>

@@ -3,9 +3,9 @@
 // uid 41621 and takes them back, as Slurm 24.11's X11 cleanup thread does to slurmstepd.
 #include "spank/privileges.hpp"
 
-#include <doctest/doctest.h>
-
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>

@@ -33,8 +33,20 @@ TEST_CASE("live work: an ending step missing from the spool dir is a lookup erro
     auto live = live_work_from(state, StepId{10, 0}, "/var/spool/slurmd/%n for node n1");
     REQUIRE_FALSE(live.ok());
     CHECK(live.error().kind == ErrorKind::lookup);
-    CHECK(live.error().message.find("the ending step 10.0 has no answering socket in /var/spool/slurmd/%n") !=
-          std::string::npos);
+    CHECK(live.error().message.find("the ending step 10.0 has no socket in /var/spool/slurmd/%n") != std::string::npos);
+}
+
+TEST_CASE("live work: the ending step's own socket held busy still proves the spool dir, and counts as nothing") {
+    LocalJobState state;
+    state.live = {step(11, 0, 41002)};
+    state.unanswered = {{10, 0, "/spool/n1_10.0", "timed out connecting (listen backlog full)"}};
+    auto live = live_work_from(state, StepId{10, 0}, "/spool for node n1");
+    REQUIRE(live.ok());
+    CHECK(live->uids == std::set<uid_t>{41002});
+    CHECK(live->job_ids == std::set<std::uint64_t>{11});
+    // Another step's unanswered socket is no proof: the ending step must be listed.
+    state.unanswered = {{10, 1, "/spool/n1_10.1", "timed out connecting (listen backlog full)"}};
+    CHECK_FALSE(live_work_from(state, StepId{10, 0}, "/spool for node n1").ok());
 }
 
 TEST_CASE("live work: steps already ending are not live work, other steps of the same job are") {

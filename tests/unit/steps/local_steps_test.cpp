@@ -3,7 +3,10 @@
 // temporary spool directory. The numbers are written out here and there on purpose,
 // independently of stepd_protocol.hpp, so that a wrong constant on either side makes
 // these tests fail.
-#include <doctest/doctest.h>
+#include "steps/local_steps.hpp"
+#include "support/fake_stepd.hpp"
+#include "support/unix_sockets.hpp"
+#include "util/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +15,8 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,11 +33,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "steps/local_steps.hpp"
-#include "support/fake_stepd.hpp"
-#include "support/unix_sockets.hpp"
-#include "util/unique_fd.hpp"
 
 namespace {
 
@@ -399,6 +399,55 @@ TEST_CASE("local steps: a listen backlog a client holds full is given up on afte
     CHECK(asked->unanswered.front().job_id == 41);
     CHECK(asked->unanswered.front().socket_path == spool.file("n1_41.0"));
     CHECK(asked->unanswered.front().error == "timed out connecting (listen backlog full)");
+}
+
+TEST_CASE("local steps: an unanswered socket's job user is told by another step of the job or its batch script") {
+    TempDir spool;  // root's, mode 0700 (mkdtemp)
+    const StepSockets where{{{spool.path(), true}}, {"n1"}};
+    const auto ask = [&] {
+        auto asked = leftover::steps::ask_local_steps(where, soon(), k2205Client);
+        REQUIRE(asked.ok());
+        REQUIRE(asked->unanswered.size() == 1);
+        return asked->unanswered.front();
+    };
+    leftover::test::BlockedListener blocked(spool.file("n1_41.0"));
+    // Nothing tells: the socket file is no help (slurmstepd makes it as root).
+    CHECK(ask().job_uid == std::nullopt);
+    SUBCASE("another step of job 41 answers") {
+        FakeStepd other_job(spool.file("n1_40.0"), 41240, kStateRunning);
+        CHECK(ask().job_uid == std::nullopt);  // another job's answer tells nothing of job 41
+        FakeStepd extern_step(spool.file("n1_41.4294967292"), 41241, kStateRunning);
+        const auto told = ask();
+        CHECK(told.job_uid == 41241u);
+        CHECK(told.job_uid_from == "its step 41.extern answered");
+    }
+    SUBCASE("job 41's batch script, chowned to its user") {
+        const std::string job_dir = spool.file("job00041");
+        REQUIRE(::mkdir(job_dir.c_str(), 0750) == 0);
+        REQUIRE(::chmod(job_dir.c_str(), 0750) == 0);
+        const std::string script = job_dir + "/slurm_script";
+        make_regular_file(script);
+        CHECK(ask().job_uid == std::nullopt);  // still root's: not chowned yet
+        REQUIRE(::chown(script.c_str(), 41241, 0) == 0);
+        auto told = ask();
+        CHECK(told.job_uid == 41241u);
+        CHECK(told.job_uid_from == "its batch script " + script);
+        // A directory others could write to, or a symlink for the script, tells nothing.
+        REQUIRE(::chmod(job_dir.c_str(), 0770) == 0);
+        CHECK(ask().job_uid == std::nullopt);
+        REQUIRE(::chmod(job_dir.c_str(), 0750) == 0);
+        REQUIRE(::chown(job_dir.c_str(), 41241, 0) == 0);
+        CHECK(ask().job_uid == std::nullopt);
+        REQUIRE(::chown(job_dir.c_str(), 0, 0) == 0);
+        REQUIRE(::rename(script.c_str(), (job_dir + "/real").c_str()) == 0);
+        REQUIRE(::symlink("real", script.c_str()) == 0);
+        CHECK(ask().job_uid == std::nullopt);
+        // Another job's script tells nothing of job 41.
+        REQUIRE(::mkdir(spool.file("job00040").c_str(), 0750) == 0);
+        make_regular_file(spool.file("job00040/slurm_script"));
+        REQUIRE(::chown(spool.file("job00040/slurm_script").c_str(), 41240, 0) == 0);
+        CHECK(ask().job_uid == std::nullopt);
+    }
 }
 
 TEST_CASE("local steps: a short reply is a lookup error naming the socket") {

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "steps/starting_work.hpp"
-
 #include "support/fake_proc.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,18 @@ struct Node {
         proc.write_file(std::to_string(pid) + "/cmdline", cmdline(argv));
         proc.set_pid_ns(pid, "pid:[4026531836]");
     }
+    // `slurmd` feeds stepd its launch: slurmd's _forkexec_slurmstepd dup2s one pipe onto
+    // the stepd's stdin and another onto its stdout, and holds their other ends until the
+    // stepd has made its step socket and said so (slurmstepd.c close_slurmd_conn).
+    void feed(pid_t stepd, pid_t slurmd, int pipe) {
+        std::filesystem::create_directories(proc.path(fmt::format("{}/fd", stepd)));
+        std::filesystem::create_directories(proc.path(fmt::format("{}/fd", slurmd)));
+        proc.symlink(fmt::format("pipe:[{}]", pipe), fmt::format("{}/fd/0", stepd));
+        proc.symlink(fmt::format("pipe:[{}]", pipe + 1), fmt::format("{}/fd/1", stepd));
+        proc.symlink("/dev/null", fmt::format("{}/fd/2", stepd));
+        proc.symlink(fmt::format("pipe:[{}]", pipe), fmt::format("{}/fd/{}", slurmd, 10 + pipe % 100));
+        proc.symlink(fmt::format("pipe:[{}]", pipe + 1), fmt::format("{}/fd/{}", slurmd, 11 + pipe % 100));
+    }
     std::optional<std::string> starting(const std::set<pid_t>& answering = {200}, std::size_t unplaced = 0) {
         SeenSteps seen;
         seen.stepds = answering;
@@ -44,8 +58,9 @@ struct Node {
         seen.unplaced_stepds = unplaced;
         return starting(seen);
     }
-    std::optional<std::string> starting(const SeenSteps& seen) {
-        auto found = work_being_set_up(proc.root(), seen, {100, 60, 50, 1});
+    std::optional<std::string> starting(const SeenSteps& seen, const std::set<std::string>& listed = {}) {
+        auto found = work_being_set_up(proc.root(), seen, [&]() -> Result<std::set<std::string>> { return listed; },
+                                       {100, 60, 50, 1});
         REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
         return found.value();
     }
@@ -57,6 +72,7 @@ TEST_CASE("fault catalogue: a slurmstepd with no step socket yet is a job starti
     Node node;
     CHECK(node.starting() == std::nullopt);  // the caller, its slurmd fork, an answering stepd and its task
     node.add(300, 1, "/usr/sbin/slurmstepd-wlm", {"/usr/sbin/slurmstepd"});
+    node.feed(300, 50, 7000);
     CHECK(node.starting() == "slurmstepd pid 300 has no step socket yet");
     CHECK(node.starting({200, 300}) == std::nullopt);  // it answers now
     // A stepd whose socket could not be asked (or names a pid of another namespace) is that one.
@@ -83,6 +99,7 @@ TEST_CASE("starting work: an exe link root cannot read is judged by the process'
     node.proc.add_process({.pid = 501, .ppid = 1, .uids = {0, 0, 0, 0}, .comm = "slurmstepd", .exe = ""});
     node.proc.write_file("501/exe", "");
     node.proc.write_file("501/cmdline", cmdline({"slurmstepd"}));
+    node.feed(501, 50, 7002);
     CHECK(node.starting() == "slurmstepd pid 501 has no step socket yet");
 }
 
@@ -96,6 +113,7 @@ TEST_CASE("starting work: a spank epilog, an epilog fork, another pid namespace'
     node.proc.set_pid_ns(303, "pid:[4026532999]");
     CHECK(node.starting() == std::nullopt);
     node.add(302, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd", "spank", "prolog"});
+    node.feed(302, 50, 7004);
     CHECK(node.starting() == "slurmstepd pid 302 has no step socket yet");
 }
 
@@ -104,7 +122,8 @@ TEST_CASE("starting work: a user's program named slurmstepd is no doubt, and an 
     node.proc.add_process({.pid = 400, .ppid = 1, .uids = {1000, 1000, 1000, 1000}, .exe = "/home/u/slurmstepd"});
     node.proc.write_file("400/cmdline", cmdline({"slurmstepd"}));
     CHECK(node.starting() == std::nullopt);
-    auto found = work_being_set_up("/nonexistent-proc", SeenSteps{}, {});
+    auto found = work_being_set_up("/nonexistent-proc", SeenSteps{},
+                                   []() -> Result<std::set<std::string>> { return std::set<std::string>{}; }, {});
     REQUIRE_FALSE(found.ok());
     CHECK(found.error().kind == ErrorKind::lookup);
 }
@@ -128,24 +147,27 @@ constexpr std::uint32_t kBatch = 0xfffffffbu;
 
 TEST_CASE("starting work: an ending slurmstepd whose step socket refused is no job starting") {
     Node node;
-    // Its listener closed, the process lives on: no answer, and a title naming its step.
+    // Its listener closed, the process lives on: no answer, and a title naming its step,
+    // whose socket is still in the spool dir.
     node.add(300, 1, "/usr/sbin/slurmstepd", {"slurmstepd: [8.batch]"});
+    const std::set<std::string> listed{"7.0", "8.batch"};
     LocalJobState look;
     look.live = {answering(7, 0, 200)};
-    CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
+    CHECK(node.starting(looks({look}), listed) == "slurmstepd pid 300 has no step socket yet");
     look.dead = {{8, kBatch, "/spool/n1_8.4294967291"}};
-    CHECK(node.starting(looks({look})) == std::nullopt);
+    CHECK(node.starting(looks({look}), listed) == std::nullopt);
     // 26.05's title of a step manager, and a het step's component, name the step too.
     node.proc.write_file("300/cmdline", cmdline({"slurmstepd: [8.batch stepmgr]"}));
-    CHECK(node.starting(looks({look})) == std::nullopt);
+    CHECK(node.starting(looks({look}), listed) == std::nullopt);
     node.proc.write_file("300/cmdline", cmdline({"slurmstepd: [8.batch+1]"}));
-    CHECK(node.starting(looks({look})) == std::nullopt);
+    CHECK(node.starting(looks({look}), listed) == std::nullopt);
 }
 
 TEST_CASE("starting work: a slurmstepd that answered in an earlier look of the sweep is no job starting") {
     Node node;
     // Judged by its pid alone: a title that names no step (none set, or a form not known).
     node.add(300, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    node.feed(300, 50, 7000);
     LocalJobState first;
     first.live = {answering(7, 0, 200), answering(8, kBatch, 300)};
     LocalJobState last;  // its socket removed as its step ended: the last look lists it no more
@@ -159,8 +181,9 @@ TEST_CASE("fault catalogue: a fresh slurmstepd whose step no look has seen is st
     LocalJobState look;
     look.live = {answering(7, 0, 200)};
     look.dead = {{8, kBatch, "/spool/n1_8.4294967291"}};
-    // Before its title: the command line of the exec.
+    // Before its title: the command line of the exec. slurmd 50 feeds it its launch.
     node.add(300, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    node.feed(300, 50, 7000);
     CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
     // Titled with a step whose socket no look listed: job 9's, or job 8's next step.
     node.proc.write_file("300/cmdline", cmdline({"slurmstepd: [9.batch]"}));
@@ -170,4 +193,51 @@ TEST_CASE("fault catalogue: a fresh slurmstepd whose step no look has seen is st
     // An unanswered socket of another step does not stand for it.
     look.unanswered = {{10, 0, "/spool/n1_10.0", "timed out"}};
     CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
+}
+
+TEST_CASE("fault catalogue: a step socket held busy does not excuse another job's slurmstepd that is starting") {
+    // A hostile client holds job 10's step socket busy: its stepd 310 does not answer, but
+    // its title names step 10.0, listed by the look. Job 11's stepd 300 has just been
+    // exec'd (no title, no socket yet): the held socket is not its, and must not stand
+    // for it.
+    Node node;
+    node.add(310, 1, "/usr/sbin/slurmstepd", {"slurmstepd: [10.0]"});
+    node.add(300, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    node.feed(300, 50, 7000);
+    LocalJobState look;
+    look.live = {answering(7, 0, 200)};
+    look.unanswered = {{10, 0, "/spool/n1_10.0", "timed out connecting (listen backlog full)"}};
+    CHECK(node.starting(looks({look})) == "slurmstepd pid 300 has no step socket yet");
+    // Without the newcomer, the held socket's own stepd is no sign: its title names its step.
+    node.proc.remove("300");
+    CHECK(node.starting(looks({look})) == std::nullopt);
+}
+
+TEST_CASE("fault catalogue: a slurmstepd that is not this node's is no job starting, however young") {
+    // Another cluster's slurmstepd on this host (or another node's, whose spool dir this
+    // node does not read): titled with its step, long done with its setup, no step socket
+    // here. It is no sign of this node's work being set up, for as long as it runs.
+    Node node;
+    node.add(300, 1, "/usr/sbin/slurmstepd", {"slurmstepd: [5.batch]"});
+    CHECK(node.starting() == std::nullopt);
+    // One whose step's socket this node's spool dir holds, though no look saw it, has
+    // just made it: this node's, and new.
+    CHECK(node.starting(SeenSteps{{200}, {"7.0"}, 0, {}}, {"7.0", "5.batch"}) ==
+          "slurmstepd pid 300 has no step socket yet");
+    // One that a slurmd of this host is still feeding its launch is being set up here,
+    // on stdin or on stdout alone.
+    node.feed(300, 50, 7000);
+    CHECK(node.starting() == "slurmstepd pid 300 has no step socket yet");
+    node.proc.symlink("/dev/null", "300/fd/0");
+    CHECK(node.starting() == "slurmstepd pid 300 has no step socket yet");
+    node.proc.symlink("/dev/null", "300/fd/1");
+    CHECK(node.starting() == std::nullopt);  // done: close_slurmd_conn put /dev/null there
+    // Just exec'd, untitled: fed by a slurmd here, or by none (another host's, a stepd
+    // run by hand).
+    node.add(301, 1, "/usr/sbin/slurmstepd", {"/usr/sbin/slurmstepd"});
+    std::filesystem::create_directories(node.proc.path("301/fd"));
+    node.proc.symlink("pipe:[8000]", "301/fd/0");  // a pipe no slurmd holds
+    CHECK(node.starting() == std::nullopt);
+    node.feed(301, 50, 8000);
+    CHECK(node.starting() == "slurmstepd pid 301 has no step socket yet");
 }

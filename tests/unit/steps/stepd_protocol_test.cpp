@@ -3,7 +3,6 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
-
 #include <slurm/slurm_version.h>
 
 using namespace leftover::steps;

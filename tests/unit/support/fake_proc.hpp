@@ -5,11 +5,11 @@
 #pragma once
 
 #include "procfs/proc_table.hpp"
-
-#include <doctest/doctest.h>
 #include "procfs/process.hpp"
 
 #include <sys/types.h>
+
+#include <doctest/doctest.h>
 
 #include <cstdint>
 #include <optional>

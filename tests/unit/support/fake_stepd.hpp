@@ -10,12 +10,12 @@
 #include "support/unix_sockets.hpp"
 #include "util/unique_fd.hpp"
 
-#include <doctest/doctest.h>
-
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <atomic>
 #include <cerrno>

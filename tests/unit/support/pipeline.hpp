@@ -2,18 +2,18 @@
 // One node as run_sweep sees it, for the sweep pipeline's tests.
 #pragma once
 
-#include "sweep/run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"
 #include "support/processes.hpp"
 #include "support/recording_sink.hpp"
 #include "support/temp_dir.hpp"
-
-#include <doctest/doctest.h>
+#include "sweep/run_sweep.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <string>
 

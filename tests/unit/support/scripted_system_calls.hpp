@@ -27,6 +27,9 @@ public:
         std::function<std::vector<std::pair<pid_t, uid_t>>(const std::string& proc_root, const std::set<uid_t>& owners)>
             processes_owned_by;
         std::function<std::optional<uid_t>(const std::string& proc_root, pid_t pid)> owner_of;
+        std::function<std::optional<std::vector<GroupMember>>(const std::string& proc_root,
+                                                              const std::set<pid_t>& groups)>
+            processes_in_groups;
     };
     struct Count {
         int pidfd_open = 0;
@@ -36,6 +39,7 @@ public:
         int read_identity = 0;
         int processes_owned_by = 0;
         int owner_of = 0;
+        int processes_in_groups = 0;
     };
     Script script;
     Count count;
@@ -70,6 +74,12 @@ public:
     std::optional<uid_t> owner_of(const std::string& proc_root, pid_t pid) override {
         ++count.owner_of;
         return script.owner_of ? script.owner_of(proc_root, pid) : SystemCalls::owner_of(proc_root, pid);
+    }
+    std::optional<std::vector<GroupMember>> processes_in_groups(const std::string& proc_root,
+                                                                const std::set<pid_t>& groups) override {
+        ++count.processes_in_groups;
+        return script.processes_in_groups ? script.processes_in_groups(proc_root, groups)
+                                          : SystemCalls::processes_in_groups(proc_root, groups);
     }
 };
 

@@ -3,17 +3,17 @@
 // database that knows only that uid, so nothing else on the machine can be touched.
 #pragma once
 
-#include "policy/evaluation.hpp"
 #include "kill/executor.hpp"
-#include "sweep/report.hpp"
+#include "policy/evaluation.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
-
-#include <doctest/doctest.h>
+#include "sweep/report.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <chrono>
 #include <csignal>

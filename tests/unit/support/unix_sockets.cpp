@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "support/unix_sockets.hpp"
 
-#include <doctest/doctest.h>
-
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <cerrno>
 #include <cstring>

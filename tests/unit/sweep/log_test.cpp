@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The Logger both front ends write through: debuglevel decides what reaches the sink.
-#include "sweep/log.hpp"
 #include "support/recording_sink.hpp"
+#include "sweep/log.hpp"
 
 #include <doctest/doctest.h>
 
@@ -44,4 +44,15 @@ TEST_CASE("log: the threshold set from the config applies to every later line") 
     log.action(LogLevel::critical, "log test: kept at critical");
     CHECK(sink.lines ==
           Lines{{LogLevel::debug, "log test: kept at debug"}, {LogLevel::critical, "log test: kept at critical"}});
+}
+
+TEST_CASE("log: a drain's line is a warning when drained, information when kept, an error when it failed") {
+    RecordingSink sink;
+    sweep::Logger log(sink);
+    sweep::log_drain(log, {drain::DrainResult::drained, "log test: node n1 drained: x"});
+    sweep::log_drain(log, {drain::DrainResult::kept, "log test: node n1 is IDLE+DRAIN already"});
+    sweep::log_drain(log, {drain::DrainResult::failed, "log test: drain of node n1 failed"});
+    CHECK(sink.lines == Lines{{LogLevel::warn, "log test: node n1 drained: x"},
+                              {LogLevel::info, "log test: node n1 is IDLE+DRAIN already"},
+                              {LogLevel::err, "log test: drain of node n1 failed"}});
 }

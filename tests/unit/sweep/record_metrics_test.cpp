@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // One evaluation's sample, taken from the kill report the pipeline already has.
-#include "sweep/record_metrics.hpp"
 #include "support/plans.hpp"
+#include "sweep/record_metrics.hpp"
 
 #include <doctest/doctest.h>
 

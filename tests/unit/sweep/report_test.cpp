@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The words the plugin and the command log: one line per action, one summary per sweep.
-#include "sweep/report.hpp"
 #include "support/plans.hpp"
+#include "sweep/report.hpp"
 
 #include <doctest/doctest.h>
 
@@ -101,6 +101,9 @@ TEST_CASE("report: stopping and continuing are lines of their own and kill nobod
     CHECK(format_action(released) == "SIGCONT pid=123 user=alice uid=41001 comm='sleep' reason=has_live_job");
     CHECK(format_action(stray_sleep(Outcome::deadline, SIGKILL)) ==
           "SIGKILL not sent: pid=123 user=alice uid=41001 comm='sleep': the deadline passed");
+    KillRecord not_stopped = stray_sleep(Outcome::not_stopped, SIGSTOP);
+    not_stopped.detail = "stopped already";
+    CHECK(format_action(not_stopped) == "SIGSTOP not sent: pid=123 user=alice uid=41001 comm='sleep': stopped already");
 
     KillReport report;
     report.first_plan.decisions = {decided(123, Reason::stray, Verdict::kill)};

@@ -2,21 +2,21 @@
 // The cleanup's guard (sweep/run_cleanup.cpp) on hand-made plans, and the cleanup in the
 // sweep pipeline on real strays and files of test uids 41610-41620 in a root-owned temp
 // directory given as cleanup_dirs.
-#include "sweep/run_cleanup.hpp"
-#include "support/plans.hpp"
-#include "sweep/run_sweep.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/pipeline.hpp"
+#include "support/plans.hpp"
 #include "support/processes.hpp"
 #include "support/temp_dir.hpp"
+#include "sweep/run_cleanup.hpp"
+#include "sweep/run_sweep.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <csignal>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <map>
 #include <optional>
 #include <string>

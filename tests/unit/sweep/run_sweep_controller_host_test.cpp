@@ -2,10 +2,10 @@
 // A sweep on a host where slurmctld runs: people log in there without a job, so it
 // kills and removes nothing and says why, unless sweep_on_controller_host says to sweep;
 // when it cannot be told whether slurmctld runs, nothing is killed either.
-#include "sweep/run_sweep.hpp"
 #include "support/fake_proc.hpp"
 #include "support/pipeline.hpp"
 #include "support/processes.hpp"
+#include "sweep/run_sweep.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -4,7 +4,6 @@
 // each test's own uid (414xx), as in run_sweep_test.cpp.
 #include "accounts/accounts_bounded.hpp"
 #include "controller/query_controller.hpp"
-#include "sweep/run_sweep.hpp"
 #include "steps/stepd_protocol.hpp"
 #include "support/fake_stepd.hpp"
 #include "support/hung_lookups.hpp"
@@ -12,13 +11,14 @@
 #include "support/plans.hpp"
 #include "support/processes.hpp"
 #include "support/unix_sockets.hpp"
-
-#include <doctest/doctest.h>
-#include <fmt/format.h>
+#include "sweep/run_sweep.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
@@ -171,6 +171,101 @@ TEST_CASE("fault catalogue: a step socket a user holds busy is resolved through 
         check_nothing_killed(pipeline, report, stray, line->second);
         CHECK(is_running(other.pid));
     }
+}
+
+TEST_CASE("fault catalogue: at a step end a step socket held busy keeps only its job's user, the others are judged") {
+    // Step 7.0 of user 41541 ends. Job 9 of user 41542 runs here, and a hostile client
+    // holds the listen backlog of its stepd's socket 9.0 full. A step end asks nobody, so
+    // only the node itself can tell whose job 9 is: another socket of job 9 that answers,
+    // or job 9's batch script in the spool dir (slurmstepd chowns it to the job's user).
+    // Told, only 41542 is kept; 41541's stray and jobless 41543's are judged (and reaped).
+    // Not told, everyone is kept.
+    Pipeline pipeline(41541);
+    pipeline.request.trigger.label = "step 7.0";
+    pipeline.request.trigger.job_ending = false;
+    pipeline.request.trigger.ending_step = steps::StepId{7, 0};
+    pipeline.accounts.names[41542] = "rs.other";
+    pipeline.accounts.names[41543] = "rs.third";
+    OtherUser other(41542);
+    OtherUser third(41543);
+    const pid_t stray = spawn_as(41541, {"sleep", "600"});
+    REQUIRE(is_running(stray));
+    const int version = steps::build_stepd_protocol().version;
+    std::optional<FakeStepd> ending;
+    std::optional<BlockedListener> ending_held;
+    const std::string socket = pipeline.dir / "spool/n1_9.0";
+    const std::string job_dir = pipeline.dir / "spool/job00009";
+    const std::string script = job_dir + "/slurm_script";
+    const auto make_script = [&](uid_t owner) {
+        REQUIRE(::mkdir(job_dir.c_str(), 0750) == 0);
+        REQUIRE(::chmod(job_dir.c_str(), 0750) == 0);
+        pipeline.dir.write("spool/job00009/slurm_script", "#!/bin/sh\nsleep 600\n", 0700, owner);
+    };
+    const auto check_judged = [&](const KillReport& report, const std::string& said) {
+        INFO(pipeline.sink.text());
+        CHECK_FALSE(report.error);
+        CHECK(wait_gone(stray));
+        CHECK(wait_gone(third.pid));
+        CHECK(is_running(other.pid));
+        CHECK(reason_of(report.first_plan, other.pid) == Reason::has_live_job);
+        CHECK(pipeline.sink.level_of("slurmstepd socket " + socket + " of job 9 (step 9.0) cannot be asked: ") ==
+              LogLevel::warn);
+        CHECK(pipeline.sink.count(said) == 1);
+    };
+    const auto check_kept = [&](const KillReport& report, const std::string& why) {
+        const auto line = std::find_if(pipeline.sink.lines.begin(), pipeline.sink.lines.end(),
+                                       [](const auto& l) { return l.second.starts_with("lookup error: "); });
+        REQUIRE(line != pipeline.sink.lines.end());
+        CHECK(line->second.find("slurmstepd socket " + socket + " of job 9: timed out connecting") !=
+              std::string::npos);
+        CHECK(line->second.find(why) != std::string::npos);
+        check_nothing_killed(pipeline, report, stray, line->second);
+        CHECK(is_running(third.pid));
+        CHECK(is_running(other.pid));
+    };
+
+    SUBCASE("another socket of job 9 answers: its user is job 9's") {
+        ending.emplace(pipeline.dir / "spool/n1_7.0", 41541, 2, Behaviour::answer, version);
+        FakeStepd extern_step(pipeline.dir / "spool/n1_9.4294967292", 41542, 2, Behaviour::answer, version);
+        extern_step.set_daemon_pid(::getpid() + 1);  // not the listener: no stepd pid carried
+        BlockedListener blocked(socket);
+        check_judged(pipeline.run("grace: 0\nslurm_timeout: 2\n"),
+                     "job 9 of the unanswered socket " + socket +
+                         " is uid 41542's (its step 9.extern answered): that user is kept, the others are judged");
+    }
+    SUBCASE("job 9's batch script is in the spool dir: its owner is job 9's user") {
+        ending.emplace(pipeline.dir / "spool/n1_7.0", 41541, 2, Behaviour::answer, version);
+        make_script(41542);
+        BlockedListener blocked(socket);
+        check_judged(pipeline.run("grace: 0\nslurm_timeout: 2\n"), "job 9 of the unanswered socket " + socket +
+                                                                       " is uid 41542's (its batch script " + script +
+                                                                       "): that user is kept, the others are judged");
+    }
+    SUBCASE("the ending step's own socket held busy: the ending step never counts, the others are judged") {
+        ending_held.emplace(pipeline.dir / "spool/n1_7.0");
+        FakeStepd step(pipeline.dir / "spool/n1_9.0", 41542, 2, Behaviour::answer, version);
+        step.set_daemon_pid(::getpid() + 1);
+        const KillReport report = pipeline.run("grace: 0\nslurm_timeout: 2\n");
+        INFO(pipeline.sink.text());
+        CHECK_FALSE(report.error);
+        CHECK(wait_gone(stray));
+        CHECK(wait_gone(third.pid));
+        CHECK(is_running(other.pid));
+        CHECK(pipeline.sink.count("the ending step 7.0's own socket " + pipeline.dir / "spool/n1_7.0" +
+                                  " cannot be asked: it does not count") == 1);
+    }
+    SUBCASE("nothing tells job 9's user: everyone is kept") {
+        ending.emplace(pipeline.dir / "spool/n1_7.0", 41541, 2, Behaviour::answer, version);
+        BlockedListener blocked(socket);
+        check_kept(pipeline.run("grace: 0\nslurm_timeout: 2\n"), "job 9's user cannot be told here");
+    }
+    SUBCASE("job 9's batch script is still root's (slurmstepd has not chowned it yet): everyone is kept") {
+        ending.emplace(pipeline.dir / "spool/n1_7.0", 41541, 2, Behaviour::answer, version);
+        make_script(0);
+        BlockedListener blocked(socket);
+        check_kept(pipeline.run("grace: 0\nslurm_timeout: 2\n"), "job 9's user cannot be told here");
+    }
+    CHECK(pipeline.controller.calls == 0);
 }
 
 TEST_CASE("fault catalogue: a controller query that exits non-zero, hangs, prints nothing or garbage kills nothing") {

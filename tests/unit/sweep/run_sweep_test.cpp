@@ -4,7 +4,6 @@
 // Kills run on real processes of a uid of each test's own, which the test's account
 // database alone knows (every other process is an unknown uid, so kept); decisions
 // that must not signal run on a fake /proc, always as dry runs.
-#include "sweep/run_sweep.hpp"
 #include "metrics/metrics.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_controller.hpp"
@@ -13,12 +12,13 @@
 #include "support/plans.hpp"
 #include "support/processes.hpp"
 #include "support/unix_sockets.hpp"
-
-#include <doctest/doctest.h>
-#include <fmt/format.h>
+#include "sweep/run_sweep.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>

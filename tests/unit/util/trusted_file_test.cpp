@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Files that decide who is protected (the config, the users files, the query helper):
 // only a root-owned regular file nobody else can write is believed, and read whole.
-#include "util/trusted_file.hpp"
 #include "support/temp_dir.hpp"
-
-#include <doctest/doctest.h>
+#include "util/trusted_file.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <string>
 #include <vector>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "util/unique_fd.hpp"
 
-#include <doctest/doctest.h>
-
 #include <fcntl.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include <utility>
 

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Where the job-state reader asks slurmctld for the cleanup: with PrologFlags=contain a job
+// slurmd is still setting up shows no step, so what a cleanup would remove is asked about,
+// from the job epilog and the command; never at a step end (a helper started there may
+// die mid-answer), and not where another question covers it.
+#include "support/fake_controller.hpp"
+#include "support/recording_sink.hpp"
+#include "sweep/job_state_source.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <set>
+
+using namespace leftover;
+using namespace leftover::test;
+
+TEST_CASE("job state source: the cleanup asks slurmctld with contain, from the job epilog and the command only") {
+    Config config;
+    FakeController controller;
+    controller.live.uids = {41857};
+    RecordingSink sink;
+    sweep::Logger log(sink);
+    sweep::SweepRequest request;
+    request.node.node_name = "n1";
+    request.node.prolog_contain = true;
+    request.trigger.uid = 41857;
+    request.trigger.job_id = 7;
+    request.trigger.job_ending = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const auto check = [&] {
+        sweep::JobStateSource source(config, request, &controller, deadline, log);
+        return source.cleanup_allocation_check();
+    };
+    SUBCASE("the job epilog: one query, the holders back") {
+        const AllocationCheck asks = check();
+        REQUIRE(asks);
+        const auto holders = asks({41857, 41858});
+        REQUIRE(holders.ok());
+        CHECK(holders.value() == std::set<uid_t>{41857});
+        CHECK(controller.calls == 1);
+    }
+    SUBCASE("the command (a node-wide sweep) asks too") {
+        request.trigger = sweep::Trigger{};
+        CHECK(check());
+    }
+    SUBCASE("a step end never asks") {
+        request.trigger.job_ending = false;
+        request.trigger.ending_step = steps::StepId{7, 0};
+        CHECK_FALSE(check());
+    }
+    SUBCASE("without contain the evaluation's allocation check asks already") {
+        request.node.prolog_contain = false;
+        CHECK_FALSE(check());
+    }
+    SUBCASE("job_source controller: slurmctld is the word already") {
+        config.job_source = JobSource::controller;
+        CHECK_FALSE(check());
+    }
+}
