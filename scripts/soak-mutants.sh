@@ -14,7 +14,8 @@
 # miss, never a skip. Prints "mutants: N caught, M missed"; exits 1 on any miss.
 # The soak runs as a block of accounts of its own (default 46500), holding its lock.
 # --build-only: only the builds (ccache then has every mutant: a later run rebuilds each
-# in seconds).
+# in seconds). --check: only whether each patch still applies to this tree (no build, no
+# soak; scripts/test.sh runs it, so that a change of the code a mutant changes fails there).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir="$top/tests/soak/mutants"
@@ -26,6 +27,7 @@ seed=$(( (RANDOM << 15 | RANDOM) % 1000000 + 1 ))
 uid_base=46500
 load=0
 build_only=0
+check=0
 while [ $# -gt 0 ]; do
   case $1 in
     --mutants) mutants=$2; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --uid-base) uid_base=$2; shift 2 ;;
     --load) load=$2; shift 2 ;;
     --build-only) build_only=1; shift ;;
+    --check) check=1; shift ;;
     *) echo "soak-mutants.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -44,6 +47,18 @@ if [ -z "$mutants" ]; then
 fi
 read -r -a mutant_list <<<"$mutants"
 read -r -a config_list <<<"$configs"
+if [ "$check" = 1 ]; then
+  stale=0
+  for name in "${mutant_list[@]}"; do
+    if ! out=$(patch --dry-run --batch -s -p1 -d "$top" <"$dir/$name.patch" 2>&1); then
+      echo "mutants: $name.patch no longer applies: $(head -n1 <<<"$out")"
+      stale=$((stale + 1))
+    fi
+  done
+  echo "mutants: ${#mutant_list[@]} patches, $((${#mutant_list[@]} - stale)) apply"
+  [ "$stale" -eq 0 ]
+  exit
+fi
 export PYTHONPATH="$top/tests${PYTHONPATH:+:$PYTHONPATH}"
 work="$top/build/mutants"
 mkdir -p "$work"

@@ -101,6 +101,7 @@ roots() {
 stage format scripts/lint.sh --format || failed=1
 stage layers /usr/bin/python3 scripts/check-layers.py || failed=1
 stage prefix scripts/check-prefix.sh || failed=1
+stage mutants scripts/soak-mutants.sh --check || failed=1
 
 # One build for the e2e tests and the packages (prefix /usr), and the benchmark program
 # too, so that a change that breaks it fails here (bench/run runs it).
@@ -271,6 +272,7 @@ fi
 [ "$(cat "$logs/format.rc")" -eq 0 ] || lint+="; format FAILED"
 [ "$(cat "$logs/layers.rc")" -eq 0 ] || lint+="; layers FAILED"
 [ "$(cat "$logs/prefix.rc")" -eq 0 ] || lint+="; prefix FAILED"
+[ "$(cat "$logs/mutants.rc")" -eq 0 ] || lint+="; mutant patches FAILED"
 
 # The soaks' outcomes, each once it has ended; a failed one's log ends with its findings.
 soak_lines=()
