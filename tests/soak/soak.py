@@ -73,8 +73,11 @@ def node_namespaces(soak: SoakCluster) -> dict[str, str]:
 
 
 def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
-    """Waits for every job to end, then ends one job on every node by an ordinary user,
-    so that every node sweeps once more after the workload, and waits out a deadline."""
+    """Waits for every job to end, then ends one job on every node for each ordinary user,
+    one after the other, so that every node sweeps once more after the workload and every
+    user's leftovers meet a job end of theirs there (the cleanup removes what a swept user
+    left: files kept by an excused sweep, a lookup error's, are judged again there), and
+    waits out a deadline."""
     for patience in (60, 60):
         deadline = time.time() + patience
         while time.time() < deadline:
@@ -88,8 +91,9 @@ def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
             if fields.get("JobState") not in FINAL_STATES:
                 events.add(f"drain: cancelling job {job} ({fields.get('JobName')}), still {fields.get('JobState')}")
                 soak.cluster.scancel(job)
-    events.add("drain: every job ended; a last job on every node")
-    soak.cluster.run_as(soak.users.ordinary[1], ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",
+    events.add("drain: every job ended; a last job on every node for each ordinary user")
+    for user in soak.users.ordinary:
+        soak.cluster.run_as(user, ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",
                                    "--ntasks-per-node=1", "/bin/true"], timeout=120)
     time.sleep(2)
     watcher.refresh()
