@@ -335,7 +335,13 @@ class Oracle:
                 for i, line in enumerate(logged):
                     if i in used or line.signal != sig.signal or abs(line.when - sig.when) > LOG_SLACK:
                         continue
-                    if (line.pid != sig.pid) if sig.pid >= 0 else (line.comm != sig.comm):
+                    # A target gone before the witness could place it has no pid: its comm, or
+                    # its uid (a child that exec'd between the scan and the signal is logged
+                    # with the scan's comm and signalled with its new one: soak-forker's).
+                    if sig.pid >= 0:
+                        if line.pid != sig.pid:
+                            continue
+                    elif line.comm != sig.comm and not (sig.uid is not None and 0 <= sig.uid == line.uid):
                         continue
                     if best is None or abs(line.when - sig.when) < abs(logged[best].when - sig.when):
                         best = i
