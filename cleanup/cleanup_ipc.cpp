@@ -3,14 +3,15 @@
 
 #include "cleanup/cleanup.hpp"
 #include "util/errno_text.hpp"
+#include "util/whole_number.hpp"
 
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <map>
 #include <set>
+#include <type_traits>
 
 namespace leftover {
 namespace {
@@ -46,12 +47,6 @@ std::vector<std::string_view> words_of(std::string_view line) {
     return words;
 }
 
-template <class Number>
-bool parse_number(std::string_view text, Number& out) {
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return error == std::errc{} && end == text.data() + text.size();
-}
-
 }  // namespace
 
 Result<std::vector<SysvObject>> parse_sysvipc(std::string_view text, SysvKind kind, const std::string& origin) {
@@ -77,7 +72,10 @@ Result<std::vector<SysvObject>> parse_sysvipc(std::string_view text, SysvKind ki
         if (words.empty()) continue;
         const auto field = [&](const char* name, auto& out) {
             const std::size_t i = index.at(name);
-            return i < words.size() && parse_number(words[i], out);
+            if (i >= words.size()) return false;
+            const auto value = parse_whole<std::remove_reference_t<decltype(out)>>(words[i]);
+            if (value) out = *value;
+            return value.has_value();
         };
         SysvObject object;
         bool ok = field(columns.id, object.id) && field("uid", object.uid) && field("cuid", object.cuid);

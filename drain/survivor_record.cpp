@@ -4,6 +4,7 @@
 #include "errors/error.hpp"
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
+#include "util/whole_number.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -61,12 +62,6 @@ Result<UniqueFd> open_trusted_dir(const std::string& path, std::optional<uid_t> 
     LEFTOVER_TRY(dir);
     LEFTOVER_TRY(check_directory(dir->get(), path, owner));
     return dir;
-}
-
-template <class T>
-bool parse_number(std::string_view text, T& out) {
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return ec == std::errc() && end == text.data() + text.size() && !text.empty();
 }
 
 // A name as hex, two digits a byte: any bytes, one word, "-" when empty.
@@ -140,12 +135,18 @@ Result<std::vector<RecordedSurvivor>> read_survivor_record(const RecordPlace& pl
         std::istringstream words(line);
         std::string pid, start, uid, since, name, extra;
         RecordedSurvivor s;
-        long long since_ms = 0;
-        if (!(words >> pid >> start >> uid >> since >> name) || (words >> extra) || !parse_number(pid, s.pid) ||
-            s.pid <= 0 || !parse_number(start, s.start_time) || !parse_number(uid, s.uid) ||
-            !parse_number(since, since_ms) || since_ms < 0 || !name_of_hex(name, s.user))
+        const bool five_words = (words >> pid >> start >> uid >> since >> name) && !(words >> extra);
+        const auto read_pid = parse_whole<decltype(s.pid)>(pid);
+        const auto read_start = parse_whole<decltype(s.start_time)>(start);
+        const auto read_uid = parse_whole<decltype(s.uid)>(uid);
+        const auto since_ms = parse_whole<long long>(since);
+        if (!five_words || !read_pid || *read_pid <= 0 || !read_start || !read_uid || !since_ms || *since_ms < 0 ||
+            !name_of_hex(name, s.user))
             return record_error(path, fmt::format("line {} does not parse", number));
-        s.since = std::chrono::milliseconds(since_ms);
+        s.pid = *read_pid;
+        s.start_time = *read_start;
+        s.uid = *read_uid;
+        s.since = std::chrono::milliseconds(*since_ms);
         out.push_back(std::move(s));
     }
     return out;

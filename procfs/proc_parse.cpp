@@ -1,25 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The parsers of proc_read.hpp: pure functions over file text, nothing trusted.
 #include "procfs/proc_read.hpp"
+#include "util/whole_number.hpp"
 
-#include <charconv>
 #include <cstdint>
 #include <limits>
 
 namespace leftover {
 
 namespace {
-
-// Unsigned decimal or hex, the whole text, no sign or blanks (from_chars alone
-// would accept a prefix).
-template <class T>
-std::optional<T> parse_number(std::string_view text, int base = 10) {
-    T value{};
-    if (text.empty()) return std::nullopt;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
-    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-    return value;
-}
 
 // Splits off the next field ending at one of seps; fields may be empty.
 std::string_view next_field(std::string_view& text, std::string_view seps) {
@@ -33,7 +22,7 @@ std::string_view next_field(std::string_view& text, std::string_view seps) {
 
 std::optional<pid_t> parse_pid(std::string_view text) {
     if (text.empty() || text.front() == '0') return std::nullopt;
-    const auto pid = parse_number<std::uint32_t>(text);
+    const auto pid = parse_whole<std::uint32_t>(text);
     if (!pid || *pid > static_cast<std::uint32_t>(std::numeric_limits<pid_t>::max())) return std::nullopt;
     return static_cast<pid_t>(*pid);
 }
@@ -84,11 +73,11 @@ std::optional<StatFields> parse_stat(std::string_view text) {
             ok = session.has_value();
             f.session = session.value_or(0);
         } else if (field == 9) {
-            const auto flags = parse_number<std::uint64_t>(value);
+            const auto flags = parse_whole<std::uint64_t>(value);
             ok = flags.has_value();
             f.flags = flags.value_or(0);
         } else if (field == 22) {
-            const auto start = parse_number<std::uint64_t>(value);
+            const auto start = parse_whole<std::uint64_t>(value);
             ok = start.has_value();
             f.start_time = start.value_or(0);
         }
@@ -116,7 +105,7 @@ std::optional<std::vector<std::uint32_t>> parse_ids(std::string_view value) {
     while (!value.empty()) {
         const auto field = next_field(value, " \t");
         if (field.empty()) continue;
-        const auto id = parse_number<std::uint32_t>(field);
+        const auto id = parse_whole<std::uint32_t>(field);
         if (!id) return std::nullopt;
         ids.push_back(*id);
     }
@@ -131,7 +120,7 @@ std::optional<Uids> parse_uids(std::string_view value) {
 
 std::optional<std::uint64_t> parse_hex(std::string_view value) {
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    return parse_number<std::uint64_t>(value, 16);
+    return parse_whole<std::uint64_t>(value, 16);
 }
 
 std::string_view slurm_program_name(std::string_view program) {
@@ -157,7 +146,7 @@ namespace {
 std::optional<std::string> job_component(std::string_view name) {
     if (name.starts_with("job_")) {
         const auto id = name.substr(4);
-        if (id.empty() || id.front() == '0' || !parse_number<std::uint32_t>(id)) return std::nullopt;
+        if (id.empty() || id.front() == '0' || !parse_whole<std::uint32_t>(id)) return std::nullopt;
         return std::string(name);
     }
     constexpr std::string_view base32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -167,7 +156,7 @@ std::optional<std::string> job_component(std::string_view name) {
 }
 
 bool has_decimal_suffix(std::string_view name, std::string_view prefix) {
-    return name.starts_with(prefix) && parse_number<std::uint32_t>(name.substr(prefix.size()));
+    return name.starts_with(prefix) && parse_whole<std::uint32_t>(name.substr(prefix.size()));
 }
 
 // Slurm 22.05 creates (src/plugins/cgroup/v1/xcgroup.c, v2/cgroup_v2.c):

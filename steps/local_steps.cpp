@@ -30,6 +30,7 @@
 #include "util/errno_text.hpp"
 #include "util/poll_timeout.hpp"
 #include "util/unique_fd.hpp"
+#include "util/whole_number.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -44,7 +45,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -313,15 +313,6 @@ QueryOutcome query_step(const std::string& path, std::chrono::steady_clock::time
     return first;
 }
 
-std::optional<std::uint32_t> parse_u32(std::string_view text) {
-    if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return std::nullopt;
-    std::uint32_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-    return value;
-}
-
 struct Candidate {
     StepSocketName name;
     std::string path;
@@ -386,13 +377,13 @@ std::optional<NodeStepSocketName> parse_any_step_socket_name(const std::string& 
     const auto dot1 = rest.find('.');
     if (dot1 == std::string_view::npos) return std::nullopt;
     const auto dot2 = rest.find('.', dot1 + 1);
-    const auto job = parse_u32(rest.substr(0, dot1));
-    const auto step =
-        parse_u32(rest.substr(dot1 + 1, dot2 == std::string_view::npos ? std::string_view::npos : dot2 - dot1 - 1));
+    const auto job = parse_whole<std::uint32_t>(rest.substr(0, dot1));
+    const auto step = parse_whole<std::uint32_t>(
+        rest.substr(dot1 + 1, dot2 == std::string_view::npos ? std::string_view::npos : dot2 - dot1 - 1));
     if (!job || !step) return std::nullopt;
     StepSocketName name{*job, *step, std::nullopt};
     if (dot2 != std::string_view::npos) {
-        const auto component = parse_u32(rest.substr(dot2 + 1));  // rejects a third dot
+        const auto component = parse_whole<std::uint32_t>(rest.substr(dot2 + 1));  // rejects a third dot
         if (!component) return std::nullopt;
         name.het_component = *component;
     }

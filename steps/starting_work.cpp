@@ -5,6 +5,7 @@
 #include "steps/live_work.hpp"
 #include "util/errno_text.hpp"
 #include "util/unique_fd.hpp"
+#include "util/whole_number.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,8 +13,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -70,16 +69,6 @@ std::optional<std::string> titled_step(std::string_view cmdline) {
     const auto end = rest.find_first_of("]+ ");
     if (end == std::string_view::npos || end == 0) return std::nullopt;
     return std::string(rest.substr(0, end));
-}
-
-// Decimal digits only, the whole text.
-std::optional<std::uint32_t> parse_u32(std::string_view text) {
-    if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return std::nullopt;
-    std::uint32_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-    return value;
 }
 
 // The value of `key` in an environ file ("K=V\0K=V\0..."), if set.
@@ -233,8 +222,8 @@ Result<std::optional<PrologJob>> RootProcesses::prolog_of(pid_t pid, std::string
     if (environ_value(buf, "SLURM_SCRIPT_CONTEXT") != "prolog_slurmd") return std::optional<PrologJob>();
     const auto job = environ_value(buf, "SLURM_JOB_ID");
     const auto uid = environ_value(buf, "SLURM_JOB_UID");
-    const auto job_id = job ? parse_u32(*job) : std::nullopt;
-    const auto job_uid = uid ? parse_u32(*uid) : std::nullopt;
+    const auto job_id = job ? parse_whole<std::uint32_t>(*job) : std::nullopt;
+    const auto job_uid = uid ? parse_whole<std::uint32_t>(*uid) : std::nullopt;
     if (!job_id || !job_uid)
         return Error::lookup(fmt::format("slurmd's child pid {} runs a Prolog whose job or uid does not read from "
                                          "{}/{}/environ",
@@ -249,7 +238,7 @@ std::optional<pid_t> last_id(const std::string& proc_root) {
     std::string buf;
     if (!root.valid() || read_file(root.get(), "sys/kernel/ns_last_pid", buf) != 0) return std::nullopt;
     while (!buf.empty() && buf.back() == '\n') buf.pop_back();
-    const auto id = parse_u32(buf);
+    const auto id = parse_whole<std::uint32_t>(buf);
     if (!id || *id > static_cast<std::uint32_t>(std::numeric_limits<pid_t>::max())) return std::nullopt;
     return static_cast<pid_t>(*id);
 }
