@@ -277,14 +277,20 @@ class Oracle:
         stray started after an end, even by a few ms (a login planted just after another
         job's epilog looked), is due at the next end, not that one."""
         mine = self._allocs_of(proc.uid, proc.node)
-        ends = sorted(a.end for a in self.allocs if proc.node in a.nodes and a.end is not None
-                      and a.end >= proc.started)
+        ends = sorted(e for a in self.allocs if proc.node in a.nodes and a.end is not None
+                      and (e := self._node_end(a, proc.node)) >= proc.started)
         for end in ends:
             deadline = end + self.window
-            if any(a.start <= deadline and (a.end is None or a.end > end) for a in mine):
+            if any(a.start <= deadline and (a.end is None or self._node_end(a, proc.node) > end) for a in mine):
                 continue
             return end, deadline
         return None
+
+    def _node_end(self, alloc: Allocation, node: str) -> float:
+        """When the node was done with the allocation: slurmctld's end, or the last line a
+        slurmstepd of the job wrote there if later (a loaded node tears a job's steps down
+        seconds after slurmctld has it complete, and the user's work there is live till then)."""
+        return max(alloc.end, self.logs[node].steps_until.get(alloc.job, alloc.end))
 
     def check_stopped(self) -> None:
         for proc in self.procs:

@@ -151,6 +151,9 @@ class NodeLog:
     # deadline for a job being set up, and signalled nothing
     job_starting: list[tuple[float, str]] = dataclasses.field(default_factory=list)
     knows_job: dict[int, float] = dataclasses.field(default_factory=dict)
+    # The last line a slurmstepd of the job wrote here ("[J.S] ...", leftover's own lines
+    # left out): the node is still tearing the job down until then, slurmctld's end or not
+    steps_until: dict[int, float] = dataclasses.field(default_factory=dict)
     # lines two writers interleaved mid-line (concurrent slurmstepds appending to one
     # slurmd log): no stamp at their start, or a second one inside
     garbled: list[str] = dataclasses.field(default_factory=list)
@@ -165,6 +168,8 @@ def node_log(node: str, text: str) -> NodeLog:
         if knows:
             job = int(next(g for g in knows.groups() if g))
             out.knows_job.setdefault(job, when)
+            if knows.group(1) and "leftover: " not in line:
+                out.steps_until[job] = when
         if "leftover: " not in line:
             continue
         if found := SIGNAL.search(line):

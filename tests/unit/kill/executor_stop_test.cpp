@@ -514,8 +514,7 @@ TEST_CASE("fault catalogue: no member of a process group that holds a kept proce
     CHECK(is_running(kept));
 }
 
-TEST_CASE(
-    "executor: a process group orphaned already is stopped in, whatever it holds, and what it keeps gets no signal") {
+TEST_CASE("executor: a process group orphaned already is stopped in, and what it holds that is kept gets no signal") {
     // A daemon's group (a pid hopper's, a setsid'd stray's): no member's parent is in the
     // same session and another group, so no exit can orphan it and the kernel sends its
     // members nothing when one exits. A session and group of its own led by a stray
