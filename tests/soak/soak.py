@@ -354,7 +354,8 @@ def main(argv) -> int:
             print("soak: FAILED: the workload did not run every shape it meant to")
             return 1
         if len(workload.harness_errors) > max(3, len(schedule) // 10):
-            print("soak: too many harness errors to trust the run")
+            kept = keep_evidence(soak, timeline, verdict, args, config.name, facts)
+            print(f"soak: too many harness errors to trust the run (logs and the whole timeline: {kept})")
             return 2
         return 0
     finally:
