@@ -31,7 +31,11 @@ from .soak_cluster import NODES, PROLOG_SLOW, SoakCluster, SoakUsers, write_root
 
 # How long a client command may take beyond its job's own time: on 24.11 and 26.05 an
 # srun whose step was being created while slurmctld restarted (fault_ctld) never returns.
-CLIENT_PATIENCE = 45.0
+# And on 26.05 a node whose jobs completed while slurmctld was down stays COMPLETING for
+# a minute after it is back (seen: slurmctld recovered jobs 10, 11 and 15 "in completing
+# state" on lo-n2 and allocated the next job there 60 s later), so a new job for that
+# node waits as long before it starts.
+CLIENT_PATIENCE = 100.0
 # How much longer a step of an existing allocation (a batch job's srun, an srun --jobid)
 # may take to start when slurmctld restarted under it (fault_ctld). Until the nodes
 # register again, the restarted slurmctld counts none of the job's nodes as up and
