@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -155,7 +156,10 @@ public:
     }
     // What slurmd's child `pid` runs, by the environment slurmd gave it: a Prolog's job,
     // or nullopt (an Epilog, a health check, a fork that has not exec'd, gone meanwhile).
-    Result<std::optional<PrologJob>> prolog_of(pid_t pid, std::string& buf) const;
+    // `denied`: the error number when the kernel refuses its environment to the caller
+    // (EACCES, EPERM: /proc/<pid>/environ of a process that is not dumpable, as it may be
+    // for a moment of its exec, needs CAP_SYS_PTRACE), with nullopt; else 0.
+    Result<std::optional<PrologJob>> prolog_of(pid_t pid, std::string& buf, int& denied) const;
 
 private:
     RootProcesses(UniqueFd root, std::string proc_root) : root_(std::move(root)), proc_root_(std::move(proc_root)) {}
@@ -214,9 +218,14 @@ Result<RootProcesses> RootProcesses::list(const std::string& proc_root) {
     return out;
 }
 
-Result<std::optional<PrologJob>> RootProcesses::prolog_of(pid_t pid, std::string& buf) const {
+Result<std::optional<PrologJob>> RootProcesses::prolog_of(pid_t pid, std::string& buf, int& denied) const {
+    denied = 0;
     if (const int err = read_file(root(), fmt::format("{}/environ", pid).c_str(), buf)) {
         if (vanished(err)) return std::optional<PrologJob>();
+        if (err == EACCES || err == EPERM) {
+            denied = err;
+            return std::optional<PrologJob>();
+        }
         return proc_error(proc_root_, pid, "environ", err);
     }
     if (environ_value(buf, "SLURM_SCRIPT_CONTEXT") != "prolog_slurmd") return std::optional<PrologJob>();
@@ -288,7 +297,8 @@ Result<std::vector<PrologJob>> jobs_in_prolog(const std::string& proc_root) {
     std::string buf;
     for (const auto& [pid, process] : root.all()) {
         if (!root.slurmd_daemon(process.ppid) || root.foreign(pid, buf)) continue;
-        auto prolog = root.prolog_of(pid, buf);
+        int denied = 0;  // a child whose environment is refused: work_being_set_up's doubt
+        auto prolog = root.prolog_of(pid, buf, denied);
         LEFTOVER_TRY(prolog);
         if (*prolog) jobs.push_back(**prolog);
     }
@@ -339,7 +349,8 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
         if (not_doubt.count(pid) != 0) continue;
         // slurmd's child running a Prolog: its user is live once a look has found it.
         if (root.slurmd_daemon(process.ppid) && !root.foreign(pid, buf)) {
-            auto prolog = root.prolog_of(pid, buf);
+            int denied = 0;
+            auto prolog = root.prolog_of(pid, buf, denied);
             LEFTOVER_TRY(prolog);
             if (*prolog) {
                 if (seen.prologs.count(pid) != 0) continue;
@@ -347,6 +358,11 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
                     fmt::format("slurmd's child pid {} runs the Prolog of job {} for uid {}", pid, (*prolog)->job_id,
                                 (*prolog)->uid));
             }
+            // Whose job it sets up, if any, cannot be told: a doubt while it is young.
+            if (denied != 0 && process.young && seen.prologs.count(pid) == 0)
+                return std::optional<std::string>(
+                    fmt::format("slurmd's child pid {} may run a Prolog (its environment cannot be read: {})", pid,
+                                errno_text(denied)));
         }
         if (process.program == Program::other || !process.young) continue;
         const bool stepd = process.program == Program::slurmstepd;

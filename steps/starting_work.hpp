@@ -50,8 +50,10 @@ struct PrologJob {
 // through slurmd's own binary as its launcher: the same child, the same environment).
 // No user can make one: it is root's and slurmd's child, and slurmd sets those variables
 // after the job's own SPANK ones, each of which it prefixes with SPANK_. An Epilog's
-// child says epilog_slurmd. A process that exits meanwhile is skipped; a Prolog whose job
-// or uid does not read, or a /proc that cannot be read, is a lookup error.
+// child says epilog_slurmd. A process that exits meanwhile is skipped, and so is one whose
+// environment the kernel refuses to the caller (EACCES, EPERM: a process that is not
+// dumpable, as for a moment of its exec; work_being_set_up counts it as a sign); a Prolog
+// whose job or uid does not read, or a /proc that cannot be read, is a lookup error.
 Result<std::vector<PrologJob>> jobs_in_prolog(const std::string& proc_root);
 
 // The first sign, in pid order, that a job or step is being set up under proc_root, said
@@ -74,7 +76,9 @@ Result<std::vector<PrologJob>> jobs_in_prolog(const std::string& proc_root);
 //    prolog, unless its command line says it runs an epilog (26.05 rewrites it), or
 //  - slurmd's child running a Prolog (as jobs_in_prolog) none of `seen.prologs`: its
 //    user was not live in the last look. One some look found is no sign, whatever it
-//    runs (a script, 24.11's launcher, `slurmstepd spank prolog`).
+//    runs (a script, 24.11's launcher, `slurmstepd spank prolog`); or slurmd's child
+//    whose environment the kernel refuses to the caller, started within the last two
+//    minutes: it may be a Prolog, and whose, nobody can tell.
 // Only a daemon of the caller's pid namespace counts (another one is another host's).
 // Either started within the last two minutes (by <proc_root>/uptime): one without a socket
 // for longer is stuck, not starting, and must not hold every sweep to its deadline.

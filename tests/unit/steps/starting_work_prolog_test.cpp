@@ -5,9 +5,18 @@
 #include "steps/starting_work.hpp"
 #include "support/fake_proc.hpp"
 
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -124,6 +133,68 @@ TEST_CASE("starting work: a Prolog whose job or uid does not read is a lookup er
     REQUIRE_FALSE(jobs.ok());
     CHECK(jobs.error().kind == ErrorKind::lookup);
     CHECK(jobs.error().message.find("slurmd's child pid 70 runs a Prolog") != std::string::npos);
+}
+
+namespace {
+
+// Runs `body` in a child that has lost CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (root
+// then reads only what its mode lets it, as the kernel lets a reader without
+// CAP_SYS_PTRACE read the environ of a process that is not dumpable: not at all); what
+// `body` returns comes back as text, or "no capset" if the drop failed.
+std::string without_dac_override(const std::function<std::string()>& body) {
+    int out[2];
+    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(out[0]);
+        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct data[2]{};
+        std::string text = "no capset";
+        if (::syscall(SYS_capget, &header, data) == 0) {
+            for (const int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH})
+                data[cap / 32].effective &= ~(1U << (cap % 32));
+            if (::syscall(SYS_capset, &header, data) == 0) text = body();
+        }
+        (void)!::write(out[1], text.data(), text.size());
+        ::_exit(0);
+    }
+    ::close(out[1]);
+    std::string text;
+    char chunk[256];
+    for (ssize_t n; (n = ::read(out[0], chunk, sizeof chunk)) > 0;) text.append(chunk, static_cast<std::size_t>(n));
+    ::close(out[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("fault catalogue: slurmd's child whose environment is refused is a doubt while young, not a lookup error") {
+    // Seen in the 24.11 root: "cannot read /proc/717/environ: Permission denied" (slurmd's
+    // child for job 35's Prolog) made a step end a lookup error that killed nothing.
+    PrologNode node;
+    node.add_prolog();
+    REQUIRE(::chmod(node.proc.path("70/environ").c_str(), 0) == 0);
+    const std::string seen = without_dac_override([&] {
+        auto jobs = jobs_in_prolog(node.proc.root());
+        auto found = work_being_set_up(node.proc.root(), SeenSteps{}, no_sockets, {100, 1});
+        if (!jobs.ok()) return "jobs_in_prolog: " + jobs.error().message;
+        if (!found.ok()) return "work_being_set_up: " + found.error().message;
+        return fmt::format("{} job(s) in a Prolog; {}", jobs->size(), found->value_or("no sign"));
+    });
+    CHECK(seen ==
+          "0 job(s) in a Prolog; slurmd's child pid 70 may run a Prolog (its environment cannot be read: "
+          "Permission denied)");
+    // Once a look has seen it (it was live then), or when it is old, it is no sign.
+    SeenSteps seen_it;
+    seen_it.prologs = {70};
+    const std::string later = without_dac_override([&] {
+        auto found = work_being_set_up(node.proc.root(), seen_it, no_sockets, {100, 1});
+        return found.ok() ? found->value_or("no sign") : found.error().message;
+    });
+    CHECK(later == "no sign");
 }
 
 TEST_CASE("starting work: a look that found nothing stands while the pid namespace gives out no root process's id") {
