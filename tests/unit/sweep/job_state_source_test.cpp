@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <optional>
 #include <set>
 
 using namespace leftover;
@@ -28,9 +29,11 @@ TEST_CASE("job state source: the cleanup asks slurmctld with contain, from the j
     request.trigger.job_id = 7;
     request.trigger.job_ending = true;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    // The check it returns asks through the source: the source outlives it, as in a sweep.
+    std::optional<sweep::JobStateSource> source;
     const auto check = [&] {
-        sweep::JobStateSource source(config, request, &controller, deadline, log);
-        return source.cleanup_allocation_check();
+        source.emplace(config, request, &controller, deadline, log);
+        return source->cleanup_allocation_check();
     };
     SUBCASE("the job epilog: one query, the holders back") {
         const AllocationCheck asks = check();
