@@ -38,11 +38,6 @@ constexpr uid_t kOther = 41602;
 // copes. (A (void) cast does not silence warn_unused_result, which fortify turns on.)
 void racing(int /*result*/) {}
 
-bool exists(const std::string& path) {
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0;
-}
-
 void make_dir(const std::string& path, uid_t owner, mode_t mode = 0755) {
     REQUIRE(::mkdir(path.c_str(), mode) == 0);
     REQUIRE(::chown(path.c_str(), owner, owner) == 0);
@@ -131,17 +126,17 @@ TEST_CASE("cleanup files: the user's files, links and emptied directories go, ev
     const CleanupReport report = clean(s.dir.path(), {kUser});
     INFO(errors_of(report));
     CHECK(report.errors.empty());
-    CHECK_FALSE(exists(s.dir / "a"));
-    CHECK_FALSE(exists(s.dir / "d/b"));
-    CHECK(exists(s.dir / "d/roots"));
-    CHECK(exists(s.dir / "d"));
-    CHECK_FALSE(exists(s.dir / "e"));
-    CHECK_FALSE(exists(s.dir / "link"));
-    CHECK_FALSE(exists(s.dir / "dirlink"));
-    CHECK(exists(s.canary));
-    CHECK(exists(s.outside.path()));
-    CHECK(exists(s.dir / "other"));
-    CHECK(exists(s.dir / "rootdir/inside"));
+    CHECK_FALSE(path_exists(s.dir / "a"));
+    CHECK_FALSE(path_exists(s.dir / "d/b"));
+    CHECK(path_exists(s.dir / "d/roots"));
+    CHECK(path_exists(s.dir / "d"));
+    CHECK_FALSE(path_exists(s.dir / "e"));
+    CHECK_FALSE(path_exists(s.dir / "link"));
+    CHECK_FALSE(path_exists(s.dir / "dirlink"));
+    CHECK(path_exists(s.canary));
+    CHECK(path_exists(s.outside.path()));
+    CHECK(path_exists(s.dir / "other"));
+    CHECK(path_exists(s.dir / "rootdir/inside"));
     CHECK(count(report, CleanupOutcome::removed) == 7);  // a, d/b, e/f/g, e/f, e, link, dirlink
     CHECK(totals_of(report, false).bytes == 5 + 1 + 3);
 }
@@ -155,7 +150,7 @@ TEST_CASE("cleanup files: a dry run lists what would go and removes nothing") {
     const CleanupReport report = clean(s.dir.path(), {kUser}, options);
     CHECK(count(report, CleanupOutcome::would_remove) == 2);  // d/b, then d: it would end up empty
     CHECK(count(report, CleanupOutcome::removed) == 0);
-    CHECK(exists(s.dir / "d/b"));
+    CHECK(path_exists(s.dir / "d/b"));
     CHECK(totals_of(report, true).files == 2);
     CHECK(totals_of(report, true).bytes == 2);
 }
@@ -166,11 +161,11 @@ TEST_CASE("cleanup files: a searched directory that is a symlink or not root's i
     make_file(s.dir / "users/f", kUser);
     make_link(s.outside.path(), s.dir / "link", 0);
     const CleanupReport not_roots = clean(s.dir / "users", {kUser});
-    CHECK(exists(s.dir / "users/f"));
+    CHECK(path_exists(s.dir / "users/f"));
     REQUIRE(not_roots.errors.size() == 1);
     CHECK(not_roots.errors.front() == s.dir / "users" + ": owned by uid 41601, not root: not searched");
     const CleanupReport link = clean(s.dir / "link", {kUser});
-    CHECK(exists(s.canary));
+    CHECK(path_exists(s.canary));
     REQUIRE(link.errors.size() == 1);
     CHECK(link.errors.front() == s.dir / "link" + ": a symlink, not searched");
 }
@@ -185,8 +180,8 @@ TEST_CASE("cleanup files: depth, entry count and the deadline bound the walk, an
         CleanupOptions options;
         options.max_depth = 2;
         const CleanupReport report = clean(s.dir.path(), {kUser}, options);
-        CHECK(exists(s.dir / "1/2/3/deep"));
-        CHECK(exists(s.dir / "1"));
+        CHECK(path_exists(s.dir / "1/2/3/deep"));
+        CHECK(path_exists(s.dir / "1"));
         REQUIRE(report.errors.size() == 1);
         CHECK(report.errors.front() == s.dir / "1/2/3" + ": deeper than 2 levels, not searched");
     }
@@ -205,7 +200,7 @@ TEST_CASE("cleanup files: depth, entry count and the deadline bound the walk, an
         CleanupOptions options;
         options.deadline = std::chrono::steady_clock::now();
         const CleanupReport report = clean(s.dir.path(), {kUser}, options);
-        CHECK(exists(s.dir / "f"));
+        CHECK(path_exists(s.dir / "f"));
         CHECK(report.deadline_reached);
         CHECK(report.records.empty());
     }
@@ -294,8 +289,8 @@ TEST_CASE("cleanup files: a symlink swapped in for a judged directory is not fol
         return real_cleanup_calls().open_dir_at(dirfd, name);
     };
     const CleanupReport report = clean(s.dir.path(), {kUser}, {}, calls);
-    CHECK(exists(s.canary));
-    CHECK(exists(s.dir / "moved/f"));
+    CHECK(path_exists(s.canary));
+    CHECK(path_exists(s.dir / "moved/f"));
     REQUIRE(count(report, CleanupOutcome::changed) == 1);
 }
 
@@ -316,7 +311,7 @@ TEST_CASE("cleanup files: an entry replaced between its check and its unlink is 
     };
     const CleanupReport report = clean(s.dir.path(), {kUser}, {}, late);
     REQUIRE(swapped);
-    CHECK(exists(s.dir / "f"));
+    CHECK(path_exists(s.dir / "f"));
     CHECK(count(report, CleanupOutcome::changed) == 1);
     CHECK(count(report, CleanupOutcome::removed) == 0);
 }
@@ -350,19 +345,19 @@ TEST_CASE("cleanup files: a helper swapping a symlink for a directory in a loop 
         clean(s.dir.path(), {kUser});
         ++walks;
         // The swapper may have moved either name meanwhile: put back what is missing.
-        if (!exists(s.dir / "d") && ::mkdir((s.dir / "d").c_str(), 0755) == 0)
+        if (!path_exists(s.dir / "d") && ::mkdir((s.dir / "d").c_str(), 0755) == 0)
             racing(::chown((s.dir / "d").c_str(), kUser, kUser));
-        if (!exists(s.dir / "s") && ::symlink(s.outside.path().c_str(), (s.dir / "s").c_str()) == 0)
+        if (!path_exists(s.dir / "s") && ::symlink(s.outside.path().c_str(), (s.dir / "s").c_str()) == 0)
             racing(::lchown((s.dir / "s").c_str(), kUser, kUser));
-        REQUIRE(exists(s.canary));
-        REQUIRE(exists(s.outside / "canary2"));
+        REQUIRE(path_exists(s.canary));
+        REQUIRE(path_exists(s.outside / "canary2"));
     }
     stop = true;
     swapper.join();
     MESSAGE(walks << " walks against " << swaps.load() << " swaps");
     CHECK(swaps > 0);
-    CHECK(exists(s.canary));
-    CHECK(exists(s.outside / "canary2"));
+    CHECK(path_exists(s.canary));
+    CHECK(path_exists(s.outside / "canary2"));
 }
 
 TEST_CASE("cleanup files: a bind mount under the searched directory is not crossed") {
@@ -374,11 +369,11 @@ TEST_CASE("cleanup files: a bind mount under the searched directory is not cross
         clean_up_tree(s.dir.path(), ObjectKind::file, {kUser}, {}, real_cleanup_calls(), report);
         const bool not_crossed =
             report.errors.size() == 1 && report.errors.front() == s.dir / "mnt" + ": another mount, not crossed";
-        return exists(s.canary) && not_crossed ? 0 : 1;
+        return path_exists(s.canary) && not_crossed ? 0 : 1;
     });
     if (!status) return;
     CHECK(*status == 0);
-    CHECK(exists(s.canary));
+    CHECK(path_exists(s.canary));
 }
 
 TEST_CASE("cleanup files: on overlayfs a file's layer device is not another mount") {
@@ -406,14 +401,14 @@ TEST_CASE("cleanup files: on overlayfs a file's layer device is not another moun
         CleanupReport report;
         clean_up_tree(s.dir.path(), ObjectKind::file, {kUser}, {}, real_cleanup_calls(), report);
         for (const std::string& e : report.errors) ::fprintf(stderr, "error: %s\n", e.c_str());
-        const bool all_gone = report.errors.empty() && !exists(s.dir / "old") && !exists(s.dir / "sub") &&
-                              !exists(s.dir / "link") && exists("/etc/passwd");
+        const bool all_gone = report.errors.empty() && !path_exists(s.dir / "old") && !path_exists(s.dir / "sub") &&
+                              !path_exists(s.dir / "link") && path_exists("/etc/passwd");
         return all_gone ? (devices_differ ? 0 : 3) : 1;
     });
     if (!status) return;
     if (*status == 3) MESSAGE("this kernel reports the overlay's device for files too");
     CHECK((*status == 0 || *status == 3));
-    CHECK(exists(lower / "old"));  // the lower layer is never written: a whiteout hides it
+    CHECK(path_exists(lower / "old"));  // the lower layer is never written: a whiteout hides it
 }
 
 TEST_CASE("cleanup files: a directory on another device, or an entry of another mount id, is not entered or removed") {
@@ -434,9 +429,9 @@ TEST_CASE("cleanup files: a directory on another device, or an entry of another 
         return rc;
     };
     const CleanupReport report = clean(s.dir.path(), {kUser}, {}, calls);
-    CHECK_FALSE(exists(s.dir / "layer-file"));
-    CHECK(exists(s.dir / "subvolume/inside"));
-    CHECK(exists(s.dir / "bound-file"));
+    CHECK_FALSE(path_exists(s.dir / "layer-file"));
+    CHECK(path_exists(s.dir / "subvolume/inside"));
+    CHECK(path_exists(s.dir / "bound-file"));
     INFO(errors_of(report));
     CHECK(report.errors.size() == 2);
     for (const std::string name : {"bound-file", "subvolume"}) {

@@ -32,12 +32,6 @@ constexpr uid_t kUser = 41851;
 // No step socket in the spool dirs.
 const StepLister no_sockets = []() -> Result<std::set<std::string>> { return std::set<std::string>{}; };
 
-std::string nul_separated(const std::vector<std::string>& parts) {
-    std::string text;
-    for (const std::string& part : parts) text += part + '\0';
-    return text;
-}
-
 // The environment slurmd 22.05 gives a Prolog (prep_script_slurmd.c _build_env), as
 // /proc/<pid>/environ shows it.
 std::string prolog_environ(std::uint32_t job, uid_t uid, const std::string& context = "prolog_slurmd") {

@@ -49,6 +49,13 @@ inline ProcessTable scan_ok(const ScanOptions& options) {
     return std::move(result).value();
 }
 
+// Parts as /proc writes cmdline and environ: each ended by a NUL.
+inline std::string nul_separated(const std::vector<std::string>& parts) {
+    std::string text;
+    for (const std::string& part : parts) text += part + '\0';
+    return text;
+}
+
 inline const Process& get(const ProcessTable& table, pid_t pid) {
     const Process* p = table.find(pid);
     REQUIRE_MESSAGE(p != nullptr, "pid " << pid << " missing from the table");

@@ -9,6 +9,12 @@
 
 namespace leftover::test {
 
+// Whether anything (a dangling symlink too) is at `path`.
+inline bool path_exists(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
 class TempDir {
 public:
     TempDir();

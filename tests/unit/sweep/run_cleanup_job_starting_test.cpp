@@ -23,17 +23,6 @@ using namespace leftover::test;
 
 namespace {
 
-bool exists(const std::string& path) {
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0;
-}
-
-std::string nul_separated(const std::vector<std::string>& parts) {
-    std::string text;
-    for (const std::string& part : parts) text += part + '\0';
-    return text;
-}
-
 // A pipeline (PrologFlags=contain) whose config cleans `files` in a temp dir holding one
 // file of the pipeline's uid.
 struct JobSetupPipeline : Pipeline {
@@ -71,14 +60,14 @@ TEST_CASE("fault catalogue: the user of a job in its Prolog here keeps her files
     pipeline.use(node);
     SUBCASE("the job epilog of her previous job removes nothing of hers, and says why") {
         pipeline.run(pipeline.config());
-        CHECK(exists(pipeline.users_file));
+        CHECK(path_exists(pipeline.users_file));
         CHECK(pipeline.sink.count("cleanup: removed") == 0);
         CHECK(pipeline.sink.count("job 8 is in its Prolog here (slurmd's child pid 70): uid 41852 is live") == 1);
     }
     SUBCASE("without the Prolog her files go") {
         node.remove("70");
         pipeline.run(pipeline.config());
-        CHECK_FALSE(exists(pipeline.users_file));
+        CHECK_FALSE(path_exists(pipeline.users_file));
     }
     SUBCASE("a process of hers is kept as a live job's") {
         node.add_process({.pid = 200, .uids = {41852, 41852, 41852, 41852}, .gids = {41852, 41852, 41852, 41852}});
@@ -119,7 +108,7 @@ TEST_CASE("fault catalogue: a job being set up on the node stops the cleanup, al
     node.symlink("pipe:[7000]", "50/fd/12");
     pipeline.use(node);
     pipeline.run(pipeline.config());
-    CHECK(exists(pipeline.users_file));
+    CHECK(path_exists(pipeline.users_file));
     CHECK(pipeline.sink.count(
               "cleanup: nothing removed: a job is starting on this node (slurmstepd pid 300 has no step socket yet)") ==
           1);
@@ -134,24 +123,24 @@ TEST_CASE("fault catalogue: with contain the job epilog's cleanup asks slurmctld
         pipeline.controller.live.uids = {41854};
         pipeline.run(pipeline.config());
         CHECK(pipeline.controller.calls == 1);
-        CHECK(exists(pipeline.users_file));
+        CHECK(path_exists(pipeline.users_file));
         CHECK(pipeline.sink.count("cleanup: removed") == 0);
     }
     SUBCASE("slurmctld cannot be asked: nothing removed") {
         pipeline.controller.error = Error::lookup("squeue: timed out", ErrorSource::controller);
         pipeline.run(pipeline.config());
         CHECK(pipeline.controller.calls == 1);
-        CHECK(exists(pipeline.users_file));
+        CHECK(path_exists(pipeline.users_file));
         CHECK(pipeline.sink.count("cleanup: nothing removed: lookup error: squeue: timed out") == 1);
     }
     SUBCASE("slurmctld clears her: her files go after that one query") {
         pipeline.run(pipeline.config());
         CHECK(pipeline.controller.calls == 1);
-        CHECK_FALSE(exists(pipeline.users_file));
+        CHECK_FALSE(path_exists(pipeline.users_file));
     }
     SUBCASE("cleanup off: slurmctld is not asked") {
         pipeline.run(fmt::format("grace: 1\ncleanup_dirs: [{}]\n", pipeline.scratch.path()));
         CHECK(pipeline.controller.calls == 0);
-        CHECK(exists(pipeline.users_file));
+        CHECK(path_exists(pipeline.users_file));
     }
 }

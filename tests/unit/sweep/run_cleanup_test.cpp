@@ -27,11 +27,6 @@ using namespace leftover::test;
 
 namespace {
 
-bool exists(const std::string& path) {
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0;
-}
-
 // A guard's inputs for one candidate uid: nothing failed, no process, no live work.
 struct GuardCase {
     Config config;
@@ -177,8 +172,8 @@ TEST_CASE("run cleanup: after a kill the swept user's files go, one line each an
     const KillReport report = pipeline.run(pipeline.config());
     CHECK(wait_gone(stray));
     CHECK_FALSE(report.error);
-    CHECK_FALSE(exists(pipeline.users_file));
-    CHECK(exists(pipeline.roots_file));
+    CHECK_FALSE(path_exists(pipeline.users_file));
+    CHECK(path_exists(pipeline.roots_file));
     CHECK(pipeline.sink.level_of(pipeline.removed_line()) == LogLevel::info);
     const std::string summary = pipeline.summary();
     CHECK(summary.starts_with("job 7 epilog (user rs.user uid 41611): swept [rs.user]; killed 1; "));
@@ -199,8 +194,8 @@ TEST_CASE("run cleanup: a cleanup that throws still leaves the sweep its summary
 TEST_CASE("run cleanup: the job's user who left no process is cleaned at the job's epilog") {
     CleanupPipeline pipeline(41612);
     pipeline.run(pipeline.config());
-    CHECK_FALSE(exists(pipeline.users_file));
-    CHECK(exists(pipeline.roots_file));
+    CHECK_FALSE(path_exists(pipeline.users_file));
+    CHECK(path_exists(pipeline.roots_file));
     CHECK(pipeline.sink.count(pipeline.removed_line()) == 1);
 }
 
@@ -230,7 +225,7 @@ TEST_CASE("run cleanup: cleanup off, a dry run, a protected user and a lookup er
                   pipeline.sink.count("cleanup: nothing removed: an account lookup failed in this evaluation") ==
               1);
     }
-    CHECK(exists(pipeline.users_file));
+    CHECK(path_exists(pipeline.users_file));
     CHECK(pipeline.sink.count("cleanup: removed") == 0);
 }
 
@@ -239,7 +234,7 @@ TEST_CASE("run cleanup: a dry run lists the files a stray's user would leave, an
     const pid_t stray = spawn_as(41615, {"sleep", "600"});
     pipeline.run(pipeline.config("dry_run: true\n"));
     CHECK(is_running(stray));
-    CHECK(exists(pipeline.users_file));
+    CHECK(path_exists(pipeline.users_file));
     CHECK(pipeline.sink.count(fmt::format("cleanup: would remove file path='{}' uid=41615 bytes=4 (dry run)",
                                           pipeline.users_file)) == 1);
     CHECK(pipeline.summary().find("would kill 1; ") != std::string::npos);
@@ -255,7 +250,7 @@ TEST_CASE("run cleanup: leftover check shows what a sweep would remove and remov
     REQUIRE(check->cleanup);
     CHECK(totals_of(*check->cleanup, true).files == 1);
     CHECK(check->cleanup->records.at(0).outcome == CleanupOutcome::would_remove);
-    CHECK(exists(pipeline.users_file));
+    CHECK(path_exists(pipeline.users_file));
     CHECK(is_running(stray));
 }
 
@@ -292,14 +287,14 @@ TEST_CASE("run cleanup: in the job's epilog a reaped other user is cleaned too, 
     SUBCASE("scope node") {
         pipeline.run(pipeline.config());
         CHECK(wait_gone(stray));
-        CHECK_FALSE(exists(others_file));
+        CHECK_FALSE(path_exists(others_file));
     }
     SUBCASE("scope job_user") {
         pipeline.run(pipeline.config("scope: job_user\n"));
         CHECK(is_running(stray));
-        CHECK(exists(others_file));
+        CHECK(path_exists(others_file));
     }
-    CHECK_FALSE(exists(pipeline.users_file));
+    CHECK_FALSE(path_exists(pipeline.users_file));
     kill_all_of(41617);
 }
 
@@ -312,22 +307,22 @@ TEST_CASE("run cleanup: without contain, the job's user who slurmctld says holds
         pipeline.controller.live.uids = {41622};
         pipeline.run(pipeline.config());
         CHECK(pipeline.controller.calls > 0);
-        CHECK(exists(pipeline.users_file));
+        CHECK(path_exists(pipeline.users_file));
         CHECK(pipeline.sink.count("cleanup: removed") == 0);
     }
     SUBCASE("slurmctld cannot be asked") {
         pipeline.controller.error = Error::lookup("squeue: timed out", ErrorSource::controller);
         pipeline.run(pipeline.config());
         CHECK(pipeline.controller.calls > 0);
-        CHECK(exists(pipeline.users_file));
+        CHECK(path_exists(pipeline.users_file));
         CHECK(pipeline.sink.count("cleanup: nothing removed: lookup error: squeue: timed out") == 1);
     }
     SUBCASE("slurmctld says she holds none: her files go, after one query") {
         pipeline.run(pipeline.config());
         CHECK(pipeline.controller.calls == 1);
-        CHECK_FALSE(exists(pipeline.users_file));
+        CHECK_FALSE(path_exists(pipeline.users_file));
     }
-    CHECK(exists(pipeline.roots_file));
+    CHECK(path_exists(pipeline.roots_file));
 }
 
 TEST_CASE("run cleanup: without contain, a reaped user and the job's user are cleared in one query together") {
@@ -340,15 +335,15 @@ TEST_CASE("run cleanup: without contain, a reaped user and the job's user are cl
     SUBCASE("both hold nothing here") {
         pipeline.run(pipeline.config());
         CHECK(wait_gone(stray));
-        CHECK_FALSE(exists(pipeline.users_file));
-        CHECK_FALSE(exists(job_users_file));
+        CHECK_FALSE(path_exists(pipeline.users_file));
+        CHECK_FALSE(path_exists(job_users_file));
     }
     SUBCASE("the job's user holds an allocation here") {
         pipeline.controller.live.uids = {41624};
         pipeline.run(pipeline.config());
         CHECK(wait_gone(stray));
-        CHECK_FALSE(exists(pipeline.users_file));
-        CHECK(exists(job_users_file));
+        CHECK_FALSE(path_exists(pipeline.users_file));
+        CHECK(path_exists(job_users_file));
     }
     kill_all_of(41624);
 }
@@ -359,13 +354,13 @@ TEST_CASE("run cleanup: a process that holds the user as any one of its four uid
     pipeline.use(fake);
     SUBCASE("no process of hers: her files go") {
         pipeline.run(pipeline.config());
-        CHECK_FALSE(exists(pipeline.users_file));
+        CHECK_FALSE(path_exists(pipeline.users_file));
     }
     // A setuid-root program she runs has uids U/0/0/0 and a /proc entry of root's.
     const auto with_uids = [&](Uids uids, std::optional<uid_t> owner) {
         fake.add_process({.pid = 200, .uids = uids, .owner = owner, .gids = {0, 0, 0, 0}});
         pipeline.run(pipeline.config());
-        CHECK(exists(pipeline.users_file));
+        CHECK(path_exists(pipeline.users_file));
         CHECK(pipeline.sink.count("cleanup: removed") == 0);
     };
     SUBCASE("real") { with_uids({41625, 0, 0, 0}, 0); }
@@ -381,7 +376,7 @@ TEST_CASE("run cleanup: a real process running with the user's real uid and root
     const pid_t setuid_style = spawn_with_uids(41627, 0, 0, {"sleep", "600"});
     pipeline.run(pipeline.config());
     CHECK(is_running(setuid_style));
-    CHECK(exists(pipeline.users_file));
+    CHECK(path_exists(pipeline.users_file));
     CHECK(pipeline.sink.count("cleanup: removed") == 0);
     ::kill(setuid_style, SIGKILL);
     CHECK(wait_gone(setuid_style));
