@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The randomized soak (tests/soak/, python3 -m soak.soak) in each configuration, one after the other:
-#   scripts/soak.sh [--minutes M] [--seed N] [--configs "linuxproc cgroup-contain ..."] [--controls] [--load K]
+#   scripts/soak.sh [--minutes M] [--seed N] [--configs "linuxproc cgroup-contain@2 ..."] [--controls] [--load K]
 #                   [--uid-base B]
 # M defaults to 1 per configuration, N to a new random seed (printed, the same for every
 # configuration); --controls first runs the positive controls, which must report violations
 # (wrong-kill, stray-left, and lie: a fake leftover that logs nothing);
-# --load K runs K busy loops beside each cluster.
+# --load K runs K busy loops beside each cluster; a configuration named <config>@K runs K
+# beside its own. A failed run's last line names the seed and the command that replays it.
 # LEFTOVER_PLUGIN names the plugin (default build/release/spank/leftover.so).
 # LEFTOVER_SOAK_OUT: where the logs and a failed run's evidence go (default /tmp; a run in a
 # release's root, whose /tmp vanishes, names a directory of the tree).
@@ -99,12 +100,16 @@ if [ "$controls" = 1 ]; then
   done
 fi
 read -r -a config_list <<<"$configs"
-for config in "${config_list[@]}"; do
+failed_configs=()
+for entry in "${config_list[@]}"; do
   rc=0
+  config=${entry%@*}
+  config_load=$load
+  [ "$entry" = "$config" ] || config_load=${entry#*@}
   log="$out/leftover-soak-$config$tag.log"
-  locked /usr/bin/python3 -m soak.soak --seed "$seed" --minutes "$minutes" --config "$config" --load "$load" \
+  locked /usr/bin/python3 -m soak.soak --seed "$seed" --minutes "$minutes" --config "$config" --load "$config_load" \
     2>&1 | tee "$log" || rc=$?
-  [ "$rc" -eq 0 ] || failed=1
+  [ "$rc" -eq 0 ] || { failed=1; failed_configs+=("$entry"); }
   add_counts "$log"
   results+=("$(grep -m1 '^soak witness' "$log" | sed "s/^soak/soak $config/" || true)")
   results+=("$(grep -m1 '^soak violations' "$log" | sed "s/^soak/soak $config/" || echo "soak $config: no summary (exit $rc)")")
@@ -113,5 +118,11 @@ printf '%s\n' "${results[@]}"
 counts=""
 for key in "${keys[@]}"; do counts+=", $key ${total[$key]}"; done
 [ "$controls" = 0 ] || counts+=", controls caught $caught of 3"
-[ "$failed" -eq 0 ] || { echo "soak: FAILED (seed $seed, $minutes min x ${#config_list[@]} configurations$counts)"; exit 1; }
+if [ "$failed" -ne 0 ]; then
+  replay="scripts/soak.sh --seed $seed --minutes $minutes --load $load${uid_base:+ --uid-base $uid_base}"
+  [ "${#failed_configs[@]}" -eq 0 ] || replay+=" --configs '${failed_configs[*]}'"
+  [ "$controls" = 0 ] || [ "$caught" -eq 3 ] || replay+=" --controls"
+  echo "soak: FAILED (seed $seed, $minutes min x ${#config_list[@]} configurations$counts; replay: $replay)"
+  exit 1
+fi
 echo "soak: passed (seed $seed, $minutes min x ${#config_list[@]} configurations$counts)"

@@ -111,7 +111,10 @@ exit 0
 
 
 # soak-tracer PROGRAM ARGS...: a stray that runs PROGRAM as its child and traces it
-# (PTRACE_ATTACH by its parent, as a debugger would), passing on every signal.
+# (by its parent, as a debugger would), passing on every signal the child is sent.
+# PTRACE_SEIZE with PTRACE_O_TRACEEXEC: no attach stop and no SIGTRAP at the child's
+# exec (with PTRACE_ATTACH an attach before the exec made the kernel send it SIGTRAP,
+# which passed on killed it: a death of the harness's own making).
 SOAK_TRACER = r'''#!/usr/bin/python3
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -119,7 +122,7 @@ libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_
 child = os.fork()
 if child == 0:
     os.execv(sys.argv[1], sys.argv[1:])
-libc.ptrace(16, child, None, None)  # PTRACE_ATTACH
+libc.ptrace(0x4206, child, None, ctypes.c_void_p(0x10))  # PTRACE_SEIZE, PTRACE_O_TRACEEXEC
 while True:
     try:
         _, status = os.waitpid(child, 0)
@@ -127,7 +130,8 @@ while True:
         break
     if not os.WIFSTOPPED(status):
         break
-    sig = os.WSTOPSIG(status)
+    # An event stop (the exec's, a group stop) passes no signal on.
+    sig = 0 if status >> 16 else os.WSTOPSIG(status)
     libc.ptrace(7, child, None, ctypes.c_void_p(sig))  # PTRACE_CONT, the signal passed on
 '''
 
