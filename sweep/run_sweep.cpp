@@ -263,9 +263,10 @@ private:
     // After the summary: a metrics file that cannot be written is one more log line.
     void count_in_metrics(bool dry_run, Clock::time_point until, std::optional<DrainResult> drain = std::nullopt) {
         const bool users = loaded_.metrics && loaded_.metrics->users;
-        record_metrics(loaded_.metrics,
-                       sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain}),
-                       log_, until);
+        record_metrics(
+            loaded_.metrics,
+            sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain, std::nullopt}),
+            log_, until);
     }
 
     const ConfigAndExemptions& loaded_;
@@ -310,9 +311,10 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
         else
             seen.error = result.error();
         const bool users = loaded.metrics && loaded.metrics->users;
-        record_metrics(loaded.metrics,
-                       sample_of({MetricsTrigger::check, seen, true, users, request.started, std::nullopt}), log,
-                       metrics_until);
+        record_metrics(
+            loaded.metrics,
+            sample_of({MetricsTrigger::check, seen, true, users, request.started, std::nullopt, std::nullopt}), log,
+            metrics_until);
         return result;
     };
     if (!loaded.config.ok()) return recorded(loaded.config.error());
