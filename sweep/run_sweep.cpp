@@ -10,6 +10,7 @@
 #include "sweep/record_metrics.hpp"
 #include "sweep/report.hpp"
 #include "sweep/run_cleanup.hpp"
+#include "sweep/turn.hpp"
 
 #include <fmt/format.h>
 
@@ -155,6 +156,15 @@ private:
                                   request_.trigger.label));
             return report_;
         }
+        // Sweeps of one node take turns (sweep/turn.hpp): from before the first evaluation,
+        // so that a sweep that waited judges afresh what the other left, until the drain's
+        // record and the cleanup are done. A dry run signals nothing and takes no turn.
+        std::optional<NodeTurn> turn;
+        if (!config.dry_run) {
+            turn = NodeTurn::take(request_, deadline, log_);
+            turn_ = turn->outcome();
+            if (turn->missed()) return stop(turn->missed_error(), false, deadline);
+        }
         Evaluation evaluation = make_evaluation(config, exemptions, request_, accounts_, job_state);
         const KillOptions options = kill_options(config, deadline, evaluation, job_state);
         report_ = execute_kills([&] { return evaluation(); }, options);
@@ -171,6 +181,7 @@ private:
         const drain::DrainOutcome drain = drain::drain_on_survivors(config, drain_context, report_, controller_);
         log_drain(log_, drain);
         const auto cleanup = clean_up(config, exemptions, evaluation, job_state, deadline);
+        if (turn) turn->release();  // the summary and the metrics (locked on their own) need no turn
         log_summary(&evaluation, deadline, cleanup);
         count_in_metrics(config.dry_run, deadline, drain.request ? std::optional(drain.request->result) : std::nullopt);
         return report_;
@@ -265,8 +276,8 @@ private:
         const bool users = loaded_.metrics && loaded_.metrics->users;
         record_metrics(
             loaded_.metrics,
-            sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain, std::nullopt}),
-            log_, until);
+            sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain, turn_}), log_,
+            until);
     }
 
     const ConfigAndExemptions& loaded_;
@@ -276,6 +287,7 @@ private:
     Logger& log_;
     SummaryInput summary_;
     KillReport report_;
+    std::optional<SweepTurn> turn_;  // how the sweep got its turn, when it took one
 };
 
 }  // namespace
