@@ -62,9 +62,9 @@ constexpr Family kFamilies[] = {
      "failed (slurmctld could not be asked or refused).",
      "result", kDrainWords},
     {"leftover_sweep_turns_total", "counter",
-     "Sweeps that may signal (not dry runs nor checks), by how they got their turn on the node: free (no other "
-     "sweep held it), waited (after another sweep of the node), missed (another held it until the deadline: "
-     "nothing judged), alone (the lock file could not be used: swept without taking turns).",
+     "Sweeps whose first plan would signal (not dry runs nor checks), by how they got their turn on the node: "
+     "free (no other sweep held it), waited (after another sweep of the node), missed (another held it until the "
+     "deadline: nothing signalled), alone (the lock file could not be used: swept without taking turns).",
      "turn", kTurnWords},
     {"leftover_last_evaluation_timestamp_seconds", "gauge",
      "When the last evaluation ended, in seconds since the epoch.", ""},

@@ -20,11 +20,11 @@ namespace leftover {
 // What started an evaluation: a step's end, a job's epilog, `leftover sweep`, `leftover check`.
 enum class MetricsTrigger { step, epilog, sweep, check };
 
-// How a sweep that may signal got its turn on the node (sweeps of one node take turns,
-// sweep/turn.hpp): the label of leftover_sweep_turns_total. free: no other sweep held
-// it; waited: after another sweep of the node; missed: another held it until this
-// sweep's deadline, so nothing was judged; alone: the lock file could not be used, so
-// the sweep ran without taking turns.
+// How a sweep whose first plan would signal got its turn on the node (sweeps of one node
+// take turns, sweep/turn.hpp): the label of leftover_sweep_turns_total. free: no other
+// sweep held it; waited: after another sweep of the node; missed: another held it until
+// this sweep's deadline, so nothing was signalled; alone: the lock file could not be
+// used, so the sweep ran without taking turns.
 enum class SweepTurn { free, waited, missed, alone };
 
 // What a drain request came to: the label of leftover_node_drains_total.
@@ -44,7 +44,7 @@ struct EvaluationSample {
     double duration_seconds = 0;
     std::map<std::string, std::uint64_t> killed_by_user;  // only with metrics_users: true
     std::optional<DrainResult> drain;                     // when this evaluation asked for a drain
-    std::optional<SweepTurn> turn;                        // a sweep that may signal (not a dry run nor a check)
+    std::optional<SweepTurn> turn;                        // a sweep that would signal (not a dry run nor a check)
     // false: no evaluation, only a drain to count (check --health --drain, whose check
     // was counted already): every other field is ignored.
     bool evaluation = true;

@@ -156,18 +156,29 @@ private:
                                   request_.trigger.label));
             return report_;
         }
-        // Sweeps of one node take turns (sweep/turn.hpp): from before the first evaluation,
-        // so that a sweep that waited judges afresh what the other left, until the drain's
-        // record and the cleanup are done. A dry run signals nothing and takes no turn.
+        Evaluation evaluation = make_evaluation(config, exemptions, request_, accounts_, job_state);
+        const KillOptions options = kill_options(config, deadline, evaluation, job_state);
+        // Sweeps of one node take turns (sweep/turn.hpp). The first plan is made before:
+        // a sweep with nothing to signal (most step ends) never waits out another's grace,
+        // and a dry run takes no turn. One that would signal takes the turn and holds it
+        // through the drain's record and the cleanup; one that had to wait plans afresh,
+        // so that it judges only what the other left.
+        std::optional<Result<Plan>> planned = evaluation();
         std::optional<NodeTurn> turn;
-        if (!config.dry_run) {
+        if (!config.dry_run && planned->ok() && !(*planned)->kills().empty()) {
             turn = NodeTurn::take(request_, deadline, log_);
             turn_ = turn->outcome();
             if (turn->missed()) return stop(turn->missed_error(), false, deadline);
+            if (turn_ == SweepTurn::waited) planned.reset();
         }
-        Evaluation evaluation = make_evaluation(config, exemptions, request_, accounts_, job_state);
-        const KillOptions options = kill_options(config, deadline, evaluation, job_state);
-        report_ = execute_kills([&] { return evaluation(); }, options);
+        report_ = execute_kills(
+            [&]() -> Result<Plan> {
+                if (!planned) return evaluation();
+                Result<Plan> plan = std::move(*planned);
+                planned.reset();
+                return plan;
+            },
+            options);
         log_outcome(config, evaluation, options.stop_rounds);
         drain::DrainContext drain_context;
         drain_context.label = request_.trigger.label;

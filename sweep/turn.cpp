@@ -40,7 +40,7 @@ NodeTurn NodeTurn::take(const SweepRequest& request, std::chrono::steady_clock::
 
 Error NodeTurn::missed_error() const {
     return Error::lookup(fmt::format("another sweep of this node held its turn (lock {}) until this sweep's "
-                                     "deadline, {:.1f} s: nothing judged",
+                                     "deadline ({:.1f} s waited)",
                                      path_, waited_.count()),
                          ErrorSource::deadline);
 }

@@ -3,11 +3,13 @@
 // and `leftover sweep`, end up sweeping one node at once; two sweeps that stop, continue
 // and signal the same processes undo each other's work (one's SIGCONT crosses the
 // other's SIGSTOP) and spend their deadlines on it, so that none reaches SIGKILL. So a
-// sweep that may signal takes the node's turn first: an flock on
-// leftover-sweep-<node>.lock in the node's SlurmdSpoolDir (beside its survivors' record),
-// held from before its first evaluation until its drain and cleanup are done. A later
-// sweep waits for it, by its own deadline, and then evaluates afresh: it judges only
-// what the first one left. A dry run and `leftover check` signal nothing and take none.
+// sweep whose first plan would signal takes the node's turn before its first signal: an
+// flock on leftover-sweep-<node>.lock in the node's SlurmdSpoolDir (beside its
+// survivors' record), held until its drain and cleanup are done. A later sweep waits for
+// it, by its own deadline, and then plans afresh: it judges only what the first left. A
+// sweep with nothing to signal (most step ends), a dry run and `leftover check` take
+// none: reading /proc and the step sockets while another sweep signals is harmless, and
+// a step end must not wait out another sweep's grace for nothing.
 #pragma once
 
 #include "errors/error.hpp"
@@ -36,9 +38,9 @@ public:
                          std::chrono::milliseconds poll = std::chrono::milliseconds(10));
 
     SweepTurn outcome() const { return outcome_; }
-    // Another sweep held the turn until the deadline: this one must judge nothing.
+    // Another sweep held the turn until the deadline: this one must signal nothing.
     bool missed() const { return outcome_ == SweepTurn::missed; }
-    // Why a missed turn judged nothing, for the report and the summary.
+    // Why a missed turn signalled nothing, for the report and the summary.
     Error missed_error() const;
     void release();
 

@@ -192,12 +192,12 @@ TEST_CASE("sweep turns: a sweep whose deadline passes while another holds the tu
     REQUIRE(report.error);
     CHECK(report.error->source == ErrorSource::deadline);
     CHECK(report.actions.empty());
-    CHECK(report.evaluations == 0);  // nothing judged
+    CHECK(report.evaluations == 0);  // its first plan was made, no kill started from it
     CHECK(is_running(stray));
     const std::string says =
-        "lookup error: another sweep of this node held its turn (lock " + lock_path + ") until this sweep's deadline, ";
+        "lookup error: another sweep of this node held its turn (lock " + lock_path + ") until this sweep's deadline (";
     CHECK(pipeline.sink.level_of(says) == LogLevel::err);
-    CHECK(pipeline.sink.count(": nothing judged; nothing killed") == 1);
+    CHECK(pipeline.sink.count(" s waited); nothing killed") == 1);
     const std::string summary = pipeline.summary();
     CHECK(summary.starts_with("job 7 epilog (user rs.user uid 41343): swept []; killed 0; "));
     CHECK(summary.find("; lookup errors 1; ") != std::string::npos);
@@ -226,11 +226,6 @@ TEST_CASE("sweep turns: a sweep lock that cannot be used leaves the sweep to run
         pipeline.dir.write("spool/leftover-sweep-n1.lock", "", 0666);
         says = "sweep lock: lock file " + lock_path + ": must be a file of uid 0 that only it can open";
     }
-    SUBCASE("no spool dir known") {
-        pipeline.request.node.spool_dir.clear();
-        pipeline.request.node.prolog_contain = true;
-        says = "sweep lock: no SlurmdSpoolDir is known for this node; ";
-    }
     const pid_t stray = spawn_as(41344, {"sleep", "600"});
     const KillReport report = pipeline.run(fmt::format("grace: 0\nmetrics_file: {}\n", metrics));
     INFO(pipeline.sink.text());
@@ -239,7 +234,6 @@ TEST_CASE("sweep turns: a sweep lock that cannot be used leaves the sweep to run
     CHECK(pipeline.sink.level_of(says) == LogLevel::warn);
     CHECK(pipeline.sink.count("this sweep runs without taking turns with other sweeps of this node") == 1);
     CHECK(metrics_in(metrics).value("leftover_sweep_turns_total", "alone") == 1);
-    if (pipeline.request.node.spool_dir.empty()) return;  // no step sockets to read either: a lookup error
     CHECK_FALSE(report.error);
     CHECK(action_for(report, stray, SIGKILL) != nullptr);
     CHECK(wait_gone(stray));
@@ -260,4 +254,35 @@ TEST_CASE("sweep turns: a dry run takes no turn and does not wait for a sweep in
     CHECK(pipeline.sink.count("sweep lock") == 0);
     CHECK(pipeline.sink.count("waited ") == 0);
     CHECK(is_running(stray));
+}
+
+TEST_CASE("sweep turns: a sweep with nothing to signal does not wait for a sweep in progress") {
+    // Most step ends: another user's stray being swept must not hold them for its grace.
+    Pipeline pipeline(41346);
+    auto held = FileLock::open(sweep::turn_lock_path(pipeline.request.node.spool_dir, "n1"));
+    REQUIRE(held.ok());
+    REQUIRE(held->take(Clock::now()).value() == FileLock::Taken::at_once);  // held for the whole test
+    const std::string metrics = pipeline.dir / "leftover.prom";
+    const KillReport report = pipeline.run(fmt::format("grace: 0\nmetrics_file: {}\n", metrics));
+    INFO(pipeline.sink.text());
+    CHECK_FALSE(report.error);  // one that waited for this lock would miss its turn
+    CHECK(report.first_plan.kills().empty());
+    CHECK(pipeline.sink.count("sweep lock") == 0);
+    CHECK(pipeline.sink.count("waited ") == 0);
+    const Metrics counted = metrics_in(metrics);
+    for (const char* turn : {"free", "waited", "missed", "alone"})
+        CHECK(counted.value("leftover_sweep_turns_total", turn) == 0);
+}
+
+TEST_CASE("sweep turns: a node without a known spool dir sweeps alone and says so") {
+    RecordingSink sink;
+    sweep::Logger log(sink);
+    sweep::SweepRequest request;
+    request.node.node_name = "n1";
+    sweep::NodeTurn turn = sweep::NodeTurn::take(request, Clock::now() + 1s, log);
+    CHECK(turn.outcome() == SweepTurn::alone);
+    CHECK_FALSE(turn.missed());
+    CHECK(sink.level_of("sweep lock: no SlurmdSpoolDir is known for this node; this sweep runs without taking "
+                        "turns with other sweeps of this node") == LogLevel::warn);
+    CHECK_FALSE(path_exists("/leftover-sweep-n1.lock"));
 }
