@@ -3,6 +3,7 @@
 
 #include "errors/error.hpp"
 #include "util/errno_text.hpp"
+#include "util/escape.hpp"
 #include "util/unique_fd.hpp"
 #include "util/whole_number.hpp"
 
@@ -88,13 +89,8 @@ bool name_of_hex(std::string_view hex, std::string& out) {
 }  // namespace
 
 std::string survivor_record_path(const std::string& spool_dir, const std::string& node_name) {
-    std::string name = node_name;
-    for (char& c : name)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-'))
-            c = '_';
     const bool slash = !spool_dir.empty() && spool_dir.back() == '/';
-    return spool_dir + (slash ? "" : "/") + "leftover-survivors-" + name;
+    return spool_dir + (slash ? "" : "/") + "leftover-survivors-" + file_name_part(node_name);
 }
 
 Result<std::vector<RecordedSurvivor>> read_survivor_record(const RecordPlace& place) {

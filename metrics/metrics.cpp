@@ -17,6 +17,7 @@ constexpr std::array<std::string_view, 4> kTriggerWords = {"step", "epilog", "sw
 constexpr std::array<std::string_view, 7> kFailureWords = {"config",         "users_file", "step_socket", "controller",
                                                            "account_lookup", "deadline",   "proc"};
 constexpr std::array<std::string_view, 3> kDrainWords = {"drained", "kept", "failed"};
+constexpr std::array<std::string_view, 4> kTurnWords = {"free", "waited", "missed", "alone"};
 constexpr std::array<std::string_view, 2> kSignalWords = {"SIGTERM", "SIGKILL"};
 // Every reason but stray (a stray is killed, not kept), in the log's words.
 constexpr auto kKeptWords = [] {
@@ -60,6 +61,11 @@ constexpr Family kFamilies[] = {
      "(check --health --drain), by result: drained, kept (already drained, draining or down: its reason kept), "
      "failed (slurmctld could not be asked or refused).",
      "result", kDrainWords},
+    {"leftover_sweep_turns_total", "counter",
+     "Sweeps whose first plan would signal (not dry runs nor checks), by how they got their turn on the node: "
+     "free (no other sweep held it), waited (after another sweep of the node), missed (another held it until the "
+     "deadline: nothing signalled), alone (the lock file could not be used: swept without taking turns).",
+     "turn", kTurnWords},
     {"leftover_last_evaluation_timestamp_seconds", "gauge",
      "When the last evaluation ended, in seconds since the epoch.", ""},
     {"leftover_last_evaluation_duration_seconds", "gauge", "How long the last evaluation took, in seconds.", ""},
@@ -164,6 +170,7 @@ bool is_our_comment(std::string_view line) {
 
 const char* to_string(MetricsTrigger trigger) { return word_of(static_cast<std::size_t>(trigger), kTriggerWords); }
 const char* to_string(DrainResult result) { return word_of(static_cast<std::size_t>(result), kDrainWords); }
+const char* to_string(SweepTurn turn) { return word_of(static_cast<std::size_t>(turn), kTurnWords); }
 
 const char* failure_label(ErrorSource source) {
     switch (source) {
@@ -213,6 +220,7 @@ void Metrics::add(const EvaluationSample& s) {
     if (s.failure) bump("leftover_lookup_errors_total", failure_label(*s.failure), 1);
     bump("leftover_survivors_total", "", static_cast<double>(s.survivors));
     if (s.drain) bump("leftover_node_drains_total", to_string(*s.drain), 1);
+    if (s.turn) bump("leftover_sweep_turns_total", to_string(*s.turn), 1);
     set("leftover_last_evaluation_timestamp_seconds", s.timestamp_seconds);
     set("leftover_last_evaluation_duration_seconds", s.duration_seconds);
     set("leftover_last_strays_found", static_cast<double>(s.strays_found));

@@ -20,6 +20,13 @@ namespace leftover {
 // What started an evaluation: a step's end, a job's epilog, `leftover sweep`, `leftover check`.
 enum class MetricsTrigger { step, epilog, sweep, check };
 
+// How a sweep whose first plan would signal got its turn on the node (sweeps of one node
+// take turns, sweep/turn.hpp): the label of leftover_sweep_turns_total. free: no other
+// sweep held it; waited: after another sweep of the node; missed: another held it until
+// this sweep's deadline, so nothing was signalled; alone: the lock file could not be
+// used, so the sweep ran without taking turns.
+enum class SweepTurn { free, waited, missed, alone };
+
 // What a drain request came to: the label of leftover_node_drains_total.
 using drain::DrainResult;
 
@@ -37,6 +44,7 @@ struct EvaluationSample {
     double duration_seconds = 0;
     std::map<std::string, std::uint64_t> killed_by_user;  // only with metrics_users: true
     std::optional<DrainResult> drain;                     // when this evaluation asked for a drain
+    std::optional<SweepTurn> turn;                        // a sweep that would signal (not a dry run nor a check)
     // false: no evaluation, only a drain to count (check --health --drain, whose check
     // was counted already): every other field is ignored.
     bool evaluation = true;
@@ -76,5 +84,6 @@ const char* to_string(MetricsTrigger trigger);
 // an evaluation reads besides the sources named.
 const char* failure_label(ErrorSource source);
 const char* to_string(DrainResult result);
+const char* to_string(SweepTurn turn);
 
 }  // namespace leftover

@@ -23,6 +23,7 @@ EvaluationSample sample_of(const SampleInput& in) {
     EvaluationSample sample;
     sample.trigger = in.trigger;
     sample.drain = in.drain;
+    sample.turn = in.turn;
     const KillReport& report = in.report;
     if (report.error)
         sample.failure = report.error->source;

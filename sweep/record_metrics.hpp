@@ -19,6 +19,7 @@ struct SampleInput {
     bool users = false;  // metrics_users: count kills per user name
     std::chrono::steady_clock::time_point started;
     std::optional<DrainResult> drain;  // when the sweep asked slurmctld to drain the node
+    std::optional<SweepTurn> turn;     // how a sweep that would signal got its turn (sweep/turn.hpp)
 };
 
 // The failure counted is the report's error's source (or the deadline, when the

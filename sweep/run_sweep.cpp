@@ -10,6 +10,7 @@
 #include "sweep/record_metrics.hpp"
 #include "sweep/report.hpp"
 #include "sweep/run_cleanup.hpp"
+#include "sweep/turn.hpp"
 
 #include <fmt/format.h>
 
@@ -157,7 +158,27 @@ private:
         }
         Evaluation evaluation = make_evaluation(config, exemptions, request_, accounts_, job_state);
         const KillOptions options = kill_options(config, deadline, evaluation, job_state);
-        report_ = execute_kills([&] { return evaluation(); }, options);
+        // Sweeps of one node take turns (sweep/turn.hpp). The first plan is made before:
+        // a sweep with nothing to signal (most step ends) never waits out another's grace,
+        // and a dry run takes no turn. One that would signal takes the turn and holds it
+        // through the drain's record and the cleanup; one that had to wait plans afresh,
+        // so that it judges only what the other left.
+        std::optional<Result<Plan>> planned = evaluation();
+        std::optional<NodeTurn> turn;
+        if (!config.dry_run && planned->ok() && !(*planned)->kills().empty()) {
+            turn = NodeTurn::take(request_, deadline, log_);
+            turn_ = turn->outcome();
+            if (turn->missed()) return stop(turn->missed_error(), false, deadline);
+            if (turn_ == SweepTurn::waited) planned.reset();
+        }
+        report_ = execute_kills(
+            [&]() -> Result<Plan> {
+                if (!planned) return evaluation();
+                Result<Plan> plan = std::move(*planned);
+                planned.reset();
+                return plan;
+            },
+            options);
         log_outcome(config, evaluation, options.stop_rounds);
         drain::DrainContext drain_context;
         drain_context.label = request_.trigger.label;
@@ -171,6 +192,7 @@ private:
         const drain::DrainOutcome drain = drain::drain_on_survivors(config, drain_context, report_, controller_);
         log_drain(log_, drain);
         const auto cleanup = clean_up(config, exemptions, evaluation, job_state, deadline);
+        if (turn) turn->release();  // the summary and the metrics (locked on their own) need no turn
         log_summary(&evaluation, deadline, cleanup);
         count_in_metrics(config.dry_run, deadline, drain.request ? std::optional(drain.request->result) : std::nullopt);
         return report_;
@@ -263,9 +285,10 @@ private:
     // After the summary: a metrics file that cannot be written is one more log line.
     void count_in_metrics(bool dry_run, Clock::time_point until, std::optional<DrainResult> drain = std::nullopt) {
         const bool users = loaded_.metrics && loaded_.metrics->users;
-        record_metrics(loaded_.metrics,
-                       sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain}),
-                       log_, until);
+        record_metrics(
+            loaded_.metrics,
+            sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain, turn_}), log_,
+            until);
     }
 
     const ConfigAndExemptions& loaded_;
@@ -275,6 +298,7 @@ private:
     Logger& log_;
     SummaryInput summary_;
     KillReport report_;
+    std::optional<SweepTurn> turn_;  // how the sweep got its turn, when it took one
 };
 
 }  // namespace
@@ -310,9 +334,10 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
         else
             seen.error = result.error();
         const bool users = loaded.metrics && loaded.metrics->users;
-        record_metrics(loaded.metrics,
-                       sample_of({MetricsTrigger::check, seen, true, users, request.started, std::nullopt}), log,
-                       metrics_until);
+        record_metrics(
+            loaded.metrics,
+            sample_of({MetricsTrigger::check, seen, true, users, request.started, std::nullopt, std::nullopt}), log,
+            metrics_until);
         return result;
     };
     if (!loaded.config.ok()) return recorded(loaded.config.error());

@@ -22,4 +22,13 @@ std::string escape_for_log(std::string_view raw) {
     return out;
 }
 
+std::string file_name_part(std::string_view name) {
+    std::string out(name);
+    for (char& c : out)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-'))
+            c = '_';
+    return out;
+}
+
 }  // namespace leftover

@@ -33,6 +33,7 @@ TEST_CASE("metrics: a fresh set has every fixed series at 0") {
     CHECK(metrics.series().at("leftover_processes_kept_total").size() == 14);  // every reason but stray
     CHECK(metrics.series().at("leftover_processes_kept_total").count("stray") == 0);
     CHECK(metrics.series().at("leftover_lookup_errors_total").size() == 7);
+    CHECK(metrics.series().at("leftover_sweep_turns_total").size() == 4);
     CHECK(metrics.series().at("leftover_user_processes_killed_total").empty());
 }
 
@@ -56,6 +57,25 @@ TEST_CASE("metrics: samples add up in the counters, the last one sets the gauges
     CHECK(metrics.value("leftover_last_strays_found") == 1);
     CHECK(metrics.value("leftover_last_evaluation_timestamp_seconds") == 1764600000.25);
     CHECK(metrics.value("leftover_user_processes_killed_total", "lo_alice") == 2);
+}
+
+TEST_CASE("metrics: each sweep that may signal is counted by how it got its turn on the node") {
+    Metrics metrics;
+    EvaluationSample sample = one_kill();
+    sample.turn = SweepTurn::waited;
+    metrics.add(sample);
+    sample.turn = SweepTurn::missed;
+    metrics.add(sample);
+    metrics.add(one_kill());  // a dry run or a check: no turn
+    CHECK(metrics.value("leftover_sweep_turns_total", "waited") == 1);
+    CHECK(metrics.value("leftover_sweep_turns_total", "missed") == 1);
+    CHECK(metrics.value("leftover_sweep_turns_total", "free") == 0);
+    CHECK(metrics.value("leftover_sweep_turns_total", "alone") == 0);
+    const std::string text = metrics.render(true);
+    CHECK(text.find("leftover_sweep_turns_total{turn=\"missed\"} 1\n") != std::string::npos);
+    const auto back = Metrics::parse(text);
+    REQUIRE(back.ok());
+    CHECK(back->series() == metrics.series());
 }
 
 TEST_CASE("metrics: the text has HELP and TYPE lines and each series, and reads back the same") {

@@ -26,7 +26,7 @@ KillRecord action(pid_t pid, int signal, Outcome outcome, std::string user = "lo
 Decision decision(pid_t pid, Verdict verdict, Reason reason) { return decision_for(pid, 0, verdict, reason); }
 
 SampleInput input(const KillReport& report, bool dry_run, bool users) {
-    return {MetricsTrigger::epilog, report, dry_run, users, {}, std::nullopt};
+    return {MetricsTrigger::epilog, report, dry_run, users, {}, std::nullopt, std::nullopt};
 }
 
 }  // namespace

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "sweep/turn.hpp"
+
+#include "util/escape.hpp"
+
+#include <fmt/format.h>
+
+namespace leftover::sweep {
+
+std::string turn_lock_path(const std::string& spool_dir, const std::string& node_name) {
+    const bool slash = !spool_dir.empty() && spool_dir.back() == '/';
+    return spool_dir + (slash ? "" : "/") + "leftover-sweep-" + file_name_part(node_name) + ".lock";
+}
+
+NodeTurn NodeTurn::take(const SweepRequest& request, std::chrono::steady_clock::time_point deadline, Logger& log,
+                        std::chrono::milliseconds poll) {
+    const auto started = std::chrono::steady_clock::now();
+    const std::string path = turn_lock_path(request.node.spool_dir, request.node.node_name);
+    const auto alone = [&](const std::string& why) {
+        log.warn(
+            fmt::format("sweep lock: {}; this sweep runs without taking turns with other sweeps of this node", why));
+        return NodeTurn(std::nullopt, path, SweepTurn::alone, std::chrono::steady_clock::now() - started);
+    };
+    if (request.node.spool_dir.empty()) return alone("no SlurmdSpoolDir is known for this node");
+    auto lock = FileLock::open(path, request.node.slurmd_uid);
+    if (!lock.ok()) return alone(lock.error().message);
+    const auto taken = lock->take(deadline, poll);
+    if (!taken.ok()) return alone(taken.error().message);
+    const std::chrono::duration<double> waited = std::chrono::steady_clock::now() - started;
+    switch (taken.value()) {
+        case FileLock::Taken::at_once: return NodeTurn(std::move(lock).value(), path, SweepTurn::free, waited);
+        case FileLock::Taken::after_wait:
+            log.info(fmt::format("waited {:.1f} s for another sweep of this node (lock {}); judging what it left",
+                                 waited.count(), path));
+            return NodeTurn(std::move(lock).value(), path, SweepTurn::waited, waited);
+        case FileLock::Taken::deadline: break;
+    }
+    return NodeTurn(std::nullopt, path, SweepTurn::missed, waited);
+}
+
+Error NodeTurn::missed_error() const {
+    return Error::lookup(fmt::format("another sweep of this node held its turn (lock {}) until this sweep's "
+                                     "deadline ({:.1f} s waited)",
+                                     path_, waited_.count()),
+                         ErrorSource::deadline);
+}
+
+void NodeTurn::release() {
+    if (lock_) lock_->release();
+}
+
+}  // namespace leftover::sweep
