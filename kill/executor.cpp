@@ -532,7 +532,11 @@ bool KillRun::term_and_grace() {
     if (!signal_phase(SIGTERM, pinned)) return false;
     if (!pinned.empty() && options_.observer.on_grace_wait)
         options_.observer.on_grace_wait(pinned.size(), options_.grace);
-    signaller_.wait_and_release(pinned, Clock::now() + options_.grace);
+    // The grace ends where the fresh plan's time before the deadline begins (as a wait
+    // for a starting job does): a late SIGTERM shortens the grace, never the look that
+    // decides SIGKILL, which a slurmctld question cut at the deadline would make an error.
+    signaller_.wait_and_release(pinned,
+                                std::min(Clock::now() + options_.grace, options_.deadline - options_.replan_time));
     // Job state and processes are read again right before SIGKILL: a job that
     // started during grace protects its user's processes.
     return !report_.deadline_reached && !deadline_passed() && replan();

@@ -82,8 +82,9 @@ struct KillOptions {
     // a starting job at most. What it waits past that is time the sweep's other rounds,
     // and its controller queries, lack.
     std::chrono::milliseconds starting_wait{1000};
-    // What the fresh plan after such a wait may need (a controller query, bounded by the
-    // deadline): the wait never eats into it, so it cannot cut that query short.
+    // What the fresh plan after such a wait, or after the grace, may need (a controller
+    // query, bounded by the deadline): neither wait eats into it, so it cannot cut that
+    // query short.
     std::chrono::milliseconds replan_time{0};
 };
 

@@ -62,6 +62,23 @@ TEST_CASE("executor: a process that ignores SIGTERM dies by SIGKILL after grace"
     CHECK(report.survivors.empty());
 }
 
+TEST_CASE("executor: a grace longer than the time left ends in time for the look before SIGKILL") {
+    Sweeper sweeper(41144);
+    sweeper.replan_time = 1000ms;
+    SharedDir dir;
+    const pid_t stubborn = spawn_stubborn(41144, dir);
+    REQUIRE(is_running(stubborn));
+    // 5 s of grace in a sweep with 2.5 s left: a grace that ran its course would meet
+    // the deadline, and the stray would outlive the sweep.
+    const KillReport report = sweeper.run(5000ms, false, real_system_calls(), 2500ms);
+    CHECK(wait_gone(stubborn));
+    REQUIRE(action_for(report, stubborn, SIGKILL) != nullptr);
+    CHECK(action_for(report, stubborn, SIGKILL)->outcome == Outcome::signalled);
+    CHECK(report.survivors.empty());
+    CHECK_FALSE(report.deadline_reached);
+    CHECK_FALSE(report.error);
+}
+
 TEST_CASE("executor: grace 0 sends SIGKILL at once") {
     Sweeper sweeper(41103);
     const pid_t stray = spawn_as(41103, {"sleep", "1000"});
