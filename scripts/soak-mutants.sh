@@ -4,7 +4,8 @@
 #   scripts/soak-mutants.sh [--mutants "a b ..."] [--configs "linuxproc cgroup"] [--minutes M]
 #                           [--tries N] [--seed S] [--uid-base B] [--load K] [--build-only]
 # Each tests/soak/mutants/<name>.patch (its "expect: (N)" line names the invariant whose
-# violation must be reported, its "finding: ERE" the finding's text, matched against the
+# violation must be reported, its "kinds: a,b" line, if any, the only kinds of action its
+# soak runs, its "finding: ERE" the finding's text, matched against the
 # run's findings.txt) is applied to a throwaway copy of this tree (its tracked
 # and untracked files, in build/mutants/tree, never the tree itself), only the plugin
 # (leftover_spank) is built there (ccache, with CCACHE_NOHASHDIR), the patch is taken
@@ -100,6 +101,8 @@ for name in "${mutant_list[@]}"; do
   patch="$dir/$name.patch"
   expect=$(sed -n 's/^expect: (\([0-9]\)).*/\1/p' "$patch" 2>/dev/null | head -n1)
   finding=$(sed -n 's/^finding: //p' "$patch" 2>/dev/null | head -n1)
+  # "kinds: a,b": the soak runs only those kinds of action, the shape that shows the mutant.
+  kinds=$(sed -n 's/^kinds: //p' "$patch" 2>/dev/null | head -n1)
   # The plugin finds leftover-query beside itself: both are kept.
   plugin="$work/$name/leftover.so"
   start=$(date +%s)
@@ -131,7 +134,7 @@ for name in "${mutant_list[@]}"; do
     rc=0
     LEFTOVER_PLUGIN="$plugin" LEFTOVER_SOAK_OUT="$work/out/$name" LEFTOVER_SOAK_UID_BASE="$uid_base" \
       flock "/tmp/leftover-soak-uids-$uid_base.lock" /usr/bin/python3 -m soak.soak --seed "$run_seed" \
-      --minutes "$minutes" --config "$config" --load "$load" >"$log" 2>&1 || rc=$?
+      --minutes "$minutes" --config "$config" --load "$load" ${kinds:+--kinds "$kinds"} >"$log" 2>&1 || rc=$?
     line=$(grep -m1 '^soak violations' "$log" || true)
     # The expected finding itself, not any violation of its invariant (an unmutated soak
     # may show another one): the lines of findings.txt that match.
@@ -139,7 +142,7 @@ for name in "${mutant_list[@]}"; do
     echo "mutant $name, try $try ($config, seed $run_seed, exit $rc): ${line:-no verdict (see $log)}"
     # Exit 2: the run could not be judged (the witness lost events, ...): no verdict.
     if [ "$rc" -eq 1 ] && [ "${n:-0}" -gt 0 ]; then
-      verdict="caught: $n findings of ($expect) /$finding/ ($config, seed $run_seed; replay: LEFTOVER_PLUGIN=$plugin PYTHONPATH=tests python3 -m soak.soak --seed $run_seed --minutes $minutes --config $config --uid-base $uid_base)"
+      verdict="caught: $n findings of ($expect) /$finding/ ($config, seed $run_seed; replay: LEFTOVER_PLUGIN=$plugin PYTHONPATH=tests python3 -m soak.soak --seed $run_seed --minutes $minutes --config $config --uid-base $uid_base${kinds:+ --kinds $kinds})"
     fi
   done
   [ -n "$verdict" ] || verdict="MISSED: no finding of ($expect) /$finding/ in $tries tries (logs: $work/$name-*.log)"

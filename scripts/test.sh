@@ -6,9 +6,9 @@
 # builds once for the end-to-end tests and the packages (.deb from that build, RPM by
 # rpmbuild; their binaries' hardening checked), runs the unit tests and the fuzz corpus
 # under ASan+UBSan, the end-to-end tests against a real, throwaway Slurm cluster and the
-# randomized soak (tests/soak/); then
+# randomized soak (tests/soak/) and its mutants; then
 # the same for Slurm 24.11 and 26.05 in Debian trixie and sid roots, each in namespaces of
-# its own (scripts/test-release.sh), and the soak in one configuration there. Long
+# its own (scripts/test-release.sh), and the soak in two configurations there. Long
 # fuzzing is scripts/fuzz.sh, not run here.
 # Ends with the time of each stage (* ran in the background) and one line per release.
 #
@@ -143,24 +143,38 @@ ended() { [ -f "$logs/$1.rc" ] || ! kill -0 "${job_of[$1]}" 2>/dev/null; }
 [ "$overlap" = 0 ] || host_build
 
 soaks=()
+# The soaks' seeds: the host's is fixed (2026: a change shows against a known run), the
+# releases' changes from run to run (printed here and in each soak's lines, with the
+# command that replays a failure).
+changing_seed=${LEFTOVER_SOAK_CHANGING_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000 + 1 ))}
+echo "== soak seeds: host ${LEFTOVER_SOAK_SEED:-2026}, releases $changing_seed"
 # The randomized soak with its oracle: the positive controls that the oracle must catch,
 # then four configurations of the three-node cluster, in a block of accounts of its own
-# (no e2e lock), beside the stages that follow. Its output: build/soak-host.log.
+# (no e2e lock), beside the stages that follow; then the mutants (tests/soak/mutants/:
+# each a plugin with one wrong behaviour, which the soak must report), in the
+# configuration without contain, where the slurmctld guards run. Its output:
+# build/soak-host.log and build/mutants-host.log.
 host_soak() {
   LEFTOVER_PLUGIN="$top/build/release/spank/leftover.so" \
     quiet_stage "host soak" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
     --seed "${LEFTOVER_SOAK_SEED:-2026}" --controls --uid-base 46600 || true
   cp "$logs/host soak.log" build/soak-host.log
+  quiet_stage "host mutants" scripts/soak-mutants.sh --configs linuxproc --minutes 0.5 --tries 3 \
+    --seed "${LEFTOVER_SOAK_SEED:-2026}" --uid-base 46500 || true
+  cp "$logs/host mutants.log" build/mutants-host.log
 }
-# The soak in a release's root: one configuration, linuxproc with PrologFlags=contain (the
-# roots cannot run proctrack/cgroup, which needs cgroup v1), in a block of its own.
+# The soak in a release's root (the roots cannot run proctrack/cgroup, which needs cgroup
+# v1), with its witness (in-release.sh with the host's pids), in a block of its own:
+# linuxproc with PrologFlags=contain beside the release's tests, and linuxproc without
+# contain (the slurmctld guards) under load, two busy loops, after them.
 declare -A soak_uid_base=([trixie]=46800 [sid]=46900)
 release_soak() {
-  local suite=$1
-  LEFTOVER_PLUGIN="$top/build/$suite/spank/leftover.so" LEFTOVER_SOAK_OUT="$top/build/$suite/soak" \
-    quiet_stage "$suite soak" scripts/in-release.sh "$suite" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
-    --seed "${LEFTOVER_SOAK_SEED:-2026}" --configs linuxproc-contain --uid-base "${soak_uid_base[$suite]:-46700}" || true
-  cp "$logs/$suite soak.log" "build/soak-$suite.log"
+  local suite=$1 name=$2 config=$3
+  LEFTOVER_RELEASE_HOST_PIDS=1 LEFTOVER_PLUGIN="$top/build/$suite/spank/leftover.so" \
+    LEFTOVER_SOAK_OUT="$top/build/$suite/soak" \
+    quiet_stage "$name" scripts/in-release.sh "$suite" scripts/soak.sh --minutes "${LEFTOVER_SOAK_MINUTES:-0.5}" \
+    --seed "$changing_seed" --configs "$config" --uid-base "${soak_uid_base[$suite]:-46700}" || true
+  cp "$logs/$name.log" "build/${name// /-}.log"
 }
 start_soak() {
   local name=$1 log=$2
@@ -178,6 +192,8 @@ host_e2e() {
     --ignore="$top/tests/e2e/test_packages.py" "$@" 2>&1 | tee build/e2e-host.log || rc=$?
   [ "$rc" -eq 0 ] || failed=1
   start_soak "host soak" build/soak-host.log host_soak
+  job_of["host mutants"]=$last_job
+  soaks+=("host mutants:build/mutants-host.log")
 }
 
 declare -A release_line=()
@@ -192,12 +208,18 @@ release_tests() {
   if [ -n "${job_of[host soak]:-}" ]; then while ! ended "host soak"; do sleep 2; done; fi
   # The soak beside the release's own tests (each in namespaces of its own over the root),
   # or after them with LEFTOVER_OVERLAP=0.
-  [ "$rc" -ne 0 ] || [ "$overlap" = 0 ] || start_soak "$suite soak" "build/soak-$suite.log" release_soak "$suite"
+  [ "$rc" -ne 0 ] || [ "$overlap" = 0 ] ||
+    start_soak "$suite soak" "build/$suite-soak.log" release_soak "$suite" "$suite soak" linuxproc-contain
   if [ "$rc" -eq 0 ]; then
     stage "$suite tests" scripts/test-release.sh "$suite" --tests-only "$@" 2>&1 | tee -a "build/test-$suite.log" || rc=$?
   fi
   if [ "$build_rc" -eq 0 ] && [ "$rc" -ne 77 ] && [ "$overlap" = 0 ]; then
-    start_soak "$suite soak" "build/soak-$suite.log" release_soak "$suite"
+    start_soak "$suite soak" "build/$suite-soak.log" release_soak "$suite" "$suite soak" linuxproc-contain
+  fi
+  # Under load: in the foreground, beside no other test of this run's.
+  if [ "$build_rc" -eq 0 ] && [ "$rc" -ne 77 ]; then
+    release_soak "$suite" "$suite soak under load" linuxproc@2
+    soaks+=("$suite soak under load:build/$suite-soak-under-load.log")
   fi
   case $rc in
     0) release_line[$suite]=$(grep '^== Slurm .*: unit tests' "build/test-$suite.log" | tail -n1) ;;

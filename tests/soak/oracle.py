@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Optional
 
 from .records import Allocation, NodeLog, Removal, Signal
-from .sampler import ProcRecord
+from .sampler import ProcRecord, StepdRecord
 from .soak_cluster import BODY_COMMS, DEADLINE, SETUID_PROGRAM
 from .witness import FATAL, SIGNAMES
 
@@ -31,6 +32,9 @@ EXCUSE_BOUNDS = {
     "race": (3, 3.0, 1),
     "lookup error": (2, 2.0, 2),
     "job starting": (3, 3.0, 2),
+    # leftover said a job was starting, and nothing the node recorded says otherwise, or
+    # confirms it: a slurmstepd the sampler never saw (it lives 0.2 s), a fork of slurmd's
+    "unseen start": (3, 3.0, 2),
     "unresolved target": (2, 2.0, 6),
     "garbled log line": (4, 4.0, 6),
     # A job's process that died of a signal no call was witnessed sending (seen at a step's
@@ -72,7 +76,8 @@ KILL_LOOK = 0.25
 class Oracle:
     def __init__(self, allocs: dict[int, Allocation], logs: dict[str, NodeLog], procs: list[ProcRecord],
                  protected: dict[int, str], uid_range: tuple[int, int], fault_windows: list[tuple],
-                 slack: float = 1.0, start_slack: float = 2.0, witness: Optional[dict] = None):
+                 slack: float = 1.0, start_slack: float = 2.0, witness: Optional[dict] = None,
+                 stepds: Optional[list[StepdRecord]] = None):
         """fault_windows: (begin, end[, node]): a window without a node (slurmctld's, the
         config's) is every node's; witness: the witness's records (witness.py), None for a
         run kept before it (judged from leftover's log alone)."""
@@ -81,6 +86,7 @@ class Oracle:
         self.uid_min, self.uid_max = uid_range
         self.faults = [(w[0], w[1], w[2] if len(w) > 2 else None) for w in fault_windows]
         self.witness = witness
+        self.stepds = stepds
         self.slack, self.start_slack = slack, start_slack
         self.window = DEADLINE + slack   # leftover's deadline, plus the sampler's and the epilog's delay
         self.findings: list[Finding] = []
@@ -309,6 +315,39 @@ class Oracle:
                     self._find(4, s.when, node, None, f"{s.trigger} took {s.ms:.0f} ms (deadline "
                                f"{DEADLINE * 1000:.0f} ms): {s.text}")
 
+    def check_starting_claims(self) -> None:
+        """(2): every "a job is starting on this node (...)" (which keeps what would have
+        been signalled or removed) is checked against the node's own records: a slurmstepd
+        it names was one of a step (its title "slurmstepd: [J.S]"), not another job's
+        Prolog or epilog ("spank prolog|epilog"); the job whose Prolog it names was
+        allocated the node then; a fork of slurmd's came while some job was allocated it."""
+        if self.stepds is None:
+            return
+        for node, log in self.logs.items():
+            for when, saw in log.starting_claims:
+                begin = when - self.window
+                live = [a for a in self.allocs if node in a.nodes and a.start <= when + self.slack
+                        and (a.end is None or a.end >= begin - self.slack)]
+                claim = f"leftover said \"a job is starting on this node ({saw})\""
+                if stepd := re.match(r"slurmstepd pid (\d+) has no step socket yet", saw):
+                    pid = int(stepd.group(1))
+                    seen = [r for r in self.stepds if r.node == node and r.ns_pid == pid
+                            and r.first_seen <= when + self.slack and r.last_seen >= begin - self.slack]
+                    if not seen:
+                        self._find(-1, when, node, None, f"{claim}: a slurmstepd the sampler never saw",
+                                   "unseen start")
+                    elif all(re.search(r"\bspank (prolog|epilog)\b", " ".join(r.titles)) for r in seen):
+                        self._find(2, when, node, None, f"{claim}: a job starting that was not: pid {pid} was a "
+                                   f"slurmstepd running {' / '.join(seen[-1].titles)}")
+                    continue
+                if prolog := re.match(r"slurmd's child pid \d+ runs the Prolog of job (\d+)", saw):
+                    if not any(a.job == int(prolog.group(1)) for a in live):
+                        self._find(2, when, node, None, f"{claim}: a job starting that was not: slurmctld had "
+                                   f"job {prolog.group(1)} on {node} neither then nor just before")
+                    continue
+                if not live:
+                    self._find(-1, when, node, None, f"{claim}: no job was allocated {node} then", "unseen start")
+
     def check_lookup_errors(self) -> None:
         for node, log in self.logs.items():
             for s in log.summaries:
@@ -515,6 +554,7 @@ class Oracle:
         self.check_stopped()
         self.check_deadlines()
         self.check_lookup_errors()
+        self.check_starting_claims()
         self.check_truth()
         self.check_victims()
         self.check_left()

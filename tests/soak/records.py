@@ -105,6 +105,21 @@ REMOVED = re.compile(r"leftover: (?:\w+: )?cleanup: removed (\S+) (?:path='([^']
 SUMMARY = re.compile(r"leftover: (step (\d+)\.\S+|job (\d+) epilog) \(user .*?\): (.*); lookup errors (\d+); "
                      r"([\d.]+) ms")
 SOURCE = re.compile(r"(\[\d+\.(?:\d+|batch|extern)\]) leftover:")
+CLAIM = "a job is starting on this node ("
+
+
+def starting_claim(line: str) -> Optional[str]:
+    """What a "a job is starting on this node (...)" in a leftover line says it saw (its
+    own parentheses kept), None for another line."""
+    at = line.find(CLAIM) if "leftover: " in line else -1
+    if at < 0:
+        return None
+    depth, begin = 1, at + len(CLAIM)
+    for i in range(begin, len(line)):
+        depth += {"(": 1, ")": -1}.get(line[i], 0)
+        if depth == 0:
+            return line[begin:i]
+    return line[begin:]
 KNOWS = re.compile(r"^\[(\d+)\.(?:\d+|batch|extern)\]|(?:JobId|StepId)=(\d+)|jobid \[(\d+)\]")
 
 
@@ -150,6 +165,9 @@ class NodeLog:
     # "not signalled: a job is starting on this node (...)": a round that waited to its
     # deadline for a job being set up, and signalled nothing
     job_starting: list[tuple[float, str]] = dataclasses.field(default_factory=list)
+    # every "a job is starting on this node (<what it saw>)" (a round's, a cleanup's):
+    # (when, what it saw), which the oracle checks against the node's own records
+    starting_claims: list[tuple[float, str]] = dataclasses.field(default_factory=list)
     knows_job: dict[int, float] = dataclasses.field(default_factory=dict)
     # The last line a slurmstepd of the job wrote here ("[J.S] ...", leftover's own lines
     # left out): the node is still tearing the job down until then, slurmctld's end or not
@@ -185,6 +203,8 @@ def node_log(node: str, text: str) -> NodeLog:
                                          int(found.group(5)), float(found.group(6)), line))
         if "leftover: " in line and "not signalled: a job is starting on this node" in line:
             out.job_starting.append((when, line))
+        if (claim := starting_claim(line)) is not None:
+            out.starting_claims.append((when, claim))
         if re.search(r"lookup error|error: leftover|leftover: .*survived the sweep", line):
             out.errors.append((when, line))
     return out

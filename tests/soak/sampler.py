@@ -5,7 +5,8 @@ Every process of a soak user in a node's pid namespace gets a record, keyed by h
 and start time (pids are reused): its node and namespace pid, uid, comm, the SOAK_STRAY
 mark the workload put into its environment, when it started, was first and last seen, how
 long it was seen stopped (state T) in one stretch, and for the setuid program whether
-its uids differ.  The oracle reads the records.
+its uids differ.  Every slurmstepd of a node gets one too: its pids, when it was seen,
+its command lines.  The oracle reads the records.
 """
 
 from __future__ import annotations
@@ -33,6 +34,27 @@ class ProcRecord:
     stopped_at_end: bool = False
     mixed_uids: bool = False          # seen with real, effective, saved and fs uids not all one
     started: float = 0.0              # wall time of its start (/proc/<pid>/stat), to 10 ms
+
+
+@dataclasses.dataclass
+class StepdRecord:
+    """A slurmstepd of a node (any uid: root's), for the oracle to check what leftover said
+    of it ("slurmstepd pid P has no step socket yet": a step being set up, not another
+    job's epilog)."""
+    node: str
+    host_pid: int
+    ns_pid: int
+    first_seen: float
+    last_seen: float
+    titles: list[str] = dataclasses.field(default_factory=list)   # each command line it showed
+
+
+def _cmdline(pid: int) -> Optional[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
 
 
 def _stat(pid: int) -> Optional[tuple[str, str, int]]:
@@ -98,6 +120,7 @@ class Sampler:
         self.uids = uids
         self.interval = interval
         self.records: dict[tuple[int, int], ProcRecord] = {}
+        self.stepds: dict[tuple[int, int], StepdRecord] = {}
         self.scans = 0
         self.longest_gap = 0.0
         self._live: set[tuple[int, int]] = set()
@@ -132,6 +155,9 @@ class Sampler:
             try:
                 uid = os.stat(f"/proc/{pid}").st_uid
             except OSError:
+                continue
+            if uid == 0:
+                self._stepd(pid, now)
                 continue
             if uid not in self.uids:
                 continue
@@ -176,6 +202,31 @@ class Sampler:
                     record.gone_at = now
             self._live = seen
             self.scans += 1
+
+    def _stepd(self, pid: int, now: float) -> None:
+        stat = _stat(pid)
+        if stat is None or stat[0] != "slurmstepd":
+            return
+        key = (pid, stat[2])
+        with self._lock:
+            record = self.stepds.get(key)
+            if record is None:
+                try:
+                    node = self.by_ns.get(os.readlink(f"/proc/{pid}/ns/pid"))
+                except OSError:
+                    return
+                ns_pid = _ns_pid(pid)
+                if node is None or ns_pid is None:
+                    return
+                record = self.stepds[key] = StepdRecord(node, pid, ns_pid, now, now)
+            record.last_seen = now
+        title = _cmdline(pid)
+        if title and title not in record.titles:
+            record.titles.append(title)
+
+    def stepd_snapshot(self) -> list[StepdRecord]:
+        with self._lock:
+            return [dataclasses.replace(r, titles=list(r.titles)) for r in self.stepds.values()]
 
     def snapshot(self) -> list[ProcRecord]:
         with self._lock:

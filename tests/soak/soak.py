@@ -34,10 +34,18 @@ from harness.slurm_jobs import FINAL_STATES
 
 from .oracle import INVARIANTS, Oracle, Verdict, stamp
 from .records import allocations, ended_jobs, node_log, stamped
-from .sampler import ProcRecord, Sampler
+from .sampler import ProcRecord, Sampler, StepdRecord
 from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users
 from .witness import Witness, WitnessUnavailable
-from .workload import Action, EventLog, JobWatcher, Workload, make_schedule
+from .workload import ACTION_KINDS, Action, EventLog, JobWatcher, Workload, make_schedule
+
+
+def action_kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(text.split(","))
+    unknown = [k for k in kinds if k not in ACTION_KINDS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"no kind of action {', '.join(unknown)} (the kinds: {', '.join(ACTION_KINDS)})")
+    return kinds
 
 
 def parse_args(argv):
@@ -56,6 +64,8 @@ def parse_args(argv):
     parser.add_argument("--control", choices=sorted(CONTROLS),
                         help="a positive control: leftover configured against the oracle's belief; "
                              "passes only if the oracle reports the violations it must")
+    parser.add_argument("--kinds", type=action_kinds, default=None,
+                        help="only these kinds of action (comma-separated, of " + ", ".join(ACTION_KINDS) + ")")
     parser.add_argument("--load", type=int, default=0,
                         help="busy-looping processes beside the cluster (races show more under load)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory (logs)")
@@ -174,8 +184,11 @@ def judge_logs(ctld_text: str, node_texts: dict[str, str], facts: dict) -> tuple
     unplaced = sorted(j for j in ended_jobs(ctld_text) - allocs.keys()
                       if any(j in log.knows_job for log in logs.values()))
     procs = [ProcRecord(**p) for p in facts["procs"]]
+    # A run kept before the sampler recorded slurmstepds has none: its claims go unchecked.
+    stepds = [StepdRecord(**p) for p in facts["stepds"]] if "stepds" in facts else None
     oracle = Oracle(allocs, logs, procs, facts["protected"], tuple(facts["uid_range"]),
-                    [tuple(w) for w in facts["faults"]], facts["slack"], witness=facts.get("witness"))
+                    [tuple(w) for w in facts["faults"]], facts["slack"], witness=facts.get("witness"),
+                    stepds=stepds)
     return oracle.judge(facts["run_end"]), unplaced
 
 
@@ -240,7 +253,7 @@ def main(argv) -> int:
         return 2
     config = CONFIGS[args.config]
     users = soak_users(args.uid_base)
-    schedule = make_schedule(args.seed, args.minutes * 60, not args.no_faults, users)
+    schedule = make_schedule(args.seed, args.minutes * 60, not args.no_faults, users, args.kinds)
     if args.control == "wrong-kill":
         # Sure targets: the users protected by name only, logged in on every node.
         schedule[:0] = [Action(1000 + i, 0.1, "login", user, 1, (node,), 0, ())
@@ -251,6 +264,7 @@ def main(argv) -> int:
         schedule.sort(key=lambda a: a.at)
     control = f" --control {args.control}" if args.control else ""
     load = f" --load {args.load}" if args.load else ""
+    load += f" --kinds {','.join(args.kinds)}" if args.kinds else ""
     load += f" --uid-base {args.uid_base}" if args.uid_base is not None else ""
     print(f"soak: seed {args.seed}, config {config.name}{control}{load}, {args.minutes:g} min, {len(schedule)} actions "
           f"(replay: PYTHONPATH=tests python3 -m soak.soak --seed {args.seed} --minutes {args.minutes:g} --config {config.name}{control}{load})",
@@ -303,6 +317,7 @@ def main(argv) -> int:
         facts = {"run_end": run_end, "slack": args.slack, "protected": users.protected_uids(),
                  "uid_range": [users.uid_min, users.uid_max], "faults": workload.fault_windows,
                  "job_uids": job_uids, "procs": [dataclasses.asdict(p) for p in sampler.snapshot()],
+                 "stepds": [dataclasses.asdict(p) for p in sampler.stepd_snapshot()],
                  "witness": witness.records(sampler.snapshot(), left) if witness else None}
         verdict, unplaced = judge_logs(ctld_text, node_texts, facts)
         timeline = make_timeline(events, ctld_text, node_texts, start)

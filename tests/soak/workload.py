@@ -171,15 +171,23 @@ class Action:
         return f"a{self.index}"
 
 
-def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers) -> list[Action]:
+ACTION_KINDS = ("batch", "srun", "salloc", "cancel", "login", "race", "array", "het", "prolog")
+
+
+def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers,
+                  only: Optional[tuple[str, ...]] = None) -> list[Action]:
+    """only: these kinds of action, each as often, by ordinary users (a mutant's run aims
+    at the shape that shows it)."""
     rng = random.Random(seed)
     actions: list[Action] = []
     kinds = (["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
              + ["array"] * 8 + ["het"] * 6 + ["prolog"] * 8)
+    if only:
+        kinds = list(only)
     t = 0.5
     while t < seconds:
         kind = rng.choice(kinds)
-        user = rng.choice(users.ordinary) if rng.random() < 0.75 else rng.choice(tuple(users.protected))
+        user = rng.choice(users.ordinary) if only or rng.random() < 0.75 else rng.choice(tuple(users.protected))
         nnodes = rng.choices((1, 2, 3), (60, 25, 15))[0]
         if kind in ("login", "race"):
             nnodes = 1
