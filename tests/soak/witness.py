@@ -458,6 +458,7 @@ class Witness:
             task = self.tasks.get(int(m.group(1)))
             if task:
                 task.comm = m.group(2)
+            self.targets.pop(int(m.group(1)), None)   # an exec: who it is is read again
         elif event == "signal_generate" and (m := GENERATE.match(rest)):
             self._generate(tid, tgid, comm, when, int(m.group(1)), m.group(3), int(m.group(4)),
                            int(m.group(5)), int(m.group(6)))
@@ -478,6 +479,10 @@ class Witness:
             uid = args.get(UID_CALLS[call], 0xFFFFFFFF)
             if uid != 0xFFFFFFFF:
                 self._task(tid, comm, tgid).uid = uid
+                # A target judged before it took a soak user's uid (slurmstepd's child, as
+                # root) is judged again: a cached "not a soak user's" would hide the signals
+                # sent to it from then on.
+                self.targets.pop(tid, None)
         elif call in KILL_CALLS:
             self.inflight[tid] = (call, args, when)
         elif call in UNLINK_CALLS:

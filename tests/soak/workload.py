@@ -110,6 +110,11 @@ exit 0
 '''
 
 
+# srun's error for a step that would need memory an ended step of the job still holds
+# (slurmctld frees it once it has the step's end), and how often a step is asked for.
+STEP_MEMORY_BUSY = "Memory required by task is not available"
+STEP_MEMORY_TRIES = 5
+
 # soak-tracer PROGRAM ARGS...: a stray that runs PROGRAM as its child and traces it
 # (by its parent, as a debugger would), passing on every signal the child is sent.
 # PTRACE_SEIZE with PTRACE_O_TRACEEXEC: no attach stop and no SIGTRAP at the child's
@@ -410,8 +415,16 @@ class Workload:
         argv = ["/usr/bin/srun", f"--job-name={tag}", *self._node_args(action), *extra,
                 *self._job_argv(tag, secs, kinds)]
         self.events.add(f"{tag}: srun as {action.user} {' '.join(argv[2:])}")
-        res = self.cluster.run_as(action.user, argv,
-                                  timeout=secs + CLIENT_PATIENCE + (STEP_RETRY_WAIT if step else 0))
+        for attempt in range(STEP_MEMORY_TRIES if step else 1):
+            res = self.cluster.run_as(action.user, argv,
+                                      timeout=secs + CLIENT_PATIENCE + (STEP_RETRY_WAIT if step else 0))
+            # A step of an allocation whose step before has ended for srun, not yet for
+            # slurmctld, which still counts that step's memory: the step is not made (srun
+            # does not wait for memory as it does for busy nodes), so it is asked again.
+            if not (step and res.returncode != 0 and STEP_MEMORY_BUSY in res.stderr):
+                break
+            self.events.add(f"{tag}: srun as {action.user}: the step's memory is still held, asking again")
+            time.sleep(1.0)
         job = None if step else self.watcher.by_name(tag, 10)
         self.events.add(f"{tag}: srun as {action.user} returned {res.returncode} (job {job})")
         if res.returncode != 0:
