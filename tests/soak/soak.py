@@ -37,7 +37,7 @@ from .records import allocations, ended_jobs, node_log, stamped
 from .sampler import ProcRecord, Sampler, StepdRecord
 from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users
 from .witness import Witness, WitnessUnavailable
-from .workload import ACTION_KINDS, Action, EventLog, JobWatcher, Workload, make_schedule
+from .workload import ACTION_KINDS, BURST_TASKS, Action, EventLog, JobWatcher, Workload, make_schedule
 
 
 def action_kinds(text: str) -> tuple[str, ...]:
@@ -138,6 +138,17 @@ def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ct
                       f"{overlapped})"], []
     if planned.get("prolog") and not overlapped:
         missing.append("prolog (no epilog of the user's inside a slow Prolog)")
+    if planned.get("burst"):
+        # The most job ends one node saw within a second.
+        ends: dict[str, list[float]] = {}
+        for a in allocs.values():
+            for node in a.nodes if a.end is not None else ():
+                ends.setdefault(node, []).append(a.end)
+        largest = max((sum(1 for t in times if e <= t <= e + 1.0) for times in ends.values() for e in times),
+                      default=0)
+        parts.append(f"burst {planned['burst']} (at most {largest} job ends on one node within 1 s)")
+        if largest < BURST_TASKS:
+            missing.append(f"burst (at most {largest} job ends on one node within 1 s)")
     for kind in ("ustop", "traced", "asstepd", "assshd", "forker", "shmat"):
         if planned.get(kind):
             parts.append(f"{kind} {seen.get(kind, 0)}/{planned[kind]}")

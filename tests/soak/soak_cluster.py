@@ -122,6 +122,9 @@ def ensure_users(users: SoakUsers) -> None:
                             "-d", "/tmp", "-s", "/bin/sh", users.alias], check=True, capture_output=True)
 
 
+# CPUs each test node advertises: a burst's arrays (workload.py, up to 3 x 8 tasks) run
+# at once beside the other actions' jobs.
+BURST_CPUS = 32
 GRACE = 2.0
 SLURM_TIMEOUT = 2.0
 # leftover's own deadline per evaluation (README: grace + slurm_timeout + 1 s).
@@ -232,6 +235,7 @@ class SoakCluster:
         self.conf_path = self.conf_dir / "leftover.conf"
         cluster_config = ClusterConfig(
             nodes=NODES, node_namespaces=True, prolog_flags="contain" if config.contain else None,
+            cpus=BURST_CPUS,
             plugstack=f"optional {PLUGIN} config={self.conf_path}\n",
             node_private_dirs=("/dev/shm", "scratch"),
             extra_conf=SCHEDULER + CTLD_LOG + (CGROUP if config.cgroup else ()), slurmctld_debug=CTLD_DEBUG,

@@ -113,6 +113,9 @@ exit 0
 # srun's error for a step that would need memory an ended step of the job still holds
 # (slurmctld frees it once it has the step's end), and how often a step is asked for.
 STEP_MEMORY_BUSY = "Memory required by task is not available"
+# A burst: arrays of this many tasks, of up to three users, on one node at once (the
+# test nodes advertise the CPUs for them: BURST_CPUS in soak_cluster.py).
+BURST_TASKS = 8
 STEP_MEMORY_TRIES = 5
 
 # soak-tracer PROGRAM ARGS...: a stray that runs PROGRAM as its child and traces it
@@ -176,7 +179,7 @@ class Action:
         return f"a{self.index}"
 
 
-ACTION_KINDS = ("batch", "srun", "salloc", "cancel", "login", "race", "array", "het", "prolog")
+ACTION_KINDS = ("batch", "srun", "salloc", "cancel", "login", "race", "array", "het", "prolog", "burst")
 
 
 def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers,
@@ -186,7 +189,7 @@ def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers,
     rng = random.Random(seed)
     actions: list[Action] = []
     kinds = (["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
-             + ["array"] * 8 + ["het"] * 6 + ["prolog"] * 8)
+             + ["array"] * 8 + ["het"] * 6 + ["prolog"] * 8 + ["burst"] * 4)
     if only:
         kinds = list(only)
     t = 0.5
@@ -205,6 +208,9 @@ def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers,
         if kind == "race":
             strays = ("termign", "dfork")
         if kind == "prolog":
+            nnodes, user = 1, rng.choice(users.ordinary)
+            nodelist = (rng.choice(NODES),)
+        if kind == "burst":
             nnodes, user = 1, rng.choice(users.ordinary)
             nodelist = (rng.choice(NODES),)
         actions.append(Action(len(actions), round(t, 2), kind, user, nnodes, nodelist,
@@ -460,7 +466,11 @@ class Workload:
         self.job_actions[job] = action
         self.events.add(f"{action.tag}: sbatch --array=0-{tasks - 1} as {action.user} job {job} "
                         f"node {action.nodelist[:1] or 'any'} {action.kinds} {action.secs}s")
-        deadline = time.time() + tasks * (2 * action.secs + 30) + 60
+        self._array_done(action, action.user, job, tasks, tasks * (2 * action.secs + 30) + 60)
+
+    def _array_done(self, action: Action, user: str, job: int, tasks: int, timeout: float) -> None:
+        """Waits for an array's tasks to end, each recorded as a job of the action's."""
+        deadline = time.time() + timeout
         while time.time() < deadline:
             records = [(j, f) for j, f in list(self.watcher.jobs.items()) if f.get("ArrayJobId") == str(job)]
             split = [f for _, f in records if f.get("ArrayTaskId", "").isdigit()]
@@ -476,8 +486,28 @@ class Workload:
                             f"{fields.get('JobState')} exit {fields.get('ExitCode')}")
             if fields.get("JobState") != "COMPLETED" or fields.get("ExitCode") != "0:0":
                 self.unexpected_ends.append(f"{action.tag} array task {fields.get('ArrayTaskId')} job {task_job} of "
-                                            f"{action.user} on {fields.get('NodeList')}: {fields.get('JobState')} "
+                                            f"{user} on {fields.get('NodeList')}: {fields.get('JobState')} "
                                             f"exit {fields.get('ExitCode')}")
+
+    def _do_burst(self, action: Action) -> None:
+        """Many jobs ending on one node within a second: arrays of BURST_TASKS tasks
+        together, of the action's user and of one or two other ordinary users, all pinned
+        to the node and as long, submitted at once."""
+        node = action.nodelist[0]
+        others = [u for u in self.soak.users.ordinary if u != action.user]
+        users = [action.user] + others[:action.steps % 3]
+        argv = self._job_argv(action.tag + "_$SLURM_ARRAY_TASK_ID", action.secs, action.kinds)
+        script = "#!/bin/sh\n" + " ".join(argv) + "\n"
+        jobs = []
+        for user in users:
+            job = self.cluster.sbatch(user, script, [f"--array=0-{BURST_TASKS - 1}", "--nodes=1",
+                                                     f"--job-name={action.tag}", f"--nodelist={node}"])
+            self.job_actions[job] = action
+            jobs.append((user, job))
+            self.events.add(f"{action.tag}: burst: sbatch --array=0-{BURST_TASKS - 1} as {user} job {job} node "
+                            f"{node} {action.kinds} {action.secs}s")
+        for user, job in jobs:
+            self._array_done(action, user, job, BURST_TASKS, 2 * action.secs + 90)
 
     def _do_het(self, action: Action) -> None:
         """A heterogeneous job of two components, one node each (two jobs to the nodes,
