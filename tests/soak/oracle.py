@@ -77,7 +77,7 @@ class Oracle:
     def __init__(self, allocs: dict[int, Allocation], logs: dict[str, NodeLog], procs: list[ProcRecord],
                  protected: dict[int, str], uid_range: tuple[int, int], fault_windows: list[tuple],
                  slack: float = 1.0, start_slack: float = 2.0, witness: Optional[dict] = None,
-                 stepds: Optional[list[StepdRecord]] = None):
+                 stepds: Optional[list[StepdRecord]] = None, planned_kills: Optional[list[tuple]] = None):
         """fault_windows: (begin, end[, node]): a window without a node (slurmctld's, the
         config's) is every node's; witness: the witness's records (witness.py), None for a
         run kept before it (judged from leftover's log alone)."""
@@ -87,6 +87,7 @@ class Oracle:
         self.faults = [(w[0], w[1], w[2] if len(w) > 2 else None) for w in fault_windows]
         self.witness = witness
         self.stepds = stepds
+        self.planned_kills = planned_kills or []   # (when, host pid): the harness's own kills
         self.slack, self.start_slack = slack, start_slack
         self.window = DEADLINE + slack   # leftover's deadline, plus the sampler's and the epilog's delay
         self.findings: list[Finding] = []
@@ -465,6 +466,13 @@ class Oracle:
                           and (w["sig"] == d["sig"] or (d["sig"] == 9 and w["sig"] in FATAL))), None)
             sender = cause["sender"] if cause else "unwitnessed"
             if sender in ("leftover", "slurm", "user", "harness"):
+                continue
+            if cause is None and any(pid == d["pid"] and when - 1.0 <= d["when"] <= when + 30
+                                     for when, pid in self.planned_kills):
+                # The harness's own kill, which it knows it sent: a witness that saw no
+                # sender is blind, not an excuse.
+                self._find(6, d["when"], d["node"], d["uid"], f"the witness saw no sender of the harness's own "
+                           f"SIGKILL of host pid {d['pid']} (its victim died of {SIGNAMES.get(d['sig'], d['sig'])})")
                 continue
             if cause is None and d.get("threaded"):
                 continue   # a thread of a group that exited (exit_group, exec): its own doing

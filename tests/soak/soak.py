@@ -199,7 +199,7 @@ def judge_logs(ctld_text: str, node_texts: dict[str, str], facts: dict) -> tuple
     stepds = [StepdRecord(**p) for p in facts["stepds"]] if "stepds" in facts else None
     oracle = Oracle(allocs, logs, procs, facts["protected"], tuple(facts["uid_range"]),
                     [tuple(w) for w in facts["faults"]], facts["slack"], witness=facts.get("witness"),
-                    stepds=stepds)
+                    stepds=stepds, planned_kills=[tuple(k) for k in facts.get("planned_kills", [])])
     return oracle.judge(facts["run_end"]), unplaced
 
 
@@ -327,6 +327,7 @@ def main(argv) -> int:
                     for job, fields in watcher.jobs.items() if "(" in fields.get("UserId", "")}
         facts = {"run_end": run_end, "slack": args.slack, "protected": users.protected_uids(),
                  "uid_range": [users.uid_min, users.uid_max], "faults": workload.fault_windows,
+                 "planned_kills": workload.planned_kills,
                  "job_uids": job_uids, "procs": [dataclasses.asdict(p) for p in sampler.snapshot()],
                  "stepds": [dataclasses.asdict(p) for p in sampler.stepd_snapshot()],
                  "witness": witness.records(sampler.snapshot(), left) if witness else None}

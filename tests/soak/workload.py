@@ -339,6 +339,9 @@ class Workload:
         # (begin, end) for slurmctld's and the config's faults, every node's; (begin, end,
         # node) for a slurmstepd's, that node's alone.
         self.fault_windows: list[tuple] = []
+        # The harness's own kills (the lie control's): (when, host pid), which the witness
+        # must see sent
+        self.planned_kills: list[tuple[float, int]] = []
         # One config rewrite at a time: a second one would read the first's JSON as the
         # text to restore, and could leave the file in neither form.
         self._conf_fault = threading.Lock()
@@ -696,6 +699,7 @@ class Workload:
         and the oracle take it for no violation."""
         if (pid := self._a_body(action)) is not None:
             self.events.add(f"{action.tag}: the harness kills soak-body host pid {pid} (SIGKILL, kill())")
+            self.planned_kills.append((time.time(), pid))
             os.kill(pid, signal.SIGKILL)
 
     def _do_fake_kill(self, action: Action) -> None:
@@ -704,6 +708,7 @@ class Workload:
         does not tell the truth (6) (and the wrong kill (1))."""
         if (pid := self._a_body(action)) is not None:
             self.events.add(f"{action.tag}: a fake leftover kills soak-body host pid {pid} (SIGKILL, pidfd)")
+            self.planned_kills.append((time.time(), pid))
             subprocess.run([sys.executable, "-c", FAKE_LEFTOVER, str(pid)], check=True, timeout=30)
 
     def _do_fault_ctld(self, action: Action) -> None:
