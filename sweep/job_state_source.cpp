@@ -23,7 +23,7 @@ Result<LiveWork> JobStateSource::read() {
     if (config_.job_source == JobSource::controller) {
         if (controller_ == nullptr)
             return Error::lookup("job_source controller: no controller connection", ErrorSource::controller);
-        return controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+        return ask_jobs_on_nodes(until);
     }
     return read_step_sockets(until);
 }
@@ -48,13 +48,23 @@ AllocationCheck JobStateSource::cleanup_allocation_check() {
         "cleanup: asking slurmctld whether its users hold an allocation here (a job being set up shows no step yet)");
 }
 
+Result<LiveWork> JobStateSource::ask_jobs_on_nodes(Clock::time_point until) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
+    if (left < shortest_question)
+        return Error::lookup(fmt::format("slurmctld not asked: {} ms left before this sweep's deadline, less than a "
+                                         "question takes ({} ms)",
+                                         std::max<long long>(0, left.count()), shortest_question.count()),
+                             ErrorSource::deadline);
+    return controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+}
+
 AllocationCheck JobStateSource::ask_controller(std::string why) {
     return [this, why = std::move(why)](const std::set<uid_t>& uids) -> Result<std::set<uid_t>> {
         log_.debug(why);
         if (controller_ == nullptr)
             return Error::lookup("allocation check: no controller connection", ErrorSource::controller);
         const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
-        auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+        auto work = ask_jobs_on_nodes(until);
         LEFTOVER_TRY(work);
         std::set<uid_t> holders;
         for (const uid_t uid : uids)
@@ -186,7 +196,7 @@ Error JobStateSource::unanswered_error(const std::vector<steps::UnansweredStep>&
 
 Status JobStateSource::resolve_through_controller(const std::vector<steps::UnansweredStep>& unanswered, LiveWork& live,
                                                   Clock::time_point until) {
-    auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+    auto work = ask_jobs_on_nodes(until);
     if (!work.ok())
         return Error::lookup(
             fmt::format("{}; asking slurmctld instead: {}", unanswered_error(unanswered).message, work.error().message),

@@ -60,7 +60,15 @@ public:
     // nothing to ask.
     Result<std::optional<std::string>> job_starting();
 
+    // A slurmctld question with less than this left before the sweep's deadline is not
+    // asked (a lookup error of kind deadline): it could only be cut there, and the sweep
+    // would end past its deadline, waiting for the helper it started.
+    static constexpr std::chrono::milliseconds shortest_question{250};
+
 private:
+    // slurmctld's jobs on this node, unless too little time is left (shortest_question).
+    Result<LiveWork> ask_jobs_on_nodes(std::chrono::steady_clock::time_point until);
+
     // The node's own step sockets; in the job epilog, slurmctld for those nobody could ask.
     Result<LiveWork> read_step_sockets(std::chrono::steady_clock::time_point until);
 

@@ -61,3 +61,34 @@ TEST_CASE("job state source: the cleanup asks slurmctld with contain, from the j
         CHECK_FALSE(check());
     }
 }
+
+TEST_CASE("job state source: a slurmctld question with too little time before the deadline is not asked") {
+    Config config;
+    FakeController controller;
+    controller.live.uids = {41858};
+    RecordingSink sink;
+    sweep::Logger log(sink);
+    sweep::SweepRequest request;
+    request.node.node_name = "n1";
+    request.trigger.uid = 41858;
+    request.trigger.job_id = 8;
+    request.trigger.job_ending = true;
+    // Without contain the job epilog asks before a user is swept; here with 100 ms left.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    sweep::JobStateSource source(config, request, &controller, deadline, log);
+    const AllocationCheck asks = source.allocation_check();
+    REQUIRE(asks);
+    const auto holders = asks({41858});
+    REQUIRE_FALSE(holders.ok());
+    CHECK(holders.error().source == ErrorSource::deadline);
+    CHECK(holders.error().message.find("slurmctld not asked") != std::string::npos);
+    CHECK(controller.calls == 0);
+
+    // With the time a question takes, it is asked.
+    sweep::JobStateSource in_time(config, request, &controller,
+                                  std::chrono::steady_clock::now() + std::chrono::seconds(10), log);
+    const auto answered = in_time.allocation_check()({41858});
+    REQUIRE(answered.ok());
+    CHECK(answered.value() == std::set<uid_t>{41858});
+    CHECK(controller.calls == 1);
+}
