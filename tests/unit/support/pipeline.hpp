@@ -2,6 +2,7 @@
 // One node as run_sweep sees it, for the sweep pipeline's tests.
 #pragma once
 
+#include "metrics/metrics.hpp"
 #include "support/fake_accounts.hpp"
 #include "support/fake_controller.hpp"
 #include "support/fake_proc.hpp"
@@ -15,6 +16,8 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace leftover::test {
@@ -74,5 +77,15 @@ struct OneStray : FakeProc {
         add_process({.pid = 200, .uids = {uid, uid, uid, uid}, .gids = {uid, uid, uid, uid}});
     }
 };
+
+// The metrics file a sweep wrote, parsed (a test fails on a file that does not parse).
+inline Metrics metrics_in(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    const auto metrics = Metrics::parse(text.str());
+    REQUIRE(metrics.ok());
+    return metrics.value();
+}
 
 }  // namespace leftover::test

@@ -10,11 +10,26 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <set>
 
 using namespace leftover;
 using namespace leftover::test;
+
+namespace {
+
+// The job epilog of job `job` of `uid` on node n1.
+sweep::SweepRequest job_epilog(uid_t uid, std::uint32_t job) {
+    sweep::SweepRequest request;
+    request.node.node_name = "n1";
+    request.trigger.uid = uid;
+    request.trigger.job_id = job;
+    request.trigger.job_ending = true;
+    return request;
+}
+
+}  // namespace
 
 TEST_CASE("job state source: the cleanup asks slurmctld with contain, from the job epilog and the command only") {
     Config config;
@@ -22,12 +37,8 @@ TEST_CASE("job state source: the cleanup asks slurmctld with contain, from the j
     controller.live.uids = {41857};
     RecordingSink sink;
     sweep::Logger log(sink);
-    sweep::SweepRequest request;
-    request.node.node_name = "n1";
+    sweep::SweepRequest request = job_epilog(41857, 7);
     request.node.prolog_contain = true;
-    request.trigger.uid = 41857;
-    request.trigger.job_id = 7;
-    request.trigger.job_ending = true;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     // The check it returns asks through the source: the source outlives it, as in a sweep.
     std::optional<sweep::JobStateSource> source;
@@ -68,11 +79,7 @@ TEST_CASE("job state source: a slurmctld question with too little time before th
     controller.live.uids = {41858};
     RecordingSink sink;
     sweep::Logger log(sink);
-    sweep::SweepRequest request;
-    request.node.node_name = "n1";
-    request.trigger.uid = 41858;
-    request.trigger.job_id = 8;
-    request.trigger.job_ending = true;
+    const sweep::SweepRequest request = job_epilog(41858, 8);
     // Without contain the job epilog asks before a user is swept; here with 100 ms left.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
     sweep::JobStateSource source(config, request, &controller, deadline, log);

@@ -256,19 +256,6 @@ TEST_CASE("run_sweep: a step end with job_source controller asks nobody and swee
           "step 7.0: job_source controller: slurmctld is asked in the job epilog, not at a step end");
 }
 
-namespace {
-
-Metrics metrics_in(const std::string& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    const auto metrics = Metrics::parse(text.str());
-    REQUIRE(metrics.ok());
-    return metrics.value();
-}
-
-}  // namespace
-
 TEST_CASE("run_sweep: each evaluation adds its kill, its reasons and its trigger to the metrics file") {
     Pipeline pipeline(41306);
     const std::string file = pipeline.dir / "leftover.prom";

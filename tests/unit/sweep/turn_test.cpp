@@ -95,15 +95,6 @@ KillReport run_into(Pipeline& pipeline, const std::string& config, Timeline& tim
     return sweep::run_sweep(pipeline.load(config), pipeline.request, &pipeline.controller, pipeline.accounts, log);
 }
 
-Metrics metrics_in(const std::string& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    const auto metrics = Metrics::parse(text.str());
-    REQUIRE(metrics.ok());
-    return metrics.value();
-}
-
 }  // namespace
 
 TEST_CASE("fault catalogue: two sweeps of one node signal in turns and never at once") {
