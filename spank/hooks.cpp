@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <exception>
 #include <optional>
 
@@ -38,7 +39,14 @@ void log_unknown_args(const PluginArgs& args, Logger& log) {
 
 const sweep::ConfigAndExemptions& load_once(const PluginArgs& args, const node::NodeInfo& node) {
     if (!loaded_for_step)
-        loaded_for_step = sweep::load_config_and_exemptions(args.config_path, args.config_path_given, node.slurm_uids);
+        loaded_for_step = spank::retried_as_root(
+            [&] {
+                return sweep::load_config_and_exemptions(args.config_path, args.config_path_given, node.slurm_uids);
+            },
+            [](const sweep::ConfigAndExemptions& loaded) {
+                return loaded.config.ok() && (!loaded.exemptions || loaded.exemptions->ok());
+            },
+            std::chrono::steady_clock::now() + std::chrono::seconds(1));
     return *loaded_for_step;
 }
 

@@ -15,4 +15,16 @@ namespace leftover::spank {
 // Whether they are.
 bool wait_for_root(std::chrono::steady_clock::time_point deadline);
 
+// `attempt()`, made again once root is back (wait_for_root), up to `tries` times in all,
+// while `ok` says it failed: root checked is not root kept, since the X11 cleanup may lend
+// the process away between the check and a read (seen on 24.11: "cannot open: Permission
+// denied" for leftover.conf at an extern step's end). A failure of its own (a file that
+// is missing or bad) fails every try alike, and is what is returned.
+template <class Attempt, class Ok>
+auto retried_as_root(Attempt attempt, Ok ok, std::chrono::steady_clock::time_point deadline, int tries = 3) {
+    auto result = attempt();
+    for (int i = 1; i < tries && !ok(result) && wait_for_root(deadline); ++i) result = attempt();
+    return result;
+}
+
 }  // namespace leftover::spank
