@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -117,8 +118,14 @@ def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ct
                 job_uids: dict[int, int]) -> tuple[str, list[str]]:
     """Whether each hostile shape the schedule meant to run ran: a line for the summary and
     the shapes that did not."""
+    # An action that failed (its srun met slurmctld's restart, say) ran no shape: what
+    # only it meant to run is not missing.
+    failed = {m.group(0) for text in workload.unexpected_ends + workload.harness_errors
+              if (m := re.match(r"a\d+", text))}
     planned: dict[str, int] = {}
     for action in schedule:
+        if action.tag in failed:
+            continue
         for kind in action.kinds:
             planned[kind] = planned.get(kind, 0) + 1
         planned[action.kind] = planned.get(action.kind, 0) + 1
