@@ -457,22 +457,24 @@ class Oracle:
         for w in self.witness["signals"]:
             causes.setdefault(w["pid"], []).append(w)
         for d in self.witness["delivers"]:
-            if d["uid"] is None or d["node"] not in self.logs or not (d["sig"] == 9 or (d["default"] and d["sig"] in FATAL)):
+            if not (d["sig"] == 9 or (d["default"] and d["sig"] in FATAL)):
                 continue
             # A fatal signal may reach its victim as SIGKILL (the kernel's shortcut for a
             # signal that ends the whole thread group).
             cause = next((w for w in reversed(causes.get(d["pid"], []) + causes.get(d.get("tgid"), []))
                           if d["when"] - 10 <= w["when"] <= d["when"] + 0.01
                           and (w["sig"] == d["sig"] or (d["sig"] == 9 and w["sig"] in FATAL))), None)
-            sender = cause["sender"] if cause else "unwitnessed"
-            if sender in ("leftover", "slurm", "user", "harness"):
-                continue
             if cause is None and any(pid == d["pid"] and when - 1.0 <= d["when"] <= when + 30
                                      for when, pid in self.planned_kills):
                 # The harness's own kill, which it knows it sent: a witness that saw no
-                # sender is blind, not an excuse.
-                self._find(6, d["when"], d["node"], d["uid"], f"the witness saw no sender of the harness's own "
-                           f"SIGKILL of host pid {d['pid']} (its victim died of {SIGNAMES.get(d['sig'], d['sig'])})")
+                # sender is blind, not an excuse (wherever it placed the victim).
+                self._find(6, d["when"], d["node"] or "?", d["uid"], f"the witness saw no sender of the harness's "
+                           f"own SIGKILL of host pid {d['pid']} (its victim died of {SIGNAMES.get(d['sig'], d['sig'])})")
+                continue
+            if d["uid"] is None or d["node"] not in self.logs:
+                continue
+            sender = cause["sender"] if cause else "unwitnessed"
+            if sender in ("leftover", "slurm", "user", "harness"):
                 continue
             if cause is None and d.get("threaded"):
                 continue   # a thread of a group that exited (exit_group, exec): its own doing
@@ -491,6 +493,13 @@ class Oracle:
                            f"{self._describe(held, d['node'])}; no sender witnessed", "unwitnessed death")
             elif held:
                 self._find(1, d["when"], d["node"], d["uid"], f"{what}: the user held {self._describe(held, d['node'])}")
+        for when, pid in self.planned_kills:
+            # The witness must place the harness's own kill on its victim's node too: a
+            # signal on no node is judged by nothing.
+            seen = [w for w in causes.get(pid, []) if when - 1.0 <= w["when"] <= when + 30]
+            if seen and not any(w["node"] in self.logs for w in seen):
+                self._find(6, seen[0]["when"], "?", seen[0]["uid"], f"the witness saw the harness's own "
+                           f"{seen[0]['signal']} of host pid {pid} (sender {seen[0]['sender']}) on no node")
         for w in self.witness["removals"]:
             if w["sender"] in ("user", "leftover") or w.get("ret", 0) != 0 or w["uid"] is None:
                 continue

@@ -354,9 +354,10 @@ class Witness:
         except OSError:
             return None
 
-    def _sender_node(self, tid: int) -> Optional[str]:
-        """The node a sender ran on: its own pid namespace's, or, gone already (a job
-        epilog's slurmstepd ends at once), its nearest living ancestor's (slurmd's)."""
+    def _task_node(self, tid: int) -> Optional[str]:
+        """The node a task ran on: its own pid namespace's, or, gone already (a job
+        epilog's slurmstepd ends at once, a killed target is reaped), its nearest living
+        ancestor's (slurmd's, slurmstepd's)."""
         seen = set()
         while tid > 1 and tid not in seen:
             seen.add(tid)
@@ -379,7 +380,7 @@ class Witness:
         name = leader.comm if leader.comm in LEFTOVER_COMMS | SLURM_DAEMONS else task.comm
         return {"sender": sender_class(syscall, uid, name, chain, task.tgid, self.harness_pid, self.test_uids),
                 "sender_tid": tid, "sender_tgid": task.tgid, "sender_comm": name, "sender_uid": uid,
-                "sender_node": self._sender_node(tid), "sender_chain": chain[:6], "syscall": syscall}
+                "sender_node": self._task_node(tid), "sender_chain": chain[:6], "syscall": syscall}
 
     def _target(self, pid: int, comm: str) -> Optional[tuple]:
         """(uid, node, ns pid, comm) of a soak user's process; None for anyone else's; the
@@ -388,11 +389,16 @@ class Witness:
             return self.targets[pid]
         status = _status(pid)
         if not status:
-            # Gone already: its uid from the tasks' record, its node and namespace pid from
-            # the sampler's records later (not cached).
+            # Gone already (the trace is read a moment late; a process killed at once is
+            # reaped by then): its uid from the tasks' record, its node from its nearest
+            # living ancestor (a job's slurmstepd), its namespace pid from the sampler's
+            # records later (not cached). Without the node, a signal to it would be judged
+            # on no node at all: the lie control's fake kill went unjudged that way.
             task = self.tasks.get(pid)
             uid = task.uid if task else None
-            return None if uid is not None and uid not in self.test_uids else (uid, None, None, comm)
+            if uid is not None and uid not in self.test_uids:
+                return None
+            return (uid, self._task_node(pid) if task else None, None, comm)
         uid = int(status["Uid"].split()[0])
         found = None
         if uid in self.test_uids:
@@ -622,7 +628,7 @@ class Witness:
         sender_uid = int(status["Uid"].split()[0]) if status.get("Uid") else (task.uid if task else None)
         self.file_events.append({"seen": now, "tid": tid, "node": node, "path": path, "uid": uid, "dir": is_dir,
                                  "moved": bool(mask & FAN_MOVED_FROM), "sender_uid": sender_uid,
-                                 "sender_node": self._sender_node(tid)})
+                                 "sender_node": self._task_node(tid)})
 
     def _poll_sysv(self) -> None:
         while not self._stop.is_set():
