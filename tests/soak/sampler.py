@@ -169,14 +169,9 @@ class Sampler:
             with self._lock:
                 record = self.records.get(key)
                 if record is None:
-                    try:
-                        node = self.by_ns.get(os.readlink(f"/proc/{pid}/ns/pid"))
-                    except OSError:
+                    if (placed := self._placed(pid)) is None:
                         continue
-                    ns_pid = _ns_pid(pid)
-                    if node is None or ns_pid is None:
-                        continue
-                    record = ProcRecord(node, pid, ns_pid, uid, comm, _stray_mark(pid), now, now)
+                    record = ProcRecord(placed[0], pid, placed[1], uid, comm, _stray_mark(pid), now, now)
                     # The start is in ticks since boot, as /proc/uptime counts: its age now,
                     # taken from this scan's wall time, is exact where first_seen lags a scan.
                     record.started = now - max(0.0, _uptime() - start / _TICKS)
@@ -203,6 +198,16 @@ class Sampler:
             self._live = seen
             self.scans += 1
 
+    def _placed(self, pid: int) -> Optional[tuple[str, int]]:
+        """(node, namespace pid) of a process in one of the nodes' pid namespaces; None
+        for any other, or one gone."""
+        try:
+            node = self.by_ns.get(os.readlink(f"/proc/{pid}/ns/pid"))
+        except OSError:
+            return None
+        ns_pid = _ns_pid(pid)
+        return None if node is None or ns_pid is None else (node, ns_pid)
+
     def _stepd(self, pid: int, now: float) -> None:
         stat = _stat(pid)
         if stat is None or stat[0] != "slurmstepd":
@@ -211,14 +216,9 @@ class Sampler:
         with self._lock:
             record = self.stepds.get(key)
             if record is None:
-                try:
-                    node = self.by_ns.get(os.readlink(f"/proc/{pid}/ns/pid"))
-                except OSError:
+                if (placed := self._placed(pid)) is None:
                     return
-                ns_pid = _ns_pid(pid)
-                if node is None or ns_pid is None:
-                    return
-                record = self.stepds[key] = StepdRecord(node, pid, ns_pid, now, now)
+                record = self.stepds[key] = StepdRecord(placed[0], pid, placed[1], now, now)
             record.last_seen = now
         title = _cmdline(pid)
         if title and title not in record.titles:

@@ -19,31 +19,37 @@ using namespace leftover::test;
 
 namespace {
 
-// The job epilog of job `job` of `uid` on node n1.
-sweep::SweepRequest job_epilog(uid_t uid, std::uint32_t job) {
+// What a job state source of a job epilog of job `job` of `uid` on node n1 works with: a
+// config, slurmctld (a fake that says `uid` holds work) and a log.
+struct JobEpilog {
+    JobEpilog(uid_t uid, std::uint32_t job) : log(sink) {
+        controller.live.uids = {uid};
+        request.node.node_name = "n1";
+        request.trigger.uid = uid;
+        request.trigger.job_id = job;
+        request.trigger.job_ending = true;
+    }
+    // A source whose sweep has `left` before its deadline.
+    sweep::JobStateSource source(std::chrono::milliseconds left) {
+        return sweep::JobStateSource(config, request, &controller, std::chrono::steady_clock::now() + left, log);
+    }
+
+    Config config;
+    FakeController controller;
+    RecordingSink sink;
+    sweep::Logger log;
     sweep::SweepRequest request;
-    request.node.node_name = "n1";
-    request.trigger.uid = uid;
-    request.trigger.job_id = job;
-    request.trigger.job_ending = true;
-    return request;
-}
+};
 
 }  // namespace
 
 TEST_CASE("job state source: the cleanup asks slurmctld with contain, from the job epilog and the command only") {
-    Config config;
-    FakeController controller;
-    controller.live.uids = {41857};
-    RecordingSink sink;
-    sweep::Logger log(sink);
-    sweep::SweepRequest request = job_epilog(41857, 7);
-    request.node.prolog_contain = true;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    JobEpilog epilog(41857, 7);
+    epilog.request.node.prolog_contain = true;
     // The check it returns asks through the source: the source outlives it, as in a sweep.
     std::optional<sweep::JobStateSource> source;
     const auto check = [&] {
-        source.emplace(config, request, &controller, deadline, log);
+        source.emplace(epilog.source(std::chrono::seconds(10)));
         return source->cleanup_allocation_check();
     };
     SUBCASE("the job epilog: one query, the holders back") {
@@ -52,50 +58,43 @@ TEST_CASE("job state source: the cleanup asks slurmctld with contain, from the j
         const auto holders = asks({41857, 41858});
         REQUIRE(holders.ok());
         CHECK(holders.value() == std::set<uid_t>{41857});
-        CHECK(controller.calls == 1);
+        CHECK(epilog.controller.calls == 1);
     }
     SUBCASE("the command (a node-wide sweep) asks too") {
-        request.trigger = sweep::Trigger{};
+        epilog.request.trigger = sweep::Trigger{};
         CHECK(check());
     }
     SUBCASE("a step end never asks") {
-        request.trigger.job_ending = false;
-        request.trigger.ending_step = steps::StepId{7, 0};
+        epilog.request.trigger.job_ending = false;
+        epilog.request.trigger.ending_step = steps::StepId{7, 0};
         CHECK_FALSE(check());
     }
     SUBCASE("without contain the evaluation's allocation check asks already") {
-        request.node.prolog_contain = false;
+        epilog.request.node.prolog_contain = false;
         CHECK_FALSE(check());
     }
     SUBCASE("job_source controller: slurmctld is the word already") {
-        config.job_source = JobSource::controller;
+        epilog.config.job_source = JobSource::controller;
         CHECK_FALSE(check());
     }
 }
 
 TEST_CASE("job state source: a slurmctld question with too little time before the deadline is not asked") {
-    Config config;
-    FakeController controller;
-    controller.live.uids = {41858};
-    RecordingSink sink;
-    sweep::Logger log(sink);
-    const sweep::SweepRequest request = job_epilog(41858, 8);
+    JobEpilog epilog(41858, 8);
     // Without contain the job epilog asks before a user is swept; here with 100 ms left.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-    sweep::JobStateSource source(config, request, &controller, deadline, log);
+    sweep::JobStateSource source = epilog.source(std::chrono::milliseconds(100));
     const AllocationCheck asks = source.allocation_check();
     REQUIRE(asks);
     const auto holders = asks({41858});
     REQUIRE_FALSE(holders.ok());
     CHECK(holders.error().source == ErrorSource::deadline);
     CHECK(holders.error().message.find("slurmctld not asked") != std::string::npos);
-    CHECK(controller.calls == 0);
+    CHECK(epilog.controller.calls == 0);
 
     // With the time a question takes, it is asked.
-    sweep::JobStateSource in_time(config, request, &controller,
-                                  std::chrono::steady_clock::now() + std::chrono::seconds(10), log);
+    sweep::JobStateSource in_time = epilog.source(std::chrono::seconds(10));
     const auto answered = in_time.allocation_check()({41858});
     REQUIRE(answered.ok());
     CHECK(answered.value() == std::set<uid_t>{41858});
-    CHECK(controller.calls == 1);
+    CHECK(epilog.controller.calls == 1);
 }
