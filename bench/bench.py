@@ -681,11 +681,18 @@ def measure_one_deep(binary: Path, reps: int, count: int, depth: int, pid_max: i
 
 def print_deep(rows: list[dict]) -> None:
     """The figures of measure_deep as a markdown table (medians, ms)."""
-    print("| case | evaluation | floor (getdents+fstatat) | floor (status) | sweep | target |")
-    print("|---|---|---|---|---|---|")
+    print("| case | evaluation | floor (getdents+fstatat) | floor (status) | sweep | kill(-1) as the user "
+          "| pkill -KILL -U | target |")
+    print("|---|---|---|---|---|---|---|---|")
+
+    def kill_floor(r: dict, name: str) -> str:
+        if f"{name}_ms" not in r:
+            return ""
+        return f"{r[name + '_ms']:.0f} ms" + ("" if r[name + "_gone"] else " (not all gone)")
+
     for r in rows:
         if "skipped" in r:
-            print(f"| {r['processes']:,} deep | skipped: {r['skipped']} | | | | |")
+            print(f"| {r['processes']:,} deep | skipped: {r['skipped']} | | | | | | |")
             continue
         ev, fl = med(r["evaluation"]), med(r["floor_stat"])
         if "depth" in r:
@@ -698,11 +705,12 @@ def print_deep(rows: list[dict]) -> None:
             past = r.get("past_deadline_ms", r["sweep_returned_ms"] - 3000)
             sweep += f", returned at {r['sweep_returned_ms']:.0f} ms ({past:+.0f} ms against the deadline)"
             print(f"| {r['processes']:,}: chain {r['depth']} + fan | {ev:.1f} ms{err} | {fl:.1f} ms | "
-                  f"{med(r['floor_status']):.1f} ms | {sweep} | inside 3 s, or stopped at most 100 ms past it: "
+                  f"{med(r['floor_status']):.1f} ms | {sweep} | {kill_floor(r, 'kill_all')} | "
+                  f"{kill_floor(r, 'pkill')} | inside 3 s, or stopped at most 100 ms past it: "
                   f"{verdict(past <= 100)} |")
         else:
             limit = 1.5 * fl + 1.0
-            print(f"| {r['processes']:,} of a live user + {r['strays']} strays | {ev:.1f} ms | {fl:.1f} ms | | | "
+            print(f"| {r['processes']:,} of a live user + {r['strays']} strays | {ev:.1f} ms | {fl:.1f} ms | | | | | "
                   f"<= {limit:.1f} ms: {verdict(ev <= limit)} |")
     for r in rows:
         if "log" in r:

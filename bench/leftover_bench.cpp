@@ -22,7 +22,8 @@
 //       In a pid namespace of its own (run it under unshare --pid --fork --mount-proc):
 //       COUNT processes of UID, a chain DEPTH deep with a fan of the rest under its
 //       bottom. Times REPS evaluations (all strays) against the floors, then one full
-//       sweep (grace 0) with the sweep's own deadline. Prints JSON.
+//       sweep (grace 0) with the sweep's own deadline, then, on a new tree each, the
+//       floors for killing them all: kill(-1) as the user, and pkill. Prints JSON.
 //   leftover_bench live UID COUNT REPS
 //       Also in a pid namespace of its own: COUNT processes of UID, whose user has a
 //       live step (job state says so), plus 10 strays of UID + 1. Times REPS evaluations
@@ -739,6 +740,41 @@ std::vector<double> time_floor(int reps, std::size_t (*floor)()) {
     return ms;
 }
 
+// The floors for killing a user's every process, each on a tree of its own, from the
+// start until every process has exited: one kill(-1, SIGKILL) from a child that has
+// taken the uid (the kernel signals every process the uid may signal, atomically
+// against forks), and `pkill -KILL -U uid`. The bench, pid 1 here, reaps what the
+// last tree left first: a tree of 40,000 leaves as many zombies.
+struct KillFloor {
+    double ms = 0;
+    bool all_gone = false;
+};
+KillFloor time_kill_floor(uid_t uid, long count, long depth, bool kill_all) {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
+    spawn_tree(uid, count, depth);
+    auto pidfds = pin_user(uid);
+    const auto start = Clock::now();
+    if (kill_all) {
+        const pid_t child = ::fork();
+        if (child < 0) die("fork");
+        if (child == 0) {
+            if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(3);
+            ::_exit(::kill(-1, SIGKILL) == 0 ? 0 : 4);
+        }
+        int status = 0;
+        while (::waitpid(child, &status, 0) < 0)
+            if (errno != EINTR) die("waitpid");
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("kill(-1) as the user failed");
+    } else {
+        run_quiet({"/usr/bin/pkill", "-KILL", "-U", std::to_string(uid)});
+    }
+    KillFloor floor;
+    floor.all_gone = wait_exited(pidfds);
+    floor.ms = ms_since(start);
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
+    return floor;
+}
+
 int deep(uid_t uid, long count, long depth, int reps) {
     if (::getpid() != 1) {
         std::fprintf(stderr, "leftover_bench deep: run it under unshare --pid --fork --mount-proc\n");
@@ -792,17 +828,21 @@ int deep(uid_t uid, long count, long depth, int reps) {
     while (!(all_gone = pin_user(uid).empty()) && ms_since(request.started) < 60000) ::usleep(10000);
     const double sweep_ms = ms_since(request.started);
     fs::remove_all(dir);
+    const KillFloor kill_all = time_kill_floor(uid, count, depth, true);
+    const KillFloor pkill = time_kill_floor(uid, count, depth, false);
     std::printf(
         "{\"processes\": %ld, \"depth\": %ld, \"spawn_ms\": %.1f, \"evaluation\": %s, \"kills\": %zu, "
         "\"evaluation_error\": \"%s\", \"floor_stat\": %s, \"floor_status\": %s, \"sweep_ms\": %.4f, "
         "\"sweep_returned_ms\": %.4f, \"sweep_error\": \"%s\", \"deadline_reached\": %s, \"rounds\": %d, "
         "\"all_gone\": %s, \"deadline_ms\": %.0f, \"past_deadline_ms\": %.1f, \"evaluations\": %zu, "
-        "\"survivors\": %zu, \"nofile\": %llu, \"log\": %s}\n",
+        "\"survivors\": %zu, \"nofile\": %llu, \"kill_all_ms\": %.1f, \"kill_all_gone\": %s, "
+        "\"pkill_ms\": %.1f, \"pkill_gone\": %s, \"log\": %s}\n",
         count, depth, spawn_ms, json_list(evaluations.ms).c_str(), evaluations.kills, evaluations.error.c_str(),
         json_list(floor_stat_ms).c_str(), json_list(floor_status_ms).c_str(), sweep_ms, returned_ms,
         report.error ? report.error->message.c_str() : "", report.deadline_reached ? "true" : "false", report.rounds,
         all_gone ? "true" : "false", deadline_ms, returned_ms - deadline_ms, report.evaluations,
-        report.survivors.size(), static_cast<unsigned long long>(files.rlim_cur), sink.json().c_str());
+        report.survivors.size(), static_cast<unsigned long long>(files.rlim_cur), kill_all.ms,
+        kill_all.all_gone ? "true" : "false", pkill.ms, pkill.all_gone ? "true" : "false", sink.json().c_str());
     return all_gone ? 0 : 1;
 }
 
