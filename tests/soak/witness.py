@@ -28,7 +28,6 @@ that lost any cannot be judged.
 from __future__ import annotations
 
 import atexit
-import collections
 import ctypes
 import ctypes.util
 import dataclasses
@@ -51,6 +50,8 @@ IPC_ID_FIELD = {"shmctl": "shmid", "msgctl": "msqid", "semctl": "semid"}
 # Who each task is: its real uid, inherited at its birth and changed by these (a sender's
 # uid read from /proc afterwards is too late for one that exited at once, as rm does).
 UID_CALLS = {"setuid": "uid", "setreuid": "ruid", "setresuid": "ruid"}
+# How long after an unlink-family call its fanotify event may be read, at most.
+UNLINK_LAG = 10.0
 SLURM_DAEMONS = frozenset({"slurmstepd", "slurmd", "slurmctld"})
 # What leftover runs in: the plugin in slurmstepd (its step's or the job epilog's), and
 # the command.
@@ -160,7 +161,11 @@ class Witness:
         self.targets: dict[int, Optional[tuple]] = {}   # pid -> (uid, node, ns_pid, comm) or None: not a soak user's
         self.inflight: dict[int, tuple[str, dict, float]] = {}
         self.pending_ipc: dict[int, dict] = {}
-        self.unlinks: dict[int, collections.deque] = {}
+        # Every unlink-family call by tid, kept for the whole run: the removals are matched
+        # to them at the end, and a tid is reused many times over in a long run (a deque of
+        # the last 32 lost a sweep's calls to later processes of its tid: 2,767 removals
+        # of a 30-minute run under load were then nobody's, and leftover's log "lied").
+        self.unlinks: dict[int, list] = {}
         self.signals: list[dict] = []
         self.delivers: list[dict] = []
         self.ipc_removals: list[dict] = []
@@ -382,7 +387,7 @@ class Witness:
                 "sender_tid": tid, "sender_tgid": task.tgid, "sender_comm": name, "sender_uid": uid,
                 "sender_node": self._task_node(tid), "sender_chain": chain[:6], "syscall": syscall}
 
-    def _target(self, pid: int, comm: str) -> Optional[tuple]:
+    def _target(self, pid: int, comm: str, place_gone: bool = False) -> Optional[tuple]:
         """(uid, node, ns pid, comm) of a soak user's process; None for anyone else's; the
         uid None when it could not be read (gone already)."""
         if pid in self.targets:
@@ -390,15 +395,18 @@ class Witness:
         status = _status(pid)
         if not status:
             # Gone already (the trace is read a moment late; a process killed at once is
-            # reaped by then): its uid from the tasks' record, its node from its nearest
-            # living ancestor (a job's slurmstepd), its namespace pid from the sampler's
-            # records later (not cached). Without the node, a signal to it would be judged
-            # on no node at all: the lie control's fake kill went unjudged that way.
+            # reaped by then): its uid from the tasks' record, its namespace pid (and node)
+            # from the sampler's records later (not cached). A signal's target that the
+            # sampler never saw is placed on its nearest living ancestor's node (a job's
+            # slurmstepd; never the host, where a login's ancestry leads through nsenter):
+            # with no node its signal was judged on none, and the lie control's fake kill
+            # of a soak-body 140 ms old went unjudged that way.
             task = self.tasks.get(pid)
             uid = task.uid if task else None
             if uid is not None and uid not in self.test_uids:
                 return None
-            return (uid, self._task_node(pid) if task else None, None, comm)
+            node = self._task_node(pid) if task and place_gone else None
+            return (uid, node if node != "host" else None, None, comm)
         uid = int(status["Uid"].split()[0])
         found = None
         if uid in self.test_uids:
@@ -496,7 +504,7 @@ class Witness:
                 self.mq_unlinks += 1
             task = self._task(tid, comm, tgid)
             leader = self.tasks.get(task.tgid, task)
-            self.unlinks.setdefault(tid, collections.deque(maxlen=32)).append(
+            self.unlinks.setdefault(tid, []).append(
                 (when, call, leader.comm if leader.comm in LEFTOVER_COMMS | SLURM_DAEMONS else task.comm,
                  task.tgid, self._chain(tid)[:6], task.uid))
         elif call in IPC_CALLS:
@@ -514,7 +522,7 @@ class Witness:
 
     def _generate(self, tid: int, tgid: int, comm: str, when: float, sig: int, target_comm: str, pid: int,
                   group: int, result: int) -> None:
-        target = self._target(pid, target_comm)
+        target = self._target(pid, target_comm, place_gone=True)
         if target is None:
             return
         call = self.inflight.get(tid)
@@ -711,7 +719,9 @@ class Witness:
         self.delivers = [d for d in self.delivers if d["uid"] is not None]
         removals = []
         for event in self.file_events:
-            calls = [c for c in self.unlinks.get(event["tid"], ()) if c[0] <= event["seen"] + 0.05]
+            # The call right before the event was read (not one of an earlier owner of the tid).
+            calls = [c for c in self.unlinks.get(event["tid"], ())
+                     if event["seen"] - UNLINK_LAG <= c[0] <= event["seen"] + 0.05]
             when, call, comm, tgid, chain, uid = calls[-1] if calls else (event["seen"], None, "?", event["tid"], [],
                                                                            None)
             if event["moved"]:
