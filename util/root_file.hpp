@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A small file leftover keeps between its runs (the survivors' record, slurmctld's
+// shared answer): a regular file of root's that only root may write, in a directory
+// that root (or SlurmdUser) owns and that group and others cannot write. Read whole;
+// written whole to a temporary file and renamed into place, so a reader sees the old
+// text or the new, never a part.
+#pragma once
+
+#include "errors/result.hpp"
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace leftover {
+
+struct RootFile {
+    std::string what;  // for the errors: "survivors' record", ...
+    std::string path;
+    std::optional<uid_t> dir_owner;  // who may own its directory besides root (SlurmdUser)
+};
+
+// Its text; nullopt when there is no such file. An error, "<what> <path>: <why>", when
+// its directory or the file fails the checks above, it is larger than max_size, or it
+// cannot be read: then it is not believed.
+Result<std::optional<std::string>> read_root_file(const RootFile& file, std::size_t max_size);
+
+// Replaces it with `text`, mode 0600.
+Status write_root_file(const RootFile& file, const std::string& text);
+
+// Removes it; none there is no error.
+Status remove_root_file(const RootFile& file);
+
+}  // namespace leftover
