@@ -18,6 +18,7 @@ constexpr std::array<std::string_view, 7> kFailureWords = {"config",         "us
                                                            "account_lookup", "deadline",   "proc"};
 constexpr std::array<std::string_view, 3> kDrainWords = {"drained", "kept", "failed"};
 constexpr std::array<std::string_view, 4> kTurnWords = {"free", "waited", "missed", "alone"};
+constexpr std::array<std::string_view, 2> kAnswerWords = {"asked", "shared"};
 constexpr std::array<std::string_view, 2> kSignalWords = {"SIGTERM", "SIGKILL"};
 // Every reason but stray (a stray is killed, not kept), in the log's words.
 constexpr auto kKeptWords = [] {
@@ -66,6 +67,10 @@ constexpr Family kFamilies[] = {
      "free (no other sweep held it), waited (after another sweep of the node), missed (another held it until the "
      "deadline: nothing signalled), alone (the lock file could not be used: swept without taking turns).",
      "turn", kTurnWords},
+    {"leftover_slurmctld_answers_total", "counter",
+     "slurmctld's answers about the jobs on this host's nodes that evaluations used, by how each got its answer: "
+     "asked (a question of its own), shared (another sweep of the node had asked at most 1 s before).",
+     "answer", kAnswerWords},
     {"leftover_last_evaluation_timestamp_seconds", "gauge",
      "When the last evaluation ended, in seconds since the epoch.", ""},
     {"leftover_last_evaluation_duration_seconds", "gauge", "How long the last evaluation took, in seconds.", ""},
@@ -221,6 +226,8 @@ void Metrics::add(const EvaluationSample& s) {
     bump("leftover_survivors_total", "", static_cast<double>(s.survivors));
     if (s.drain) bump("leftover_node_drains_total", to_string(*s.drain), 1);
     if (s.turn) bump("leftover_sweep_turns_total", to_string(*s.turn), 1);
+    bump("leftover_slurmctld_answers_total", "asked", static_cast<double>(s.answers_asked));
+    bump("leftover_slurmctld_answers_total", "shared", static_cast<double>(s.answers_shared));
     set("leftover_last_evaluation_timestamp_seconds", s.timestamp_seconds);
     set("leftover_last_evaluation_duration_seconds", s.duration_seconds);
     set("leftover_last_strays_found", static_cast<double>(s.strays_found));

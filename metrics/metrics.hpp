@@ -45,6 +45,8 @@ struct EvaluationSample {
     std::map<std::string, std::uint64_t> killed_by_user;  // only with metrics_users: true
     std::optional<DrainResult> drain;                     // when this evaluation asked for a drain
     std::optional<SweepTurn> turn;                        // a sweep that would signal (not a dry run nor a check)
+    std::uint64_t answers_asked = 0;                      // slurmctld questions the evaluation asked itself
+    std::uint64_t answers_shared = 0;                     // answers of another sweep of the node it took instead
     // false: no evaluation, only a drain to count (check --health --drain, whose check
     // was counted already): every other field is ignored.
     bool evaluation = true;

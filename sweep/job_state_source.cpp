@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "sweep/job_state_source.hpp"
 
+#include "controller/shared_answer.hpp"
+#include "drain/survivor_record.hpp"
 #include "procfs/proc_table.hpp"
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -48,14 +52,76 @@ AllocationCheck JobStateSource::cleanup_allocation_check() {
         "cleanup: asking slurmctld whether its users hold an allocation here (a job being set up shows no step yet)");
 }
 
+bool JobStateSource::shares_answers() const {
+    return sharing_ == AnswerSharing::shared && config_.job_source != JobSource::controller && !at_step_end() &&
+           !request_.node.spool_dir.empty() && ::geteuid() == 0;
+}
+
 Result<LiveWork> JobStateSource::ask_jobs_on_nodes(Clock::time_point until) {
+    const bool sharing = shares_answers();
+    if (sharing)
+        if (auto shared = shared_answer()) return std::move(*shared);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     if (left < shortest_question)
         return Error::lookup(fmt::format("slurmctld not asked: {} ms left before this sweep's deadline, less than a "
                                          "question takes ({} ms)",
                                          std::max<long long>(0, left.count()), shortest_question.count()),
                              ErrorSource::deadline);
-    return controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+    if (!sharing) {
+        auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
+        if (work.ok()) ++answers_asked_;
+        return work;
+    }
+    // Asked with no job left out, which each sweep that shares the answer does for itself.
+    const auto asked = drain::boot_clock_now();
+    auto work = controller_->jobs_on_nodes(request_.node.node_names(), std::nullopt, until);
+    LEFTOVER_TRY(work);
+    ++answers_asked_;
+    share_answer(work.value(), asked);
+    controller::leave_out(work.value(), ending_job());
+    return work;
+}
+
+RootFile JobStateSource::shared_answer_file() const {
+    return {"slurmctld's shared answer",
+            controller::shared_answer_path(request_.node.spool_dir, request_.node.node_name), request_.node.slurmd_uid};
+}
+
+std::optional<LiveWork> JobStateSource::shared_answer() {
+    auto read = controller::read_shared_answer(shared_answer_file(), drain::read_boot_id(request_.proc_root));
+    if (!read.ok()) {
+        if (!share_failure_logged_) log_.warn(fmt::format("{}; slurmctld is asked", read.error().message));
+        share_failure_logged_ = true;
+        return std::nullopt;
+    }
+    if (!read->has_value()) return std::nullopt;
+    const controller::SharedAnswer& answer = **read;
+    // Its own earlier answer a sweep does not take again: it asks again after grace for a
+    // job that landed meanwhile.
+    if (own_answer_ && answer.asked == *own_answer_) return std::nullopt;
+    if (const auto why =
+            controller::why_not_shared(answer, drain::boot_clock_now(), request_.node.node_names(), local_jobs_)) {
+        log_.debug(fmt::format("slurmctld's answer of another sweep of this node not used: {}", *why));
+        return std::nullopt;
+    }
+    ++answers_shared_;
+    log_.info(
+        fmt::format("slurmctld's answer that another sweep of this node asked for {} ms ago is used ({} job(s) "
+                    "on this host's nodes; shared for {} ms after its question began)",
+                    (drain::boot_clock_now() - answer.asked).count(), answer.job_users.size(),
+                    controller::kSharedAnswerLife.count()));
+    return controller::live_work_of(answer, ending_job());
+}
+
+void JobStateSource::share_answer(const LiveWork& work, std::chrono::milliseconds asked) {
+    own_answer_ = asked;
+    const controller::SharedAnswer answer{asked, request_.node.node_names(), local_jobs_, work.job_users};
+    const Status written =
+        controller::write_shared_answer(shared_answer_file(), drain::read_boot_id(request_.proc_root), answer);
+    if (!written.ok() && !share_failure_logged_) {
+        log_.warn(fmt::format("{}; the other sweeps of this node ask slurmctld themselves", written.error().message));
+        share_failure_logged_ = true;
+    }
 }
 
 AllocationCheck JobStateSource::ask_controller(std::string why) {
@@ -140,6 +206,8 @@ Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
     }
     live->uids.insert(prologs.uids.begin(), prologs.uids.end());
     live->job_ids.insert(prologs.job_ids.begin(), prologs.job_ids.end());
+    local_jobs_.insert(live->job_ids.begin(), live->job_ids.end());
+    for (const steps::UnansweredStep& step : state->unanswered) local_jobs_.insert(step.job_id);
     return live;
 }
 

@@ -14,6 +14,7 @@
 #include "steps/starting_work.hpp"
 #include "sweep/log.hpp"
 #include "sweep/sweep_request.hpp"
+#include "util/root_file.hpp"
 
 #include <sys/types.h>
 
@@ -27,12 +28,22 @@
 
 namespace leftover::sweep {
 
+// Whether a reader takes slurmctld's answer from another sweep of the node (a sweep's
+// does), or always asks itself (a check's: `leftover check --health` wants a fresh look).
+enum class AnswerSharing { shared, own };
+
 // The job-state reader for one sweep: fresh answers every round, stale sockets logged once.
 class JobStateSource {
 public:
     JobStateSource(const Config& config, const SweepRequest& request, controller::Controller* controller,
-                   std::chrono::steady_clock::time_point deadline, Logger& log)
-        : config_(config), request_(request), controller_(controller), deadline_(deadline), log_(log) {}
+                   std::chrono::steady_clock::time_point deadline, Logger& log,
+                   AnswerSharing sharing = AnswerSharing::shared)
+        : config_(config),
+          request_(request),
+          controller_(controller),
+          deadline_(deadline),
+          log_(log),
+          sharing_(sharing) {}
 
     Result<LiveWork> read();
 
@@ -65,9 +76,26 @@ public:
     // would end past its deadline, waiting for the helper it started.
     static constexpr std::chrono::milliseconds shortest_question{250};
 
+    // Where slurmctld's answer is shared with the other sweeps of this node
+    // (controller/shared_answer.hpp): with job_source steps, from the job epilog and
+    // `leftover sweep`, as root. With job_source controller slurmctld is the only word,
+    // asked afresh; a check asks afresh too.
+    bool shares_answers() const;
+
+    // slurmctld's answers this sweep used: those it asked for, those another sweep of
+    // the node had asked for moments before.
+    int answers_asked() const { return answers_asked_; }
+    int answers_shared() const { return answers_shared_; }
+
 private:
-    // slurmctld's jobs on this node, unless too little time is left (shortest_question).
+    // slurmctld's jobs on this node: another sweep's answer where it may be shared, else
+    // asked, unless too little time is left (shortest_question), and then shared.
     Result<LiveWork> ask_jobs_on_nodes(std::chrono::steady_clock::time_point until);
+
+    // The answer another sweep of this node shared, when this sweep may use it.
+    std::optional<LiveWork> shared_answer();
+    void share_answer(const LiveWork& work, std::chrono::milliseconds asked);
+    RootFile shared_answer_file() const;
 
     // The node's own step sockets; in the job epilog, slurmctld for those nobody could ask.
     Result<LiveWork> read_step_sockets(std::chrono::steady_clock::time_point until);
@@ -102,6 +130,7 @@ private:
     controller::Controller* controller_;
     std::chrono::steady_clock::time_point deadline_;
     Logger& log_;
+    AnswerSharing sharing_;
     std::set<std::string> logged_;                 // sockets already described: once per sweep
     std::set<std::string> unanswered_logged_;      // unanswered sockets already named: once per sweep
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
@@ -110,7 +139,12 @@ private:
     std::set<pid_t> prologs_logged_;  // Prolog children already named: once per sweep
     steps::SeenSteps seen_steps_;     // by every look of this sweep, for job_starting
     steps::StartingLook starting_look_;
-    std::set<pid_t> caller_;  // the caller and its ancestors, read at the first job_starting
+    std::set<pid_t> caller_;              // the caller and its ancestors, read at the first job_starting
+    std::set<std::uint64_t> local_jobs_;  // every job the step sockets and Prologs showed this sweep
+    int answers_asked_ = 0;
+    int answers_shared_ = 0;
+    bool share_failure_logged_ = false;
+    std::optional<std::chrono::milliseconds> own_answer_;  // when this sweep's last shared question began
 };
 
 }  // namespace leftover::sweep

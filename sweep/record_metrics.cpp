@@ -24,6 +24,8 @@ EvaluationSample sample_of(const SampleInput& in) {
     sample.trigger = in.trigger;
     sample.drain = in.drain;
     sample.turn = in.turn;
+    sample.answers_asked = static_cast<std::uint64_t>(in.answers_asked);
+    sample.answers_shared = static_cast<std::uint64_t>(in.answers_shared);
     const KillReport& report = in.report;
     if (report.error)
         sample.failure = report.error->source;

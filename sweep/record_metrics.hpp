@@ -20,6 +20,8 @@ struct SampleInput {
     std::chrono::steady_clock::time_point started;
     std::optional<DrainResult> drain;  // when the sweep asked slurmctld to drain the node
     std::optional<SweepTurn> turn;     // how a sweep that would signal got its turn (sweep/turn.hpp)
+    int answers_asked = 0;             // slurmctld's answers used (sweep/job_state_source.hpp)
+    int answers_shared = 0;
 };
 
 // The failure counted is the report's error's source (or the deadline, when the

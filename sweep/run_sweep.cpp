@@ -168,7 +168,10 @@ private:
         if (!config.dry_run && planned->ok() && !(*planned)->kills().empty()) {
             turn = NodeTurn::take(request_, deadline, log_);
             turn_ = turn->outcome();
-            if (turn->missed()) return stop(turn->missed_error(), false, deadline);
+            if (turn->missed()) {
+                count_answers(job_state);
+                return stop(turn->missed_error(), false, deadline);
+            }
             if (turn_ == SweepTurn::waited) planned.reset();
         }
         report_ = execute_kills(
@@ -194,6 +197,7 @@ private:
         const auto cleanup = clean_up(config, exemptions, evaluation, job_state, deadline);
         if (turn) turn->release();  // the summary and the metrics (locked on their own) need no turn
         log_summary(&evaluation, deadline, cleanup);
+        count_answers(job_state);
         count_in_metrics(config.dry_run, deadline, drain.request ? std::optional(drain.request->result) : std::nullopt);
         return report_;
     }
@@ -283,12 +287,17 @@ private:
     }
 
     // After the summary: a metrics file that cannot be written is one more log line.
+    void count_answers(const JobStateSource& job_state) {
+        answers_asked_ = job_state.answers_asked();
+        answers_shared_ = job_state.answers_shared();
+    }
+
     void count_in_metrics(bool dry_run, Clock::time_point until, std::optional<DrainResult> drain = std::nullopt) {
         const bool users = loaded_.metrics && loaded_.metrics->users;
-        record_metrics(
-            loaded_.metrics,
-            sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain, turn_}), log_,
-            until);
+        record_metrics(loaded_.metrics,
+                       sample_of({trigger_of(request_.trigger), report_, dry_run, users, request_.started, drain, turn_,
+                                  answers_asked_, answers_shared_}),
+                       log_, until);
     }
 
     const ConfigAndExemptions& loaded_;
@@ -299,6 +308,8 @@ private:
     SummaryInput summary_;
     KillReport report_;
     std::optional<SweepTurn> turn_;  // how the sweep got its turn, when it took one
+    int answers_asked_ = 0;          // slurmctld's answers the sweep used, as its job-state reader counted them
+    int answers_shared_ = 0;
 };
 
 }  // namespace
@@ -353,7 +364,7 @@ Result<NodeCheck> check_node(const ConfigAndExemptions& loaded, const SweepReque
 
     const auto deadline = evaluation_deadline(config, request);
     metrics_until = deadline;
-    JobStateSource job_state(config, request, controller, deadline, log);
+    JobStateSource job_state(config, request, controller, deadline, log, AnswerSharing::own);
     // A check shows every process as it is, those of users with live work too.
     Evaluation evaluation = make_evaluation(config, loaded.exemptions->value(), request, accounts, job_state, true);
     // The users a cleanup would touch beyond the plan's targets, cleared in its one query.

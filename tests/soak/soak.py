@@ -114,6 +114,10 @@ def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
     time.sleep(DEADLINE + 2)
 
 
+# What a sweep logs when it takes another sweep's slurmctld answer (sweep/job_state_source.cpp).
+SHARED_ANSWER = "slurmctld's answer that another sweep of this node asked for"
+
+
 def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ctld_text: str,
                 job_uids: dict[int, int]) -> tuple[str, list[str]]:
     """Whether each hostile shape the schedule meant to run ran: a line for the summary and
@@ -352,7 +356,9 @@ def main(argv) -> int:
             f"; harness errors {len(workload.harness_errors)}; sampler scans {sampler.scans}"
             f" (longest gap {sampler.longest_gap:.2f}s)")
         shapes, missing = shapes_line(schedule, workload, sampler, ctld_text, job_uids)
-        print(shapes)
+        # slurmctld's answers that sweeps took from another sweep of their node (a burst's).
+        shared = sum(text.count(SHARED_ANSWER) for text in node_texts.values())
+        print(f"{shapes}, slurmctld answers shared {shared}")
         for what in missing:
             print(f"soak: an intended shape did not run: {what}")
         violations = {i: len(verdict.violations(i)) for i in INVARIANTS}

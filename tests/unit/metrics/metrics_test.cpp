@@ -34,6 +34,7 @@ TEST_CASE("metrics: a fresh set has every fixed series at 0") {
     CHECK(metrics.series().at("leftover_processes_kept_total").count("stray") == 0);
     CHECK(metrics.series().at("leftover_lookup_errors_total").size() == 7);
     CHECK(metrics.series().at("leftover_sweep_turns_total").size() == 4);
+    CHECK(metrics.series().at("leftover_slurmctld_answers_total").size() == 2);
     CHECK(metrics.series().at("leftover_user_processes_killed_total").empty());
 }
 
@@ -187,4 +188,22 @@ TEST_CASE("metrics: drain requests are counted by result, a drain alone is no ev
     const auto back = Metrics::parse(metrics.render(false));
     REQUIRE(back.ok());
     CHECK(back->value("leftover_node_drains_total", "failed") == 1);
+}
+
+TEST_CASE("metrics: slurmctld's answers are counted by whether the sweep asked or took another sweep's") {
+    Metrics metrics;
+    EvaluationSample sample = one_kill();
+    sample.answers_asked = 2;  // before grace and after it
+    metrics.add(sample);
+    sample.answers_asked = 0;
+    sample.answers_shared = 1;
+    metrics.add(sample);
+    CHECK(metrics.value("leftover_slurmctld_answers_total", "asked") == 2);
+    CHECK(metrics.value("leftover_slurmctld_answers_total", "shared") == 1);
+    const std::string text = metrics.render(false);
+    CHECK(text.find("leftover_slurmctld_answers_total{answer=\"shared\"} 1\n") != std::string::npos);
+    const auto back = Metrics::parse(text);
+    REQUIRE(back.ok());
+    CHECK(back->series().at("leftover_slurmctld_answers_total") ==
+          metrics.series().at("leftover_slurmctld_answers_total"));
 }

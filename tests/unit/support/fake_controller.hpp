@@ -4,6 +4,8 @@
 
 #include "controller/controller.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,8 +23,20 @@ public:
         ++calls;
         last_nodes = nodes;
         if (error) return *error;
-        return live;
+        // As the helper answers: every user with a job (one of the fake's own where the
+        // test named the user alone), so that an answer shared through the spool dir
+        // (controller/shared_answer.hpp) says what this one does.
+        steps::LiveWork answer = live;
+        std::uint64_t job = kFakeJobs;
+        for (const uid_t uid : answer.uids) {
+            const bool has_job = std::any_of(answer.job_users.begin(), answer.job_users.end(),
+                                             [uid](const auto& entry) { return entry.second == uid; });
+            if (has_job) continue;
+            answer.job_users[++job] = uid;
+        }
+        return answer;
     }
+    static constexpr std::uint64_t kFakeJobs = 900000;  // the fake's own job ids start above it
 
     // slurmctld's view of the node for drains: drained once, then it keeps its reason.
     bool node_drained = false;

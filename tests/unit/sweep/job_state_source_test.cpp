@@ -3,8 +3,11 @@
 // slurmd is still setting up shows no step, so what a cleanup would remove is asked about,
 // from the job epilog and the command; never at a step end (a helper started there may
 // die mid-answer), and not where another question covers it.
+#include "steps/stepd_protocol.hpp"
 #include "support/fake_controller.hpp"
+#include "support/fake_stepd.hpp"
 #include "support/recording_sink.hpp"
+#include "support/temp_dir.hpp"
 #include "sweep/job_state_source.hpp"
 
 #include <doctest/doctest.h>
@@ -97,4 +100,68 @@ TEST_CASE("job state source: a slurmctld question with too little time before th
     REQUIRE(answered.ok());
     CHECK(answered.value() == std::set<uid_t>{41858});
     CHECK(epilog.controller.calls == 1);
+}
+
+TEST_CASE("job state source: the job epilogs of a burst share one slurmctld answer, each leaving its own job out") {
+    TempDir spool;
+    JobEpilog first(41859, 7);
+    first.request.node.spool_dir = spool.path();
+    first.controller.live = {};
+    first.controller.live.job_users = {{7, 41859}, {8, 41860}, {9, 41859}};
+    for (const auto& [job, uid] : first.controller.live.job_users) {
+        first.controller.live.uids.insert(uid);
+        first.controller.live.job_ids.insert(job);
+    }
+    sweep::JobStateSource asks = first.source(std::chrono::seconds(10));
+    // Without contain the job epilog asks before a user is swept.
+    const auto held = asks.allocation_check()({41859, 41860, 41861});
+    REQUIRE(held.ok());
+    CHECK(held.value() == std::set<uid_t>{41859, 41860});  // 41859 holds job 9 too
+    CHECK(first.controller.calls == 1);
+    CHECK(asks.answers_asked() == 1);
+
+    // Job 8's epilog, a moment later on the same node: the answer is shared, without job 8.
+    JobEpilog second(41860, 8);
+    second.request.node.spool_dir = spool.path();
+    second.log.set_threshold(LogLevel::debug);
+    std::string job_start;
+    SUBCASE("the node shows no job since") {}
+    SUBCASE("the node shows a job it did not show when slurmctld was asked") { job_start = "job 40"; }
+    std::optional<FakeStepd> started;
+    if (!job_start.empty())
+        started.emplace(spool / "n1_40.0", 41862, 2, Behaviour::answer, steps::build_stepd_protocol().version);
+    sweep::JobStateSource shares = second.source(std::chrono::seconds(10));
+    REQUIRE(shares.read().ok());  // the look at the node a sweep makes first
+    const auto second_held = shares.allocation_check()({41859, 41860, 41861});
+    REQUIRE(second_held.ok());
+    INFO(second.sink.text());
+    if (job_start.empty()) {
+        CHECK(second_held.value() == std::set<uid_t>{41859});
+        CHECK(second.controller.calls == 0);
+        CHECK(shares.answers_shared() == 1);
+        CHECK(second.sink.count("slurmctld's answer that another sweep of this node asked for ") == 1);
+        // The first sweep asks again after grace: its own answer it does not take.
+        CHECK(asks.allocation_check()({41859}).ok());
+        CHECK(first.controller.calls == 2);
+    } else {
+        // A job start the answer cannot know of: slurmctld is asked again.
+        CHECK(second.controller.calls == 1);
+        CHECK(shares.answers_shared() == 0);
+        CHECK(second.sink.count("job 40 showed here since (a job start the answer does not know)") == 1);
+    }
+}
+
+TEST_CASE("job state source: with job_source controller nothing is shared") {
+    TempDir spool;
+    JobEpilog first(41863, 7);
+    first.request.node.spool_dir = spool.path();
+    first.config.job_source = JobSource::controller;
+    REQUIRE(first.source(std::chrono::seconds(10)).read().ok());
+    JobEpilog second(41863, 8);
+    second.request.node.spool_dir = spool.path();
+    second.config.job_source = JobSource::controller;
+    REQUIRE(second.source(std::chrono::seconds(10)).read().ok());
+    CHECK(first.controller.calls == 1);
+    CHECK(second.controller.calls == 1);
+    CHECK_FALSE(test::path_exists(spool / "leftover-answer-n1"));
 }

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "controller/shared_answer.hpp"
+
+#include "controller/helper_protocol.hpp"
+#include "errors/error.hpp"
+#include "util/escape.hpp"
+#include "util/whole_number.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt 11 moved it here)
+
+#include <algorithm>
+#include <sstream>
+
+namespace leftover::controller {
+namespace {
+
+// The first line: what the file is, its format, the boot its times count from.
+constexpr std::string_view kMagic = "leftover-answer 1 ";
+constexpr std::size_t kMaxAnswerSize = std::size_t{4} << 20;
+
+Error answer_error(const RootFile& file, const std::string& why) {
+    return Error::lookup(fmt::format("{} {}: {}", file.what, file.path, why), ErrorSource::other);
+}
+
+// "<word> <item> <item>...": the items, or nullopt when the line is not that.
+std::optional<std::vector<std::string>> items_after(const std::string& line, std::string_view word) {
+    std::istringstream words(line);
+    std::string first;
+    if (!(words >> first) || first != word) return std::nullopt;
+    std::vector<std::string> items;
+    for (std::string item; words >> item;) items.push_back(item);
+    return items;
+}
+
+}  // namespace
+
+std::string shared_answer_path(const std::string& spool_dir, const std::string& node_name) {
+    const bool slash = !spool_dir.empty() && spool_dir.back() == '/';
+    return spool_dir + (slash ? "" : "/") + "leftover-answer-" + file_name_part(node_name);
+}
+
+Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, const std::string& boot_id) {
+    auto read = read_root_file(file, kMaxAnswerSize);
+    LEFTOVER_TRY(read);
+    if (!read->has_value()) return std::optional<SharedAnswer>();
+    std::istringstream lines(**read);
+    std::string line;
+    if (!std::getline(lines, line) || !line.starts_with(kMagic)) return answer_error(file, "not leftover's answer");
+    if (line.substr(kMagic.size()) != boot_id) return std::optional<SharedAnswer>();  // of an earlier boot
+    SharedAnswer answer;
+    std::string asked, nodes, local;
+    std::getline(lines, asked);
+    std::getline(lines, nodes);
+    std::getline(lines, local);
+    const auto asked_items = items_after(asked, "asked");
+    const auto node_items = items_after(nodes, "nodes");
+    const auto local_items = items_after(local, "local");
+    const auto asked_ms =
+        asked_items && asked_items->size() == 1 ? parse_whole<long long>(asked_items->front()) : std::nullopt;
+    if (!asked_ms || !node_items || node_items->empty() || !local_items)
+        return answer_error(file, "its first lines do not parse");
+    answer.asked = std::chrono::milliseconds(*asked_ms);
+    answer.nodes = *node_items;
+    for (const std::string& job : *local_items) {
+        const auto id = parse_whole<std::uint64_t>(job);
+        if (!id) return answer_error(file, fmt::format("local job '{}' is not a number", job));
+        answer.local_jobs.insert(*id);
+    }
+    std::string rest((std::istreambuf_iterator<char>(lines)), std::istreambuf_iterator<char>());
+    auto jobs = parse_jobs_output(rest);
+    if (!jobs.ok()) return answer_error(file, jobs.error().message);
+    answer.job_users = std::move(jobs->job_users);
+    return std::optional<SharedAnswer>(std::move(answer));
+}
+
+Status write_shared_answer(const RootFile& file, const std::string& boot_id, const SharedAnswer& answer) {
+    std::string text = fmt::format("{}{}\nasked {}\nnodes {}\nlocal {}\n", kMagic, boot_id, answer.asked.count(),
+                                   fmt::join(answer.nodes, " "), fmt::join(answer.local_jobs, " "));
+    for (const auto& [job, uid] : answer.job_users) text += job_line(static_cast<std::uint32_t>(job), uid);
+    text += kEndLine;
+    return write_root_file(file, text);
+}
+
+std::optional<std::string> why_not_shared(const SharedAnswer& answer, std::chrono::milliseconds now,
+                                          const std::vector<std::string>& nodes,
+                                          const std::set<std::uint64_t>& local_jobs) {
+    const auto age = now - answer.asked;
+    if (age < std::chrono::milliseconds(0) || age > kSharedAnswerLife)
+        return fmt::format("asked {} ms ago, not within {} ms", age.count(), kSharedAnswerLife.count());
+    if (answer.nodes != nodes)
+        return fmt::format("about nodes {}, not {}", fmt::join(answer.nodes, ","), fmt::join(nodes, ","));
+    for (const std::uint64_t job : local_jobs)
+        if (answer.local_jobs.count(job) == 0 && answer.job_users.count(job) == 0)
+            return fmt::format("job {} showed here since (a job start the answer does not know)", job);
+    return std::nullopt;
+}
+
+steps::LiveWork live_work_of(const SharedAnswer& answer, std::optional<std::uint32_t> ending_job) {
+    steps::LiveWork live;
+    for (const auto& [job, uid] : answer.job_users) {
+        live.uids.insert(uid);
+        live.job_ids.insert(job);
+    }
+    live.job_users = answer.job_users;
+    leave_out(live, ending_job);
+    return live;
+}
+
+void leave_out(steps::LiveWork& work, std::optional<std::uint32_t> ending_job) {
+    if (!ending_job) return;
+    const auto ending = work.job_users.find(*ending_job);
+    if (ending == work.job_users.end()) return;
+    const uid_t user = ending->second;
+    work.job_users.erase(ending);
+    work.job_ids.erase(*ending_job);
+    if (std::none_of(work.job_users.begin(), work.job_users.end(),
+                     [user](const auto& job) { return job.second == user; }))
+        work.uids.erase(user);
+}
+
+}  // namespace leftover::controller

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// slurmctld's last answer about this host's nodes, shared by the sweeps of a burst: the
+// job epilogs of an array whose tasks end together each need to know who holds an
+// allocation here, and one question can answer them all. One file per node in its
+// SlurmdSpoolDir (util/root_file.hpp), written by the sweep that asked. A sweep believes
+// it only while it is young (kSharedAnswerLife after its question began) and only if
+// the node has shown no job since that the answer does not know (a job start: its
+// Prolog, its first step), so that the answer is never carried across a job start the
+// node can see.
+#pragma once
+
+#include "errors/result.hpp"
+#include "steps/live_work.hpp"
+#include "util/root_file.hpp"
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace leftover::controller {
+
+// How long after its question began an answer may be shared: an allocation made here
+// after that moment, for a user with no process of the new job yet, is what a shared
+// answer can miss; one slurmctld question (a helper's start and a job table) takes a
+// few hundred ms on a loaded node.
+inline constexpr std::chrono::milliseconds kSharedAnswerLife{1000};
+
+struct SharedAnswer {
+    std::chrono::milliseconds asked{0};        // CLOCK_BOOTTIME when the question began
+    std::vector<std::string> nodes;            // what it asked about: every node this host runs
+    std::set<std::uint64_t> local_jobs;        // the jobs the node showed by then (steps, Prologs)
+    std::map<std::uint64_t, uid_t> job_users;  // slurmctld's running and suspended jobs on them
+    bool operator==(const SharedAnswer&) const = default;
+};
+
+// leftover-answer-<node> in spool_dir (bytes of the name other than letters, digits,
+// '.', '_' and '-' become '_').
+std::string shared_answer_path(const std::string& spool_dir, const std::string& node_name);
+
+// The answer in `file`, if there is one of this boot (`boot_id`). A file that fails
+// root_file's checks or does not parse is an error: it is not believed.
+Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, const std::string& boot_id);
+
+Status write_shared_answer(const RootFile& file, const std::string& boot_id, const SharedAnswer& answer);
+
+// Why `answer` may not answer a question asked `now` about `nodes` by a sweep whose
+// node now shows `local_jobs`; nullopt when it may.
+std::optional<std::string> why_not_shared(const SharedAnswer& answer, std::chrono::milliseconds now,
+                                          const std::vector<std::string>& nodes,
+                                          const std::set<std::uint64_t>& local_jobs);
+
+// The live work the answer says, apart from `ending_job` (as jobs_on_nodes leaves it out).
+steps::LiveWork live_work_of(const SharedAnswer& answer, std::optional<std::uint32_t> ending_job);
+
+// Leaves `ending_job` out of slurmctld's answer `work` as jobs_on_nodes would have: the
+// job, and its user unless another job of theirs runs there.
+void leave_out(steps::LiveWork& work, std::optional<std::uint32_t> ending_job);
+
+}  // namespace leftover::controller

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// slurmctld's answer shared by the sweeps of one node: read back as written, believed
+// only while young, about the same nodes, and never across a job the node showed since.
+#include "controller/shared_answer.hpp"
+#include "support/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace leftover;
+using namespace leftover::controller;
+using namespace std::chrono_literals;
+using leftover::test::TempDir;
+
+namespace {
+
+SharedAnswer answer_at(std::chrono::milliseconds asked) {
+    return SharedAnswer{asked, {"lo-n1", "lo-n2"}, {30, 31}, {{30, 41950}, {32, 41951}, {33, 41950}}};
+}
+
+}  // namespace
+
+TEST_CASE("shared answer: read back as written, nothing of another boot, a broken file not believed") {
+    TempDir spool;
+    const RootFile file{"slurmctld's shared answer", shared_answer_path(spool.path(), "lo-n1/x"), std::nullopt};
+    CHECK(file.path == spool / "leftover-answer-lo-n1_x");
+    const auto none = read_shared_answer(file, "boot-1");
+    REQUIRE(none.ok());
+    CHECK_FALSE(none->has_value());
+    const SharedAnswer written = answer_at(123456ms);
+    REQUIRE(write_shared_answer(file, "boot-1", written).ok());
+    const auto read = read_shared_answer(file, "boot-1");
+    REQUIRE(read.ok());
+    REQUIRE(read->has_value());
+    CHECK(**read == written);
+    const SharedAnswer no_jobs{5ms, {"lo-n1"}, {}, {}};
+    REQUIRE(write_shared_answer(file, "boot-1", no_jobs).ok());
+    CHECK(**read_shared_answer(file, "boot-1") == no_jobs);
+
+    const auto other_boot = read_shared_answer(file, "boot-2");
+    REQUIRE(other_boot.ok());
+    CHECK_FALSE(other_boot->has_value());
+
+    std::string broken;
+    SUBCASE("no end line") { broken = "leftover-answer 1 boot-1\nasked 5\nnodes lo-n1\nlocal\njob 3 uid 41950\n"; }
+    SUBCASE("no nodes") { broken = "leftover-answer 1 boot-1\nasked 5\nnodes\nlocal\nend\n"; }
+    SUBCASE("a time that is no number") { broken = "leftover-answer 1 boot-1\nasked soon\nnodes lo-n1\nlocal\nend\n"; }
+    SUBCASE("another file") { broken = "leftover-survivors 1 boot-1\n"; }
+    spool.write("leftover-answer-lo-n1_x", broken, 0600);
+    const auto bad = read_shared_answer(file, "boot-1");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.error().message.find("slurmctld's shared answer " + file.path + ": ") == 0);
+}
+
+TEST_CASE("shared answer: shared only while young, about the same nodes, with no job shown here since") {
+    const SharedAnswer answer = answer_at(10000ms);
+    const std::vector<std::string> nodes = {"lo-n1", "lo-n2"};
+    CHECK_FALSE(why_not_shared(answer, 10000ms, nodes, {}));
+    CHECK_FALSE(why_not_shared(answer, 10000ms + kSharedAnswerLife, nodes, {30, 31}));
+    // A job the node showed when it was asked, or that slurmctld listed, is no job start.
+    CHECK_FALSE(why_not_shared(answer, 10500ms, nodes, {31, 32}));
+
+    const auto old = why_not_shared(answer, 10001ms + kSharedAnswerLife, nodes, {});
+    REQUIRE(old);
+    CHECK(*old == "asked 1001 ms ago, not within 1000 ms");
+    CHECK(why_not_shared(answer, 9999ms, nodes, {}));  // from the future: another clock
+    const auto other_nodes = why_not_shared(answer, 10100ms, {"lo-n1"}, {});
+    REQUIRE(other_nodes);
+    CHECK(*other_nodes == "about nodes lo-n1,lo-n2, not lo-n1");
+    const auto started = why_not_shared(answer, 10100ms, nodes, {30, 34});
+    REQUIRE(started);
+    CHECK(*started == "job 34 showed here since (a job start the answer does not know)");
+}
+
+TEST_CASE("shared answer: each sweep leaves its own ending job out, and its user unless another job runs") {
+    const SharedAnswer answer = answer_at(0ms);
+    const steps::LiveWork all = live_work_of(answer, std::nullopt);
+    CHECK(all.uids == std::set<uid_t>{41950, 41951});
+    CHECK(all.job_ids == std::set<std::uint64_t>{30, 32, 33});
+    const steps::LiveWork without_32 = live_work_of(answer, 32);
+    CHECK(without_32.uids == std::set<uid_t>{41950});
+    CHECK(without_32.job_users.count(32) == 0);
+    const steps::LiveWork without_30 = live_work_of(answer, 30);
+    CHECK(without_30.uids == std::set<uid_t>{41950, 41951});  // job 33 is 41950's too
+    CHECK(without_30.job_ids == std::set<std::uint64_t>{32, 33});
+}
