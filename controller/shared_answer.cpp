@@ -82,15 +82,18 @@ Status write_shared_answer(const RootFile& file, const std::string& boot_id, con
     return write_root_file(file, text);
 }
 
-std::optional<std::string> why_not_shared(const SharedAnswer& answer, std::chrono::milliseconds now,
-                                          const std::vector<std::string>& nodes,
-                                          const std::set<std::uint64_t>& local_jobs) {
-    const auto age = now - answer.asked;
+std::optional<std::string> why_not_shared(const SharedAnswer& answer, const SharingSweep& sweep) {
+    const auto age = sweep.now - answer.asked;
     if (age < std::chrono::milliseconds(0) || age > kSharedAnswerLife)
         return fmt::format("asked {} ms ago, not within {} ms", age.count(), kSharedAnswerLife.count());
-    if (answer.nodes != nodes)
-        return fmt::format("about nodes {}, not {}", fmt::join(answer.nodes, ","), fmt::join(nodes, ","));
-    for (const std::uint64_t job : local_jobs)
+    // The sweep's start is read on another clock and turned into this one's whole ms: a
+    // question asked as it began may read a ms or two before it.
+    constexpr std::chrono::milliseconds clocks_apart{2};
+    if (answer.asked + clocks_apart < sweep.began)
+        return fmt::format("asked {} ms before this sweep began", (sweep.began - answer.asked).count());
+    if (answer.nodes != sweep.nodes)
+        return fmt::format("about nodes {}, not {}", fmt::join(answer.nodes, ","), fmt::join(sweep.nodes, ","));
+    for (const std::uint64_t job : sweep.local_jobs)
         if (answer.local_jobs.count(job) == 0 && answer.job_users.count(job) == 0)
             return fmt::format("job {} showed here since (a job start the answer does not know)", job);
     return std::nullopt;

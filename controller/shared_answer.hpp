@@ -49,11 +49,20 @@ Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, con
 
 Status write_shared_answer(const RootFile& file, const std::string& boot_id, const SharedAnswer& answer);
 
-// Why `answer` may not answer a question asked `now` about `nodes` by a sweep whose
-// node now shows `local_jobs`; nullopt when it may.
-std::optional<std::string> why_not_shared(const SharedAnswer& answer, std::chrono::milliseconds now,
-                                          const std::vector<std::string>& nodes,
-                                          const std::set<std::uint64_t>& local_jobs);
+// What a sweep that would take a shared answer is: when it began, what it asks about,
+// which jobs its node shows now (the boot clock's times, as SharedAnswer::asked).
+struct SharingSweep {
+    std::chrono::milliseconds began{0};
+    std::chrono::milliseconds now{0};
+    std::vector<std::string> nodes;
+    std::set<std::uint64_t> local_jobs;
+};
+
+// Why `answer` may not answer `sweep`'s question; nullopt when it may: asked after the
+// sweep began (an older one may list a job of its user's that ended before the sweep
+// began, and keep strays a fresh question would not), at most kSharedAnswerLife ago,
+// about the same nodes, knowing every job the node shows now.
+std::optional<std::string> why_not_shared(const SharedAnswer& answer, const SharingSweep& sweep);
 
 // The live work the answer says, apart from `ending_job` (as jobs_on_nodes leaves it out).
 steps::LiveWork live_work_of(const SharedAnswer& answer, std::optional<std::uint32_t> ending_job);

@@ -99,8 +99,9 @@ std::optional<LiveWork> JobStateSource::shared_answer() {
     // Its own earlier answer a sweep does not take again: it asks again after grace for a
     // job that landed meanwhile.
     if (own_answer_ && answer.asked == *own_answer_) return std::nullopt;
-    if (const auto why =
-            controller::why_not_shared(answer, drain::boot_clock_now(), request_.node.node_names(), local_jobs_)) {
+    const auto now = drain::boot_clock_now();
+    const auto began = now - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - request_.started);
+    if (const auto why = controller::why_not_shared(answer, {began, now, request_.node.node_names(), local_jobs_})) {
         log_.debug(fmt::format("slurmctld's answer of another sweep of this node not used: {}", *why));
         return std::nullopt;
     }
@@ -108,8 +109,7 @@ std::optional<LiveWork> JobStateSource::shared_answer() {
     log_.info(
         fmt::format("slurmctld's answer that another sweep of this node asked for {} ms ago is used ({} job(s) "
                     "on this host's nodes; shared for {} ms after its question began)",
-                    (drain::boot_clock_now() - answer.asked).count(), answer.job_users.size(),
-                    controller::kSharedAnswerLife.count()));
+                    (now - answer.asked).count(), answer.job_users.size(), controller::kSharedAnswerLife.count()));
     return controller::live_work_of(answer, ending_job());
 }
 

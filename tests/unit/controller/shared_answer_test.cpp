@@ -53,22 +53,30 @@ TEST_CASE("shared answer: read back as written, nothing of another boot, a broke
     CHECK(bad.error().message.find("slurmctld's shared answer " + file.path + ": ") == 0);
 }
 
-TEST_CASE("shared answer: shared only while young, about the same nodes, with no job shown here since") {
+TEST_CASE("shared answer: taken if asked since the sweep began, young, about its nodes, knowing its jobs") {
     const SharedAnswer answer = answer_at(10000ms);
     const std::vector<std::string> nodes = {"lo-n1", "lo-n2"};
-    CHECK_FALSE(why_not_shared(answer, 10000ms, nodes, {}));
-    CHECK_FALSE(why_not_shared(answer, 10000ms + kSharedAnswerLife, nodes, {30, 31}));
+    // A sweep that began at 9900 ms and asks at `now` with the node showing `local`.
+    const auto sweep = [&](std::chrono::milliseconds now, std::set<std::uint64_t> local = {}) {
+        return SharingSweep{9900ms, now, nodes, std::move(local)};
+    };
+    CHECK_FALSE(why_not_shared(answer, sweep(10000ms)));
+    CHECK_FALSE(why_not_shared(answer, sweep(10000ms + kSharedAnswerLife, {30, 31})));
     // A job the node showed when it was asked, or that slurmctld listed, is no job start.
-    CHECK_FALSE(why_not_shared(answer, 10500ms, nodes, {31, 32}));
+    CHECK_FALSE(why_not_shared(answer, sweep(10500ms, {31, 32})));
 
-    const auto old = why_not_shared(answer, 10001ms + kSharedAnswerLife, nodes, {});
+    const auto old = why_not_shared(answer, sweep(10001ms + kSharedAnswerLife));
     REQUIRE(old);
     CHECK(*old == "asked 1001 ms ago, not within 1000 ms");
-    CHECK(why_not_shared(answer, 9999ms, nodes, {}));  // from the future: another clock
-    const auto other_nodes = why_not_shared(answer, 10100ms, {"lo-n1"}, {});
+    CHECK(why_not_shared(answer, sweep(9999ms)));  // from the future: another clock
+    const auto before = why_not_shared(answer, SharingSweep{10200ms, 10300ms, nodes, {}});
+    REQUIRE(before);
+    CHECK(*before == "asked 200 ms before this sweep began");
+    CHECK_FALSE(why_not_shared(answer, SharingSweep{10002ms, 10300ms, nodes, {}}));  // the clocks' 2 ms
+    const auto other_nodes = why_not_shared(answer, SharingSweep{9900ms, 10100ms, {"lo-n1"}, {}});
     REQUIRE(other_nodes);
     CHECK(*other_nodes == "about nodes lo-n1,lo-n2, not lo-n1");
-    const auto started = why_not_shared(answer, 10100ms, nodes, {30, 34});
+    const auto started = why_not_shared(answer, sweep(10100ms, {30, 34}));
     REQUIRE(started);
     CHECK(*started == "job 34 showed here since (a job start the answer does not know)");
 }

@@ -104,7 +104,10 @@ TEST_CASE("job state source: a slurmctld question with too little time before th
 
 TEST_CASE("job state source: the job epilogs of a burst share one slurmctld answer, each leaving its own job out") {
     TempDir spool;
+    // Both epilogs begin, then the first asks: the second takes only an answer asked
+    // since it began.
     JobEpilog first(41859, 7);
+    JobEpilog second(41860, 8);
     first.request.node.spool_dir = spool.path();
     first.controller.live = {};
     first.controller.live.job_users = {{7, 41859}, {8, 41860}, {9, 41859}};
@@ -120,8 +123,7 @@ TEST_CASE("job state source: the job epilogs of a burst share one slurmctld answ
     CHECK(first.controller.calls == 1);
     CHECK(asks.answers_asked() == 1);
 
-    // Job 8's epilog, a moment later on the same node: the answer is shared, without job 8.
-    JobEpilog second(41860, 8);
+    // Job 8's epilog, on the same node: the answer is shared, without job 8.
     second.request.node.spool_dir = spool.path();
     second.log.set_threshold(LogLevel::debug);
     std::string job_start;
@@ -149,6 +151,22 @@ TEST_CASE("job state source: the job epilogs of a burst share one slurmctld answ
         CHECK(shares.answers_shared() == 0);
         CHECK(second.sink.count("job 40 showed here since (a job start the answer does not know)") == 1);
     }
+}
+
+TEST_CASE("job state source: an answer asked before the sweep began is not shared") {
+    TempDir spool;
+    JobEpilog first(41864, 7);
+    first.request.node.spool_dir = spool.path();
+    REQUIRE(first.source(std::chrono::seconds(10)).allocation_check()({41864}).ok());
+    // Job 8's epilog begins after that question: the answer may list a job of its user's
+    // that ended before it began.
+    JobEpilog second(41864, 8);
+    second.request.started += std::chrono::milliseconds(100);  // well after it, as clocks go
+    second.request.node.spool_dir = spool.path();
+    second.log.set_threshold(LogLevel::debug);
+    REQUIRE(second.source(std::chrono::seconds(10)).allocation_check()({41864}).ok());
+    CHECK(second.controller.calls == 1);
+    CHECK(second.sink.count(" ms before this sweep began") == 1);
 }
 
 TEST_CASE("job state source: with job_source controller nothing is shared") {
