@@ -381,13 +381,17 @@ class Oracle:
                 for i, line in enumerate(logged):
                     if i in used or line.signal != sig.signal or abs(line.when - sig.when) > LOG_SLACK:
                         continue
-                    # A target gone before the witness could place it has no pid: its comm, or
-                    # its uid (a child that exec'd between the scan and the signal is logged
-                    # with the scan's comm and signalled with its new one: soak-forker's).
+                    # A target gone before the witness could place it has no pid: its uid where
+                    # the trace told it (a child that exec'd between the scan and the signal is
+                    # logged with the scan's comm and signalled with its new one: soak-forker's;
+                    # two users' pid hoppers, signalled in one ms, share a comm), else its comm.
                     if sig.pid >= 0:
                         if line.pid != sig.pid:
                             continue
-                    elif line.comm != sig.comm and not (sig.uid is not None and 0 <= sig.uid == line.uid):
+                    elif sig.uid is not None and sig.uid >= 0:
+                        if line.uid != sig.uid:
+                            continue
+                    elif line.comm != sig.comm:
                         continue
                     if best is None or abs(line.when - sig.when) < abs(logged[best].when - sig.when):
                         best = i
