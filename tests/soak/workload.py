@@ -95,10 +95,15 @@ exec "$bin/soak-body" "$secs"
 '''
 
 # The control `lie`'s fake leftover: slurmstepd's name, a pidfd's signal, no log line.
+# Exit 3: the process was gone before it could be signalled (another is chosen).
 FAKE_LEFTOVER = (
     "import ctypes, os, signal, sys\n"
     "ctypes.CDLL(None).prctl(15, b'slurmstepd', 0, 0, 0)  # PR_SET_NAME\n"
-    "signal.pidfd_send_signal(os.pidfd_open(int(sys.argv[1])), signal.SIGKILL)\n")
+    "try:\n"
+    "    signal.pidfd_send_signal(os.pidfd_open(int(sys.argv[1])), signal.SIGKILL)\n"
+    "except ProcessLookupError:\n"
+    "    sys.exit(3)\n")
+FAKE_LEFTOVER_GONE = 3
 
 SOAK_HOPPER = r'''#!/bin/sh
 # soak-hopper N: a pid hopper: lives a moment (its child soak-hop), starts its successor
@@ -694,22 +699,40 @@ class Workload:
         self.events.add(f"{action.tag}: no soak-body to kill")
         return None
 
+    def _kill_a_body(self, action: Action, how: str, kill: Callable[[int], bool]) -> None:
+        """Kills a running job's soak-body with `kill` (false: it was gone first, and
+        another is chosen: a control that killed nothing proves nothing)."""
+        deadline = time.time() + 30
+        while time.time() < deadline and (pid := self._a_body(action)) is not None:
+            when = time.time()
+            if kill(pid):
+                self.events.add(f"{action.tag}: {how} soak-body host pid {pid}")
+                self.planned_kills.append((when, pid))
+                return
+            self.events.add(f"{action.tag}: soak-body host pid {pid} was gone before {how} it; another is chosen")
+        raise RuntimeError(f"{how} no soak-body: none was running long enough")
+
     def _do_harness_kill(self, action: Action) -> None:
         """The harness kills a job's process with kill(): the witness must name the harness,
         and the oracle take it for no violation."""
-        if (pid := self._a_body(action)) is not None:
-            self.events.add(f"{action.tag}: the harness kills soak-body host pid {pid} (SIGKILL, kill())")
-            self.planned_kills.append((time.time(), pid))
-            os.kill(pid, signal.SIGKILL)
+        def kill(pid: int) -> bool:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                return True
+            except ProcessLookupError:
+                return False
+        self._kill_a_body(action, "the harness kills (SIGKILL, kill())", kill)
 
     def _do_fake_kill(self, action: Action) -> None:
         """A process made to look like leftover (named slurmstepd, signalling through a
         pidfd) kills a job's process and logs nothing: the oracle must report that the log
         does not tell the truth (6) (and the wrong kill (1))."""
-        if (pid := self._a_body(action)) is not None:
-            self.events.add(f"{action.tag}: a fake leftover kills soak-body host pid {pid} (SIGKILL, pidfd)")
-            self.planned_kills.append((time.time(), pid))
-            subprocess.run([sys.executable, "-c", FAKE_LEFTOVER, str(pid)], check=True, timeout=30)
+        def kill(pid: int) -> bool:
+            res = subprocess.run([sys.executable, "-c", FAKE_LEFTOVER, str(pid)], timeout=30)
+            if res.returncode not in (0, FAKE_LEFTOVER_GONE):
+                raise RuntimeError(f"the fake leftover failed (exit {res.returncode})")
+            return res.returncode == 0
+        self._kill_a_body(action, "a fake leftover kills (SIGKILL, pidfd)", kill)
 
     def _do_fault_ctld(self, action: Action) -> None:
         begin = time.time()
