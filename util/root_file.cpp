@@ -91,7 +91,10 @@ Status write_root_file(const RootFile& file, const std::string& text) {
     auto dir = open_trusted_dir(file);
     LEFTOVER_TRY(dir);
     const std::string name = base_name(file.path);
-    const std::string temporary = name + ".tmp";
+    // A temporary file of this thread's own: two sweeps that write at once (two job
+    // epilogs sharing slurmctld's answer) must not write into one inode, which the first
+    // rename makes the file a reader opens while the second still writes it.
+    const std::string temporary = fmt::format("{}.tmp.{}", name, ::gettid());
     {
         const UniqueFd fd(::openat(dir->get(), temporary.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600));

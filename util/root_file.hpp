@@ -27,7 +27,7 @@ struct RootFile {
 // cannot be read: then it is not believed.
 Result<std::optional<std::string>> read_root_file(const RootFile& file, std::size_t max_size);
 
-// Replaces it with `text`, mode 0600.
+// Replaces it with `text`, mode 0600, through <name>.tmp.<tid> (one writer's own).
 Status write_root_file(const RootFile& file, const std::string& text);
 
 // Removes it; none there is no error.

@@ -36,7 +36,7 @@ TEST_CASE("root file: none there reads as none, one written whole in mode 0600 r
     const auto read = read_root_file(file, 1024);
     REQUIRE(read.ok());
     CHECK(**read == "three\n");
-    CHECK_FALSE(test::path_exists(file.path + ".tmp"));
+    CHECK_FALSE(test::path_exists(file.path + ".tmp." + std::to_string(::gettid())));
     REQUIRE(remove_root_file(file).ok());
     CHECK_FALSE(test::path_exists(file.path));
     CHECK(remove_root_file(file).ok());  // none there: nothing to do
