@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -28,7 +29,8 @@ enum class Program { other, slurmd, slurmstepd };
 struct RootProcess {
     pid_t ppid = 0;
     Program program = Program::other;
-    bool young = true;  // started within kSetUpWithin
+    bool young = true;             // started within kSetUpWithin
+    std::uint64_t start_time = 0;  // clock ticks after boot
 };
 
 // Setting a step up takes milliseconds, a prolog seconds: a slurmstepd without a socket
@@ -97,10 +99,15 @@ int stdio_pipes(int root, pid_t pid, std::set<std::string>& out, std::string& bu
     return 0;
 }
 
-// Every pipe ("pipe:[N]") that one of `slurmds` holds open; an error message when a
-// slurmd's fd directory cannot be read. A slurmd that exits meanwhile holds none.
+// Which pipe ("pipe:[N]") each process holds, of those that hold any.
+using PipeHolders = std::map<std::string, std::set<pid_t>>;
+
+// Every pipe that one of `slurmds` holds open on a descriptor of its own (not its stdin,
+// stdout or stderr, which it may share with whoever started it), with who holds it; an
+// error message when a slurmd's fd directory cannot be read. A slurmd that exits
+// meanwhile holds none. The ends slurmd keeps of a launch's pipes are never its stdio.
 std::optional<std::string> slurmd_pipes(int root, const std::string& proc_root, const std::vector<pid_t>& slurmds,
-                                        std::set<std::string>& out) {
+                                        PipeHolders& out) {
     std::string link;
     for (const pid_t slurmd : slurmds) {
         const std::string fd_dir = fmt::format("{}/fd", slurmd);
@@ -112,13 +119,13 @@ std::optional<std::string> slurmd_pipes(int root, const std::string& proc_root, 
         std::optional<std::string> failed;
         for (;;) {
             const int n = read_dir_batch(dir.get(), [&](const char* name) {
-                if (failed) return;
+                if (failed || (name[0] >= '0' && name[0] <= '2' && name[1] == '\0')) return;
                 if (const int err = read_link(dir.get(), name, link)) {
                     if (!vanished(err))
                         failed = fmt::format("cannot read {}/{}/{}: {}", proc_root, fd_dir, name, errno_text(err));
                     return;  // closed meanwhile
                 }
-                if (link.starts_with("pipe:[")) out.insert(link);
+                if (link.starts_with("pipe:[")) out[link].insert(slurmd);
             });
             if (failed) return failed;
             if (n == 0 || (n < 0 && vanished(-n))) break;
@@ -211,6 +218,7 @@ Result<RootProcesses> RootProcesses::list(const std::string& proc_root) {
         process.program = program == "slurmstepd" ? Program::slurmstepd
                           : program == "slurmd"   ? Program::slurmd
                                                   : Program::other;
+        process.start_time = stat.start_time;
         process.young = !now || ticks <= 0 || *now - static_cast<double>(stat.start_time) / ticks < kSetUpWithin;
         return Ok{};
     });
@@ -285,8 +293,8 @@ void SeenSteps::add(const LocalJobState& look) {
         else
             ++unplaced_stepds;
     }
-    for (const DeadStep& step : look.dead) steps.insert(describe_step(step.job_id, step.step_id));
-    for (const UnansweredStep& step : look.unanswered) steps.insert(describe_step(step.job_id, step.step_id));
+    for (const DeadStep& step : look.dead) silent.insert(describe_step(step.job_id, step.step_id));
+    for (const UnansweredStep& step : look.unanswered) silent.insert(describe_step(step.job_id, step.step_id));
 }
 
 Result<std::vector<PrologJob>> jobs_in_prolog(const std::string& proc_root) {
@@ -312,16 +320,9 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
     LEFTOVER_TRY(listed);
     const RootProcesses& root = listed.value();
     std::string buf;
-    // The pipes the slurmds hold, read once a stepd needs them.
-    std::optional<std::set<std::string>> slurmds_hold;
-    const auto fed_by_slurmd = [&](pid_t stepd) -> Result<std::optional<bool>> {
-        std::set<std::string> pipes;
-        std::string link;
-        if (const int err = stdio_pipes(root.root(), stepd, pipes, link)) {
-            if (vanished(err)) return std::optional<bool>();
-            return proc_error(proc_root, stepd, "fd", err);
-        }
-        if (pipes.empty()) return std::optional<bool>(false);
+    // The pipes the slurmd processes hold, read once a process needs them.
+    std::optional<PipeHolders> slurmds_hold;
+    const auto held_by_slurmds = [&]() -> Result<const PipeHolders*> {
         if (!slurmds_hold) {
             std::vector<pid_t> slurmds;
             for (const auto& [pid, process] : root.all())
@@ -330,9 +331,51 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
             if (auto msg = slurmd_pipes(root.root(), proc_root, slurmds, *slurmds_hold))
                 return Error::lookup(*msg, ErrorSource::proc);
         }
+        return &*slurmds_hold;
+    };
+    // Whether a slurmd feeds `stepd` its launch on its stdin or stdout; nullopt when it exited.
+    const auto fed_by_slurmd = [&](pid_t stepd) -> Result<std::optional<bool>> {
+        std::set<std::string> pipes;
+        std::string link;
+        if (const int err = stdio_pipes(root.root(), stepd, pipes, link)) {
+            if (vanished(err)) return std::optional<bool>();
+            return proc_error(proc_root, stepd, "fd", err);
+        }
+        if (pipes.empty()) return std::optional<bool>(false);
+        auto held = held_by_slurmds();
+        LEFTOVER_TRY(held);
         for (const std::string& pipe : pipes)
-            if (slurmds_hold->count(pipe) != 0) return std::optional<bool>(true);
+            if (held.value()->count(pipe) != 0) return std::optional<bool>(true);
         return std::optional<bool>(false);
+    };
+    // Whether `orphan`, a slurmd whose parent is none, holds a pipe that an older such
+    // slurmd holds: the grandchild of _forkexec_slurmstepd, on its way to exec slurmstepd,
+    // holds the ends of the launch pipes whose other ends the slurmd daemon holds (from
+    // its fork, on their own numbers, then on its stdin and stdout), and every other pipe
+    // of the daemon's until its exec. A daemon's own forks share its pipes too, but their
+    // parent is a slurmd: they are no holders here; and the daemon is older than they.
+    const auto orphan_fed = [&](pid_t orphan) -> Result<bool> {
+        PipeHolders own;
+        if (auto msg = slurmd_pipes(root.root(), proc_root, {orphan}, own))
+            return Error::lookup(*msg, ErrorSource::proc);
+        std::set<std::string> stdio;  // after its dup2s, the launch pipes are on its stdin and stdout
+        std::string link;
+        if (const int err = stdio_pipes(root.root(), orphan, stdio, link); err != 0 && !vanished(err))
+            return proc_error(proc_root, orphan, "fd", err);
+        for (const std::string& pipe : stdio) own[pipe].insert(orphan);
+        auto held = held_by_slurmds();
+        LEFTOVER_TRY(held);
+        for (const auto& [pipe, unused] : own) {
+            const auto holders = held.value()->find(pipe);
+            if (holders == held.value()->end()) continue;
+            for (const pid_t holder : holders->second) {
+                const RootProcess& daemon = root.all().at(holder);
+                if (holder != orphan && !root.is(daemon.ppid, Program::slurmd) &&
+                    daemon.start_time < root.all().at(orphan).start_time)
+                    return true;
+            }
+        }
+        return false;
     };
     // The step sockets there are, listed once and only after a stepd's pipes were found
     // closed: slurmd closes them once the socket exists.
@@ -367,7 +410,7 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
         if (process.program == Program::other || !process.young) continue;
         const bool stepd = process.program == Program::slurmstepd;
         if (stepd && (seen.stepds.count(pid) != 0 || root.is(process.ppid, Program::slurmstepd))) continue;
-        if (!stepd && !root.is(process.ppid, Program::slurmd)) continue;  // a slurmd daemon itself
+        const bool slurmd_fork = !stepd && root.is(process.ppid, Program::slurmd);
         const std::string cmdline_path = fmt::format("{}/cmdline", pid);
         if (const int err = read_file(root.root(), cmdline_path.c_str(), buf)) {
             if (vanished(err)) continue;
@@ -387,7 +430,7 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
             LEFTOVER_TRY(fed);
             if (!fed.value()) continue;  // exited meanwhile
             if (!*fed.value()) {
-                if (!step) continue;
+                if (!step || seen.silent.count(*step) != 0) continue;  // refused unfed: an ending stepd
                 auto ours = socket_listed(*step);
                 LEFTOVER_TRY(ours);
                 if (!ours.value()) continue;
@@ -398,6 +441,13 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
                 continue;
             }
             return std::optional<std::string>(fmt::format("slurmstepd pid {} has no step socket yet", pid));
+        }
+        if (!slurmd_fork) {  // a slurmd daemon, or a fork of one orphaned on its way to exec slurmstepd
+            auto fed = orphan_fed(pid);
+            LEFTOVER_TRY(fed);
+            if (!fed.value()) continue;
+            return std::optional<std::string>(
+                fmt::format("slurmd pid {}, a fork of a slurmd whose parent exited, may be starting a step", pid));
         }
         // Until it execs, a fork of slurmd has slurmd's command line whatever it is for:
         // _forkexec_slurmstepd's child (which forks the stepd's exec), the forks that open

@@ -23,13 +23,17 @@
 namespace leftover::steps {
 
 // What this sweep's looks at the step sockets have seen, for work_being_set_up: a stepd
-// seen once is past its setup, whatever a later look finds (an ending stepd removes its
-// socket, then waits up to 3 s for its open connections before it exits).
+// that answered once is past its setup, whatever a later look finds (an ending stepd
+// removes its socket, then waits up to 3 s for its open connections before it exits).
+// A socket that did not answer says less: an ending stepd's listener is closed, but a
+// starting one's socket exists a moment before it listens (req.c _create_socket binds,
+// then listens), and its step's title is set before either.
 struct SeenSteps {
     std::set<pid_t> stepds;           // stepd pids that answered in any look
-    std::set<std::string> steps;      // "J.S" of every step socket any look listed (answering or not)
+    std::set<std::string> steps;      // "J.S" of every step whose socket answered in any look
     std::size_t unplaced_stepds = 0;  // of the last look: answers that named no stepd pid of this namespace
     std::set<pid_t> prologs;          // slurmd's Prolog children a look found (their users live then)
+    std::set<std::string> silent;     // "J.S" of every listed socket that did not answer (refused, gone, unasked)
     void add(const LocalJobState& look);
 };
 
@@ -62,18 +66,24 @@ Result<std::vector<PrologJob>> jobs_in_prolog(const std::string& proc_root);
 //  - a slurmstepd none of `seen.stepds` and whose parent is no slurmstepd (a stepd's own
 //    child is its step's task on the way to exec), unless it runs `slurmstepd spank
 //    epilog` (a job ending) or its title names a step of `seen.steps` (slurmstepd sets
-//    "slurmstepd: [J.S]" before it creates its socket, so a step whose socket was seen
+//    "slurmstepd: [J.S]" before it creates its socket, so a step whose socket answered
 //    is past its setup: an ending stepd); and only when it is this node's: a slurmd
 //    still feeds it its launch (slurmd's _forkexec_slurmstepd puts one pipe on the
 //    stepd's stdin and another on its stdout and holds their other ends from the exec
-//    until the stepd has made its socket: close_slurmd_conn), or, asked after that, its
-//    title names a step that `list_steps` lists (its socket is in this node's spool dirs,
-//    made since the last look; listed after the pipes were found closed, so a socket made
-//    as they closed is listed). Another cluster's stepd, or another node's whose spool dir
-//    is not read, is neither once set up: it never answers here, and must not hold every
-//    sweep while it runs; or
+//    until the stepd has made its socket and listens: close_slurmd_conn), or, asked
+//    after that, its title names a step that `list_steps` lists and that is none of
+//    `seen.silent` (its socket is in this node's spool dirs, made since the last look;
+//    listed after the pipes were found closed, so a socket made as they closed is
+//    listed; one whose socket refused while no slurmd fed it is an ending stepd).
+//    Another cluster's stepd, or another node's whose spool dir is not read, is neither
+//    once set up: it never answers here, and must not hold every sweep while it runs; or
 //  - a slurmd whose parent is a slurmd: a fork on its way to exec slurmstepd or a
 //    prolog, unless its command line says it runs an epilog (26.05 rewrites it), or
+//  - a slurmd whose parent is none, that holds a pipe an older such slurmd holds:
+//    _forkexec_slurmstepd's grandchild, orphaned when its parent (which called setsid)
+//    exits, until it execs slurmstepd; the slurmd daemon holds the other ends of its
+//    pipes. Without this it would pass for a slurmd daemon, and its exec makes no new
+//    id for StartingLook to see; or
 //  - slurmd's child running a Prolog (as jobs_in_prolog) none of `seen.prologs`: its
 //    user was not live in the last look. One some look found is no sign, whatever it
 //    runs (a script, 24.11's launcher, `slurmstepd spank prolog`); or slurmd's child
@@ -102,8 +112,9 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
 // Unreadable, wrapped around, or more than a few thousand new ids: a look. So is every
 // question while a look's answer named no stepd of this namespace (`seen.unplaced_stepds`):
 // a slurmstepd that stood for it may set its title, and become a sign, without a fork.
-// A stepd that is this node's is fed by slurmd until its socket exists, so it was a sign
-// to the look that found nothing, or had no title yet and stood for nothing. A fork caught
+// A stepd that is this node's is fed by slurmd from its fork until its socket exists (as
+// slurmd's fork, its orphaned grandchild, the exec), so it was a sign to the look that
+// found nothing, or had no title yet and stood for nothing. A fork caught
 // in flight as an id is read (its id given out, the process not in /proc yet: some
 // microseconds, before it runs) is met by the look that the next root id brings.
 class StartingLook {

@@ -222,7 +222,7 @@ TEST_CASE("fault catalogue: a slurmstepd that is not this node's is no job start
     CHECK(node.starting() == std::nullopt);
     // One whose step's socket this node's spool dir holds, though no look saw it, has
     // just made it: this node's, and new.
-    CHECK(node.starting(SeenSteps{{200}, {"7.0"}, 0, {}}, {"7.0", "5.batch"}) ==
+    CHECK(node.starting(SeenSteps{{200}, {"7.0"}, 0, {}, {}}, {"7.0", "5.batch"}) ==
           "slurmstepd pid 300 has no step socket yet");
     // One that a slurmd of this host is still feeding its launch is being set up here,
     // on stdin or on stdout alone.
@@ -240,4 +240,78 @@ TEST_CASE("fault catalogue: a slurmstepd that is not this node's is no job start
     CHECK(node.starting() == std::nullopt);
     node.feed(301, 50, 8000);
     CHECK(node.starting() == "slurmstepd pid 301 has no step socket yet");
+}
+
+TEST_CASE("fault catalogue: slurmd's orphaned fork holding its pipes is a job starting, a young daemon is not") {
+    // _forkexec_slurmstepd: slurmd 50 forks 70, which calls setsid, forks 71 and exits;
+    // 71, a slurmd by its binary whose parent is no slurmd, holds the launch pipes whose
+    // other ends slurmd 50 holds, until it execs slurmstepd. It passed for a slurmd daemon.
+    Node node;
+    const auto starting = [&](const std::set<pid_t>& not_doubt) {
+        auto found = work_being_set_up(
+            node.proc.root(), SeenSteps{{200}, {"7.0"}, 0, {}, {}},
+            []() -> Result<std::set<std::string>> { return std::set<std::string>{}; }, not_doubt);
+        REQUIRE_MESSAGE(found.ok(), (found.ok() ? "" : found.error().message));
+        return found.value();
+    };
+    const std::set<pid_t> caller{100, 60, 1};  // the daemon 50 itself is judged too
+    node.proc.add_process(
+        {.pid = 71, .ppid = 1, .uids = {0, 0, 0, 0}, .comm = "slurmd", .start_time = 5000, .exe = "/usr/sbin/slurmd"});
+    node.proc.write_file("71/cmdline", cmdline({"/usr/sbin/slurmd", "-D"}));
+    node.proc.set_pid_ns(71, "pid:[4026531836]");
+    std::filesystem::create_directories(node.proc.path("71/fd"));
+    std::filesystem::create_directories(node.proc.path("50/fd"));
+    node.proc.symlink("/dev/null", "71/fd/0");
+    node.proc.symlink("/dev/null", "50/fd/0");
+    node.proc.symlink("pipe:[9100]", "50/fd/3");  // slurmd's own pipe: the fork shares it until its exec
+    node.proc.symlink("pipe:[9100]", "71/fd/3");
+    CHECK(starting(caller) == "slurmd pid 71, a fork of a slurmd whose parent exited, may be starting a step");
+    // After its dup2s: the launch pipes on its stdin and stdout alone.
+    node.proc.remove("71/fd/3");
+    node.proc.symlink("pipe:[9000]", "71/fd/0");
+    node.proc.symlink("pipe:[9001]", "71/fd/1");
+    CHECK(starting(caller) == std::nullopt);  // slurmd does not hold them: another's, not ours
+    node.proc.symlink("pipe:[9000]", "50/fd/12");
+    node.proc.symlink("pipe:[9001]", "50/fd/13");
+    CHECK(starting(caller) == "slurmd pid 71, a fork of a slurmd whose parent exited, may be starting a step");
+    // It exec'd: a slurmstepd fed its launch, a sign of its own.
+    node.proc.symlink("/usr/sbin/slurmstepd", "71/exe");
+    node.proc.write_file("71/cmdline", cmdline({"slurmstepd: [8.extern]"}));
+    CHECK(starting(caller) == "slurmstepd pid 71 has no step socket yet");
+    // Another young slurmd daemon is no sign, though it shares its stdout with an older
+    // one (both started by one shell): slurmd's own ends of a launch's pipes are never its
+    // stdio.
+    node.proc.remove("71");
+    node.proc.remove("50/fd/12");
+    node.proc.remove("50/fd/13");
+    node.proc.add_process(
+        {.pid = 80, .ppid = 1, .uids = {0, 0, 0, 0}, .comm = "slurmd", .start_time = 5000, .exe = "/usr/sbin/slurmd"});
+    node.proc.write_file("80/cmdline", cmdline({"/usr/sbin/slurmd", "-D"}));
+    node.proc.set_pid_ns(80, "pid:[4026531836]");
+    std::filesystem::create_directories(node.proc.path("80/fd"));
+    node.proc.symlink("pipe:[9200]", "50/fd/1");
+    node.proc.symlink("pipe:[9200]", "80/fd/1");
+    node.proc.symlink("pipe:[9300]", "80/fd/4");
+    CHECK(starting(caller) == std::nullopt);
+}
+
+TEST_CASE("fault catalogue: a starting slurmstepd whose socket refused while slurmd still feeds it is a job starting") {
+    // 26.05, a job's extern stepd: its socket exists a moment before it listens; a look
+    // then is refused, as by an ending stepd's closed listener. slurmd still feeds its
+    // launch: it is starting, not ending.
+    Node node;
+    node.add(300, 1, "/usr/sbin/slurmstepd", {"slurmstepd: [8.extern]"});
+    node.feed(300, 50, 7000);
+    LocalJobState look;
+    look.live = {answering(7, 0, 200)};
+    look.dead = {{8, 0xfffffffcu, "/spool/n1_8.4294967292"}};
+    CHECK(node.starting(looks({look}), {"7.0", "8.extern"}) == "slurmstepd pid 300 has no step socket yet");
+    // Unasked (its listen backlog full), the same.
+    look.dead.clear();
+    look.unanswered = {{8, 0xfffffffcu, "/spool/n1_8.4294967292", "timed out"}};
+    CHECK(node.starting(looks({look}), {"7.0", "8.extern"}) == "slurmstepd pid 300 has no step socket yet");
+    // Once it has answered, it is past its setup.
+    look.unanswered.clear();
+    look.live.push_back(answering(8, 0xfffffffcu, 300));
+    CHECK(node.starting(looks({look}), {"7.0", "8.extern"}) == std::nullopt);
 }
