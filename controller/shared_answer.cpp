@@ -19,10 +19,6 @@ namespace {
 constexpr std::string_view kMagic = "leftover-answer 1 ";
 constexpr std::size_t kMaxAnswerSize = std::size_t{4} << 20;
 
-Error answer_error(const RootFile& file, const std::string& why) {
-    return Error::lookup(fmt::format("{} {}: {}", file.what, file.path, why), ErrorSource::other);
-}
-
 // "<word> <item> <item>...": the items, or nullopt when the line is not that.
 std::optional<std::vector<std::string>> items_after(const std::string& line, std::string_view word) {
     std::istringstream words(line);
@@ -36,8 +32,7 @@ std::optional<std::vector<std::string>> items_after(const std::string& line, std
 }  // namespace
 
 std::string shared_answer_path(const std::string& spool_dir, const std::string& node_name) {
-    const bool slash = !spool_dir.empty() && spool_dir.back() == '/';
-    return spool_dir + (slash ? "" : "/") + "leftover-answer-" + file_name_part(node_name);
+    return node_file_path(spool_dir, "leftover-answer-", node_name);
 }
 
 Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, const std::string& boot_id) {
@@ -46,7 +41,7 @@ Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, con
     if (!read->has_value()) return std::optional<SharedAnswer>();
     std::istringstream lines(**read);
     std::string line;
-    if (!std::getline(lines, line) || !line.starts_with(kMagic)) return answer_error(file, "not leftover's answer");
+    if (!std::getline(lines, line) || !line.starts_with(kMagic)) return root_file_error(file, "not leftover's answer");
     if (line.substr(kMagic.size()) != boot_id) return std::optional<SharedAnswer>();  // of an earlier boot
     SharedAnswer answer;
     std::string asked, nodes, local;
@@ -59,17 +54,17 @@ Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, con
     const auto asked_ms =
         asked_items && asked_items->size() == 1 ? parse_whole<long long>(asked_items->front()) : std::nullopt;
     if (!asked_ms || !node_items || node_items->empty() || !local_items)
-        return answer_error(file, "its first lines do not parse");
+        return root_file_error(file, "its first lines do not parse");
     answer.asked = std::chrono::milliseconds(*asked_ms);
     answer.nodes = *node_items;
     for (const std::string& job : *local_items) {
         const auto id = parse_whole<std::uint64_t>(job);
-        if (!id) return answer_error(file, fmt::format("local job '{}' is not a number", job));
+        if (!id) return root_file_error(file, fmt::format("local job '{}' is not a number", job));
         answer.local_jobs.insert(*id);
     }
     std::string rest((std::istreambuf_iterator<char>(lines)), std::istreambuf_iterator<char>());
     auto jobs = parse_jobs_output(rest);
-    if (!jobs.ok()) return answer_error(file, jobs.error().message);
+    if (!jobs.ok()) return root_file_error(file, jobs.error().message);
     answer.job_users = std::move(jobs->job_users);
     return std::optional<SharedAnswer>(std::move(answer));
 }

@@ -2,6 +2,7 @@
 #include "drain/drain_node.hpp"
 
 #include "procfs/proc_table.hpp"
+#include "util/boot.hpp"
 #include "util/escape.hpp"
 
 #include <fmt/format.h>

@@ -53,8 +53,7 @@ bool name_of_hex(std::string_view hex, std::string& out) {
 }  // namespace
 
 std::string survivor_record_path(const std::string& spool_dir, const std::string& node_name) {
-    const bool slash = !spool_dir.empty() && spool_dir.back() == '/';
-    return spool_dir + (slash ? "" : "/") + "leftover-survivors-" + file_name_part(node_name);
+    return node_file_path(spool_dir, "leftover-survivors-", node_name);
 }
 
 Result<std::vector<RecordedSurvivor>> read_survivor_record(const RecordPlace& place) {
@@ -96,24 +95,6 @@ Status write_survivor_record(const RecordPlace& place, const std::vector<Recorde
     for (const RecordedSurvivor& s : survivors)
         text += fmt::format("{} {} {} {} {}\n", s.pid, s.start_time, s.uid, s.since.count(), hex_of(s.user));
     return write_root_file(record_file(place), text);
-}
-
-std::string read_boot_id(const std::string& proc_root) {
-    const UniqueFd fd(::open((proc_root + "/sys/kernel/random/boot_id").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return "-";
-    char buffer[64];
-    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n <= 0) return "-";
-    std::string id(buffer, static_cast<std::size_t>(n));
-    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
-    return id.empty() || id.find(' ') != std::string::npos ? std::string("-") : id;
-}
-
-std::chrono::milliseconds boot_clock_now() {
-    timespec now{};
-    ::clock_gettime(CLOCK_BOOTTIME, &now);
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::seconds(now.tv_sec) +
-                                                                 std::chrono::nanoseconds(now.tv_nsec));
 }
 
 }  // namespace leftover::drain

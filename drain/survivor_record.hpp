@@ -48,11 +48,4 @@ Result<std::vector<RecordedSurvivor>> read_survivor_record(const RecordPlace& pl
 // Replaces the record with `survivors` (none: removes the file).
 Status write_survivor_record(const RecordPlace& place, const std::vector<RecordedSurvivor>& survivors);
 
-// /proc/sys/kernel/random/boot_id below `proc_root`, without its newline; "-" when it
-// cannot be read.
-std::string read_boot_id(const std::string& proc_root);
-
-// Now on CLOCK_BOOTTIME, which counts the time suspended too.
-std::chrono::milliseconds boot_clock_now();
-
 }  // namespace leftover::drain

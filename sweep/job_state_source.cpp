@@ -2,8 +2,8 @@
 #include "sweep/job_state_source.hpp"
 
 #include "controller/shared_answer.hpp"
-#include "drain/survivor_record.hpp"
 #include "procfs/proc_table.hpp"
+#include "util/boot.hpp"
 
 #include <unistd.h>
 
@@ -73,7 +73,7 @@ Result<LiveWork> JobStateSource::ask_jobs_on_nodes(Clock::time_point until) {
         return work;
     }
     // Asked with no job left out, which each sweep that shares the answer does for itself.
-    const auto asked = drain::boot_clock_now();
+    const auto asked = boot_clock_now();
     auto work = controller_->jobs_on_nodes(request_.node.node_names(), std::nullopt, until);
     LEFTOVER_TRY(work);
     ++answers_asked_;
@@ -88,7 +88,7 @@ RootFile JobStateSource::shared_answer_file() const {
 }
 
 std::optional<LiveWork> JobStateSource::shared_answer() {
-    auto read = controller::read_shared_answer(shared_answer_file(), drain::read_boot_id(request_.proc_root));
+    auto read = controller::read_shared_answer(shared_answer_file(), read_boot_id(request_.proc_root));
     if (!read.ok()) {
         if (!share_failure_logged_) log_.warn(fmt::format("{}; slurmctld is asked", read.error().message));
         share_failure_logged_ = true;
@@ -99,7 +99,7 @@ std::optional<LiveWork> JobStateSource::shared_answer() {
     // Its own earlier answer a sweep does not take again: it asks again after grace for a
     // job that landed meanwhile.
     if (own_answer_ && answer.asked == *own_answer_) return std::nullopt;
-    const auto now = drain::boot_clock_now();
+    const auto now = boot_clock_now();
     const auto began = now - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - request_.started);
     if (const auto why = controller::why_not_shared(answer, {began, now, request_.node.node_names(), local_jobs_})) {
         log_.debug(fmt::format("slurmctld's answer of another sweep of this node not used: {}", *why));
@@ -117,7 +117,7 @@ void JobStateSource::share_answer(const LiveWork& work, std::chrono::millisecond
     own_answer_ = asked;
     const controller::SharedAnswer answer{asked, request_.node.node_names(), local_jobs_, work.job_users};
     const Status written =
-        controller::write_shared_answer(shared_answer_file(), drain::read_boot_id(request_.proc_root), answer);
+        controller::write_shared_answer(shared_answer_file(), read_boot_id(request_.proc_root), answer);
     if (!written.ok() && !share_failure_logged_) {
         log_.warn(fmt::format("{}; the other sweeps of this node ask slurmctld themselves", written.error().message));
         share_failure_logged_ = true;

@@ -8,8 +8,7 @@
 namespace leftover::sweep {
 
 std::string turn_lock_path(const std::string& spool_dir, const std::string& node_name) {
-    const bool slash = !spool_dir.empty() && spool_dir.back() == '/';
-    return spool_dir + (slash ? "" : "/") + "leftover-sweep-" + file_name_part(node_name) + ".lock";
+    return node_file_path(spool_dir, "leftover-sweep-", node_name, ".lock");
 }
 
 NodeTurn NodeTurn::take(const SweepRequest& request, std::chrono::steady_clock::time_point deadline, Logger& log,

@@ -31,4 +31,14 @@ std::string file_name_part(std::string_view name) {
     return out;
 }
 
+std::string node_file_path(const std::string& spool_dir, std::string_view prefix, std::string_view node_name,
+                           std::string_view suffix) {
+    const bool slash = !spool_dir.empty() && spool_dir.back() == '/';
+    std::string path = spool_dir + (slash ? "" : "/");
+    path += prefix;
+    path += file_name_part(node_name);
+    path += suffix;
+    return path;
+}
+
 }  // namespace leftover

@@ -16,4 +16,9 @@ std::string escape_for_log(std::string_view raw);
 // and '-' becomes '_' (a node's files in its spool dir: leftover-survivors-<node> ...).
 std::string file_name_part(std::string_view name);
 
+// The file of a node's in a spool dir: <spool_dir>/<prefix><node, as file_name_part>
+// <suffix> ("leftover-survivors-", "n1", "" makes <spool_dir>/leftover-survivors-n1).
+std::string node_file_path(const std::string& spool_dir, std::string_view prefix, std::string_view node_name,
+                           std::string_view suffix = {});
+
 }  // namespace leftover

@@ -14,11 +14,12 @@
 #include <cerrno>
 
 namespace leftover {
-namespace {
 
-Error file_error(const RootFile& file, const std::string& why) {
+Error root_file_error(const RootFile& file, const std::string& why) {
     return Error::lookup(fmt::format("{} {}: {}", file.what, file.path, why), ErrorSource::other);
 }
+
+namespace {
 
 std::string directory_of(const std::string& path) {
     const auto slash = path.rfind('/');
@@ -32,18 +33,20 @@ std::string base_name(const std::string& path) {
 
 Result<UniqueFd> open_directory(const RootFile& file) {
     UniqueFd fd(::open(directory_of(file.path).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd.valid()) return file_error(file, fmt::format("cannot open its directory: {}", errno_text(errno)));
+    if (!fd.valid()) return root_file_error(file, fmt::format("cannot open its directory: {}", errno_text(errno)));
     return fd;
 }
 
 // The directory may hold the file: root's (or dir_owner's) and not writable by group or others.
 Status check_directory(int dir, const RootFile& file) {
     struct stat st {};
-    if (::fstat(dir, &st) != 0) return file_error(file, fmt::format("stat of its directory: {}", errno_text(errno)));
+    if (::fstat(dir, &st) != 0)
+        return root_file_error(file, fmt::format("stat of its directory: {}", errno_text(errno)));
     if (st.st_uid != 0 && (!file.dir_owner || st.st_uid != *file.dir_owner))
-        return file_error(file, fmt::format("its directory is owned by uid {}, not by root or SlurmdUser", st.st_uid));
+        return root_file_error(file,
+                               fmt::format("its directory is owned by uid {}, not by root or SlurmdUser", st.st_uid));
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-        return file_error(
+        return root_file_error(
             file, fmt::format("its directory is writable by group or others (mode {:04o})", st.st_mode & 07777));
     return Ok{};
 }
@@ -64,22 +67,22 @@ Result<std::optional<std::string>> read_root_file(const RootFile& file, std::siz
         ::openat(dir->get(), base_name(file.path).c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
     if (!fd.valid()) {
         if (errno == ENOENT) return std::optional<std::string>();
-        return file_error(file, fmt::format("cannot open it: {}", errno_text(errno)));
+        return root_file_error(file, fmt::format("cannot open it: {}", errno_text(errno)));
     }
     LEFTOVER_TRY(check_directory(dir->get(), file));
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return file_error(file, fmt::format("stat: {}", errno_text(errno)));
-    if (!S_ISREG(st.st_mode)) return file_error(file, "not a regular file");
-    if (st.st_uid != 0) return file_error(file, fmt::format("owned by uid {}, not by root", st.st_uid));
+    if (::fstat(fd.get(), &st) != 0) return root_file_error(file, fmt::format("stat: {}", errno_text(errno)));
+    if (!S_ISREG(st.st_mode)) return root_file_error(file, "not a regular file");
+    if (st.st_uid != 0) return root_file_error(file, fmt::format("owned by uid {}, not by root", st.st_uid));
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-        return file_error(file, fmt::format("writable by group or others (mode {:04o})", st.st_mode & 07777));
-    if (static_cast<std::size_t>(st.st_size) > max_size) return file_error(file, "too large");
+        return root_file_error(file, fmt::format("writable by group or others (mode {:04o})", st.st_mode & 07777));
+    if (static_cast<std::size_t>(st.st_size) > max_size) return root_file_error(file, "too large");
     std::string text(static_cast<std::size_t>(st.st_size), '\0');
     std::size_t used = 0;
     while (used < text.size()) {
         const ssize_t n = ::read(fd.get(), text.data() + used, text.size() - used);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return file_error(file, fmt::format("cannot read it: {}", errno_text(errno)));
+        if (n < 0) return root_file_error(file, fmt::format("cannot read it: {}", errno_text(errno)));
         if (n == 0) break;
         used += static_cast<std::size_t>(n);
     }
@@ -98,13 +101,13 @@ Status write_root_file(const RootFile& file, const std::string& text) {
     {
         const UniqueFd fd(::openat(dir->get(), temporary.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600));
-        if (!fd.valid()) return file_error(file, fmt::format("cannot write {}: {}", temporary, errno_text(errno)));
+        if (!fd.valid()) return root_file_error(file, fmt::format("cannot write {}: {}", temporary, errno_text(errno)));
         if (::fchmod(fd.get(), 0600) != 0 ||
             ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-            return file_error(file, fmt::format("cannot write {}: {}", temporary, errno_text(errno)));
+            return root_file_error(file, fmt::format("cannot write {}: {}", temporary, errno_text(errno)));
     }
     if (::renameat(dir->get(), temporary.c_str(), dir->get(), name.c_str()) != 0)
-        return file_error(file, fmt::format("cannot rename {} to it: {}", temporary, errno_text(errno)));
+        return root_file_error(file, fmt::format("cannot rename {} to it: {}", temporary, errno_text(errno)));
     return Ok{};
 }
 
@@ -112,7 +115,7 @@ Status remove_root_file(const RootFile& file) {
     auto dir = open_trusted_dir(file);
     LEFTOVER_TRY(dir);
     if (::unlinkat(dir->get(), base_name(file.path).c_str(), 0) != 0 && errno != ENOENT)
-        return file_error(file, fmt::format("cannot remove it: {}", errno_text(errno)));
+        return root_file_error(file, fmt::format("cannot remove it: {}", errno_text(errno)));
     return Ok{};
 }
 

@@ -33,4 +33,7 @@ Status write_root_file(const RootFile& file, const std::string& text);
 // Removes it; none there is no error.
 Status remove_root_file(const RootFile& file);
 
+// The lookup error of a file that is not believed: "<what> <path>: <why>".
+Error root_file_error(const RootFile& file, const std::string& why);
+
 }  // namespace leftover

@@ -32,11 +32,3 @@ TEST_CASE("survivor record: read back as written, names of any bytes, nothing le
     REQUIRE(write_survivor_record(place, {}).ok());
     CHECK(::access(place.path.c_str(), F_OK) != 0);
 }
-
-TEST_CASE("survivor record: the boot id and the boot clock") {
-    CHECK(read_boot_id("/proc").size() == 36);
-    CHECK(read_boot_id("/nonexistent") == "-");
-    const auto before = boot_clock_now();
-    CHECK(before > 0ms);
-    CHECK(boot_clock_now() >= before);
-}
