@@ -11,10 +11,12 @@
 #include "sweep/report.hpp"
 #include "sweep/run_cleanup.hpp"
 #include "sweep/turn.hpp"
+#include "util/file_room.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <exception>
 #include <map>
 
@@ -23,8 +25,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Lines of one kind that say the same of many processes (a hostile count's survivors):
+// this many, then one that counts the rest.
+constexpr std::size_t kLinesOfAKind = 20;
+
 Clock::duration seconds(double value) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
+}
+
+std::string limit_text(rlim_t limit) { return limit == RLIM_INFINITY ? "unlimited" : std::to_string(limit); }
+
+// What the sweep did to have a descriptor for each pin, and what it could not.
+void log_room(Logger& log, const FileRoom& room, std::size_t pins) {
+    if (room.raised())
+        log.debug(fmt::format("descriptor limit (RLIMIT_NOFILE) raised from {}/{} to {}/{} for {} processes to signal",
+                              limit_text(room.before().rlim_cur), limit_text(room.before().rlim_max),
+                              limit_text(room.now().rlim_cur), limit_text(room.now().rlim_max), pins));
+    if (room.room() < pins)
+        log.warn(
+            fmt::format("room for about {} descriptors, not {}: RLIMIT_NOFILE is {}/{} and cannot be raised; "
+                        "a process it cannot pin waits for a later round (\"Too many open files\")",
+                        room.room(), pins, limit_text(room.now().rlim_cur), limit_text(room.now().rlim_max)));
 }
 
 LogLevel level_of(const KillRecord& record) {
@@ -164,6 +185,7 @@ private:
         // through the drain's record and the cleanup; one that had to wait plans afresh,
         // so that it judges only what the other left.
         std::optional<Result<Plan>> planned = evaluation();
+        const std::size_t kills = planned->ok() ? (*planned)->kills().size() : 0;
         std::optional<NodeTurn> turn;
         if (!config.dry_run && planned->ok() && !(*planned)->kills().empty()) {
             turn = NodeTurn::take(request_, deadline, log_);
@@ -174,14 +196,18 @@ private:
             }
             if (turn_ == SweepTurn::waited) planned.reset();
         }
-        report_ = execute_kills(
-            [&]() -> Result<Plan> {
-                if (!planned) return evaluation();
-                Result<Plan> plan = std::move(*planned);
-                planned.reset();
-                return plan;
-            },
-            options);
+        {
+            std::optional<FileRoom> room;  // a pin per target, held while the round waits
+            if (!config.dry_run && kills > 0) log_room(log_, room.emplace(kills), kills);
+            report_ = execute_kills(
+                [&]() -> Result<Plan> {
+                    if (!planned) return evaluation();
+                    Result<Plan> plan = std::move(*planned);
+                    planned.reset();
+                    return plan;
+                },
+                options);
+        }
         log_outcome(config, evaluation, options.stop_rounds);
         drain::DrainContext drain_context;
         drain_context.label = request_.trigger.label;
@@ -210,8 +236,13 @@ private:
         options.grace = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(config.grace));
         options.deadline = deadline;
         options.dry_run = config.dry_run;
-        options.observer.on_action = [&log = log_](const KillRecord& record) {
-            log.action(level_of(record), format_action(record));
+        options.observer.on_action = [this](const KillRecord& record) {
+            // Out of descriptors is the sweep's own want, the same for every process after
+            // the first: a few lines, then one count (log_outcome).
+            if (record.outcome == Outcome::failed && (record.error == EMFILE || record.error == ENFILE) &&
+                ++out_of_descriptors_ > kLinesOfAKind)
+                return;
+            log_.action(level_of(record), format_action(record));
         };
         options.observer.on_grace_wait = [&log = log_](std::size_t count, std::chrono::milliseconds grace) {
             log.info(fmt::format("waiting up to {:.1f} s for {} process(es) to end after SIGTERM",
@@ -231,10 +262,16 @@ private:
         if (report_.error)
             log_.error(
                 fmt::format("{}: {}; nothing more killed", to_string(report_.error->kind), report_.error->message));
-        for (const Decision& survivor : report_.survivors)
-            if (!config.dry_run)
-                log_.warn(fmt::format("survived the sweep: pid={} user={} uid={}", survivor.pid, survivor.user,
-                                      survivor.uid));
+        if (out_of_descriptors_ > kLinesOfAKind)
+            log_.error(fmt::format("{} more processes not signalled: no descriptor to pin them (Too many open files)",
+                                   out_of_descriptors_ - kLinesOfAKind));
+        if (!config.dry_run) {
+            for (std::size_t i = 0; i < report_.survivors.size() && i < kLinesOfAKind; ++i)
+                log_.warn(fmt::format("survived the sweep: pid={} user={} uid={}", report_.survivors[i].pid,
+                                      report_.survivors[i].user, report_.survivors[i].uid));
+            if (report_.survivors.size() > kLinesOfAKind)
+                log_.warn(fmt::format("{} more survived the sweep", report_.survivors.size() - kLinesOfAKind));
+        }
         for (const auto& [uid, why] : evaluation.failed_lookups())
             log_.warn(fmt::format("account lookup for uid {} failed: {}; its processes are kept", uid, why));
         for (const std::string& sign : report_.paused)
@@ -286,12 +323,14 @@ private:
             summary_.trigger_user = found->second.name;
     }
 
-    // After the summary: a metrics file that cannot be written is one more log line.
+    // slurmctld's answers the job-state reader used, kept for the metrics, which are
+    // counted once that reader is gone.
     void count_answers(const JobStateSource& job_state) {
         answers_asked_ = job_state.answers_asked();
         answers_shared_ = job_state.answers_shared();
     }
 
+    // After the summary: a metrics file that cannot be written is one more log line.
     void count_in_metrics(bool dry_run, Clock::time_point until, std::optional<DrainResult> drain = std::nullopt) {
         const bool users = loaded_.metrics && loaded_.metrics->users;
         record_metrics(loaded_.metrics,
@@ -310,6 +349,7 @@ private:
     std::optional<SweepTurn> turn_;  // how the sweep got its turn, when it took one
     int answers_asked_ = 0;          // slurmctld's answers the sweep used, as its job-state reader counted them
     int answers_shared_ = 0;
+    std::size_t out_of_descriptors_ = 0;  // pins that found no descriptor
 };
 
 }  // namespace

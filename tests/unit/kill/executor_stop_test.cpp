@@ -217,7 +217,7 @@ TEST_CASE("fault catalogue: a pid hopper outruns a sweep that does not stop it f
     sweeper.stop_rounds = KillOptions{}.stop_rounds;
     int sweeps = 0;
     std::string actions;
-    for (; sweeps < 3 && has_processes(41126); ++sweeps) {
+    for (; sweeps < 6 && has_processes(41126); ++sweeps) {
         const KillReport stopped = sweeper.run(200ms);
         actions += format_actions(stopped);
         CHECK(stopped.survivors.empty());

@@ -14,7 +14,9 @@
 #include "support/unix_sockets.hpp"
 #include "sweep/run_sweep.hpp"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <doctest/doctest.h>
@@ -363,4 +365,38 @@ TEST_CASE("run_sweep: a metrics file that is not ours is replaced, with a warnin
     pipeline.run(fmt::format("dry_run: true\nmetrics_file: {}\n", file));
     CHECK(pipeline.sink.level_of("metrics file " + file + " was not leftover's (line 1: ") == LogLevel::warn);
     CHECK(metrics_in(file).value("leftover_evaluations_total", "epilog") == 1);
+}
+
+TEST_CASE("run_sweep: a sweep short of descriptors for its pins says so once and ends every stray round by round") {
+    Pipeline pipeline(41330);
+    std::vector<pid_t> strays;
+    for (int i = 0; i < 200; ++i) strays.push_back(spawn_as(41330, {"sleep", "600"}));
+    for (const pid_t stray : strays) REQUIRE(is_running(stray));
+    // In a child, whose hard limit may stay low: room for a few pins, not for 200.
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const auto open_now = static_cast<rlim_t>(
+            std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{}));
+        const rlimit low{open_now + 24, open_now + 24};
+        if (::setrlimit(RLIMIT_NOFILE, &low) != 0) ::_exit(10);
+        pipeline.request.self = ::getpid();
+        const KillReport report = pipeline.run("grace: 2\n");
+        const RecordingSink& sink = pipeline.sink;
+        int code = 0;
+        if (sink.count("room for about") != 1) code |= 1;
+        // Each pin that found no descriptor: 20 lines at most, then one count.
+        const std::size_t out = sink.count("Too many open files") - 1;
+        if (out > 21) code |= 2;
+        if (!report.survivors.empty() || report.error) code |= 4;
+        std::fprintf(stderr, "child: pins that found no descriptor logged %zu time(s)\n", out);
+        if (code != 0)
+            for (const auto& line : sink.lines) std::fprintf(stderr, "child: %s\n", line.second.c_str());
+        ::_exit(code);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    for (const pid_t stray : strays) CHECK(wait_gone(stray));
 }
