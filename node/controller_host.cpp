@@ -30,7 +30,8 @@ Result<std::optional<std::string>> controller_host_reason(const NodeInfo& node, 
     if (node.slurmctld_host)
         return std::optional<std::string>(
             fmt::format("slurm.conf names this host as SlurmctldHost ({})", *node.slurmctld_host));
-    auto running = running_slurmctlds(proc_root, node.slurm_uids);
+    auto running = node.slurmctlds_seen ? Result<std::vector<pid_t>>(*node.slurmctlds_seen)
+                                        : running_slurmctlds(proc_root, node.slurm_uids);
     if (!running.ok())
         return Error::lookup(
             fmt::format("cannot tell whether slurmctld runs on this host: {}", running.error().message),

@@ -46,6 +46,9 @@ struct NodeInfo {
     // slurm.conf has them (slurmstepd's has none from 23.02 on: then only a running
     // slurmctld tells, controller_host.hpp).
     std::optional<std::string> slurmctld_host;
+    // The slurmctlds running on this host, when the front end's look for the running
+    // slurmd saw them in the same pass of /proc (running_daemons); unset: not looked.
+    std::optional<std::vector<pid_t>> slurmctlds_seen;
 
     // Every node's spool dir (node_name's first, which must exist) and every name.
     steps::StepSockets step_sockets() const;

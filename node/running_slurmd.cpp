@@ -110,13 +110,21 @@ std::optional<std::string> pick_from_running(const std::string& node_name, const
 
 namespace {
 
-// Calls `found(pid, parent pid, command line)` for every live process under proc_root whose
-// /proc directory one of `owners` owns, whose executable is `program` (slurm_program_name)
-// and that shares the caller's pid namespace. A process that exits meanwhile is
-// skipped; anything else that cannot be read is a lookup error.
+// A daemon to look for: its program (slurm_program_name) and who may own it.
+struct Wanted {
+    std::string_view program;
+    const std::set<uid_t>* owners;
+};
+
+// Calls `found(program, pid, parent pid, command line)` for every live process under
+// proc_root that is one of `wanted`: its /proc directory one of that program's owners
+// owns, its executable that program, in the caller's pid namespace. One pass of /proc
+// for them all. A process that exits meanwhile is skipped; anything else that cannot be
+// read is a lookup error.
 template <class Found>
-Status scan_daemons(const std::string& proc_root, std::string_view program, const std::set<uid_t>& owners,
-                    Found found) {
+Status scan_daemons(const std::string& proc_root, const std::vector<Wanted>& wanted, Found found) {
+    std::set<uid_t> any_owner;
+    for (const Wanted& daemon : wanted) any_owner.insert(daemon.owners->begin(), daemon.owners->end());
     UniqueFd root(::open(proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root.valid())
         return Error::lookup(fmt::format("cannot open {}: {}", proc_root, errno_text(errno)), ErrorSource::proc);
@@ -136,7 +144,7 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
             return Error::lookup(fmt::format("cannot stat {}/{}: {}", proc_root, pid, errno_text(errno)),
                                  ErrorSource::proc);
         }
-        if (owners.count(listed.st_uid) == 0) return Ok{};
+        if (any_owner.count(listed.st_uid) == 0) return Ok{};
         UniqueFd pid_dir;
         if (const int err = open_pid_dir(root.get(), pid, pid_dir)) {
             if (vanished(err)) return Ok{};
@@ -144,7 +152,7 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
                                  ErrorSource::proc);
         }
         struct stat st {};
-        if (::fstat(pid_dir.get(), &st) != 0 || owners.count(st.st_uid) == 0) return Ok{};
+        if (::fstat(pid_dir.get(), &st) != 0 || any_owner.count(st.st_uid) == 0) return Ok{};
         const auto failed = [&](const char* file, int err) -> Error {
             return Error::lookup(fmt::format("cannot read {}/{}/{} of a process of uid {}: {}", proc_root, pid, file,
                                              st.st_uid, errno_text(err)),
@@ -163,7 +171,11 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
             }
             exe = stat.comm;
         }
-        if (slurm_program_name(exe_program(exe)) != program) return Ok{};
+        const std::string_view program = slurm_program_name(exe_program(exe));
+        const auto daemon = std::find_if(wanted.begin(), wanted.end(), [&](const Wanted& w) {
+            return w.program == program && w.owners->count(st.st_uid) != 0;
+        });
+        if (daemon == wanted.end()) return Ok{};
         std::string its_namespace;
         if (const int err = read_link(pid_dir.get(), "ns/pid", its_namespace)) {
             if (vanished(err)) return Ok{};
@@ -186,21 +198,29 @@ Status scan_daemons(const std::string& proc_root, std::string_view program, cons
         // replaces both at once).
         std::string exe_after;
         if (const int err = read_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe) return Ok{};
-        found(pid, stat.ppid, text);
+        found(daemon->program, pid, stat.ppid, text);
         return Ok{};
     });
 }
 
 }  // namespace
 
-Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root) {
-    std::vector<RunningSlurmd> found;
-    std::vector<std::pair<pid_t, pid_t>> parents;  // (pid, parent pid)
+Result<RunningDaemons> running_daemons(const std::string& proc_root, const std::set<uid_t>& slurmctld_owners) {
+    static const std::set<uid_t> root{0};
+    std::set<uid_t> trusted = slurmctld_owners;
+    trusted.insert(0);
+    RunningDaemons found;
+    std::vector<std::pair<pid_t, pid_t>> parents;  // (pid, parent pid) of each slurmd
     const Status scanned =
-        scan_daemons(proc_root, "slurmd", {0}, [&](pid_t pid, pid_t ppid, const std::string& cmdline) {
-            found.push_back({pid, parse_slurmd_options(split_cmdline(cmdline))});
-            parents.emplace_back(pid, ppid);
-        });
+        scan_daemons(proc_root, {{"slurmd", &root}, {"slurmctld", &trusted}},
+                     [&](std::string_view program, pid_t pid, pid_t ppid, const std::string& cmdline) {
+                         if (program == "slurmctld") {
+                             found.slurmctlds.push_back(pid);
+                             return;
+                         }
+                         found.slurmds.push_back({pid, parse_slurmd_options(split_cmdline(cmdline))});
+                         parents.emplace_back(pid, ppid);
+                     });
     LEFTOVER_TRY(scanned);
     // A slurmd's forked child (a prolog, an epilog, a step on its way to exec
     // slurmstepd) is not a daemon of its own, and may have rewritten its command line
@@ -210,20 +230,22 @@ Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root)
     std::set<pid_t> children;
     for (const auto& [pid, ppid] : parents)
         if (daemons.count(ppid) != 0) children.insert(pid);
-    std::erase_if(found, [&](const RunningSlurmd& slurmd) { return children.count(slurmd.pid) != 0; });
-    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+    std::erase_if(found.slurmds, [&](const RunningSlurmd& slurmd) { return children.count(slurmd.pid) != 0; });
+    std::sort(found.slurmds.begin(), found.slurmds.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+    std::sort(found.slurmctlds.begin(), found.slurmctlds.end());
     return found;
 }
 
+Result<std::vector<RunningSlurmd>> running_slurmds(const std::string& proc_root) {
+    auto running = running_daemons(proc_root, {});
+    LEFTOVER_TRY(running);
+    return std::move(running->slurmds);
+}
+
 Result<std::vector<pid_t>> running_slurmctlds(const std::string& proc_root, const std::set<uid_t>& owners) {
-    std::set<uid_t> trusted = owners;
-    trusted.insert(0);
-    std::vector<pid_t> found;
-    const Status scanned = scan_daemons(proc_root, "slurmctld", trusted,
-                                        [&](pid_t pid, pid_t, const std::string&) { found.push_back(pid); });
-    LEFTOVER_TRY(scanned);
-    std::sort(found.begin(), found.end());
-    return found;
+    auto running = running_daemons(proc_root, owners);
+    LEFTOVER_TRY(running);
+    return std::move(running->slurmctlds);
 }
 
 }  // namespace leftover::node

@@ -73,4 +73,12 @@ std::optional<std::string> pick_from_running(const std::string& node_name, const
 // /proc or such a process cannot be read: the caller must then assume one runs.
 Result<std::vector<pid_t>> running_slurmctlds(const std::string& proc_root, const std::set<uid_t>& owners);
 
+// Both in one pass of /proc: what a sweep needs at every step end (running_slurmds for
+// the other nodes of this host, running_slurmctlds for controller_host_reason).
+struct RunningDaemons {
+    std::vector<RunningSlurmd> slurmds;
+    std::vector<pid_t> slurmctlds;
+};
+Result<RunningDaemons> running_daemons(const std::string& proc_root, const std::set<uid_t>& slurmctld_owners);
+
 }  // namespace leftover::node

@@ -33,8 +33,10 @@ std::string plugin_path() {
 // in the log: a socket of its node in a spool dir we read is a lookup error all the same
 // (local_steps.hpp).
 Status add_running_host_nodes(node::NodeInfo& node) {
-    auto running = node::running_slurmds("/proc");
-    LEFTOVER_TRY(running);
+    auto daemons = node::running_daemons("/proc", node.slurm_uids);
+    LEFTOVER_TRY(daemons);
+    node.slurmctlds_seen = std::move(daemons->slurmctlds);  // for the controller-host check: one pass, not two
+    const auto running = Result<std::vector<node::RunningSlurmd>>(std::move(daemons->slurmds));
     // At a step end slurmd's pid is not known: this node's slurmd, when it runs without
     // -N, is told by the name slurmd gave this process (SLURMD_NODENAME).
     const std::string host_name = node::full_hostname();

@@ -81,6 +81,42 @@ TEST_CASE("controller host: slurm.conf's SlurmctldHost naming this host makes on
     CHECK(**found == "slurm.conf names this host as SlurmctldHost (head1)");
 }
 
+TEST_CASE("running daemons: one pass of /proc finds the slurmd and the slurmctld that the two looks find") {
+    FakeProc proc;
+    add_daemon(proc, 300, 0, "/usr/sbin/slurmctld");
+    add_daemon(proc, 301, kSlurmUser, "/usr/sbin/slurmctld");
+    add_daemon(proc, 305, 0, "/usr/sbin/slurmd", "slurmd");
+    add_daemon(proc, 306, 0, "/usr/sbin/slurmd", "slurmd");
+    proc.add_process({.pid = 307, .ppid = 306, .uids = {0, 0, 0, 0}, .comm = "slurmd", .exe = "/usr/sbin/slurmd"});
+    proc.write_file("307/cmdline", std::string("slurmd") + '\0');  // 306's fork: no daemon
+    proc.set_pid_ns(307, "pid:[4026531836]");
+    add_daemon(proc, 308, kSlurmUser, "/usr/sbin/slurmd", "slurmd");  // slurmd is root's
+    auto both = running_daemons(proc.root(), {kSlurmUser});
+    REQUIRE_MESSAGE(both.ok(), (both.ok() ? "" : both.error().message));
+    CHECK(both->slurmctlds == running_slurmctlds(proc.root(), {kSlurmUser}).value());
+    CHECK(both->slurmctlds == std::vector<pid_t>{300, 301});
+    std::vector<pid_t> slurmds;
+    for (const RunningSlurmd& slurmd : both->slurmds) slurmds.push_back(slurmd.pid);
+    CHECK(slurmds == std::vector<pid_t>{305, 306});
+    CHECK(running_slurmds(proc.root()).value().size() == 2);
+}
+
+TEST_CASE("controller host: the slurmctlds the node's discovery saw answer it, without a second look at /proc") {
+    NodeInfo node = node_with_slurm_user();
+    node.slurmctlds_seen = std::vector<pid_t>{};
+    auto none = controller_host_reason(node, "/nonexistent-proc");
+    REQUIRE(none.ok());
+    CHECK_FALSE(none->has_value());
+    node.slurmctlds_seen = std::vector<pid_t>{812};
+    auto found = controller_host_reason(node, "/nonexistent-proc");
+    REQUIRE(found.ok());
+    REQUIRE(found->has_value());
+    CHECK(**found == "slurmctld runs on this host (pid 812)");
+    // Not looked: /proc is read, and what cannot be read is an error.
+    node.slurmctlds_seen.reset();
+    CHECK_FALSE(controller_host_reason(node, "/nonexistent-proc").ok());
+}
+
 TEST_CASE("controller host: what cannot be read is a lookup error, never a host without slurmctld") {
     const NodeInfo node = node_with_slurm_user();
     SUBCASE("no /proc") {
