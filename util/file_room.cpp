@@ -30,7 +30,7 @@ rlim_t nr_open() {
     if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "re")) {
         unsigned long long read = 0;
         if (std::fscanf(f, "%llu", &read) == 1 && read > 0) most = static_cast<rlim_t>(read);
-        std::fclose(f);
+        (void)std::fclose(f);  // read only: nothing to lose
     }
     return most;
 }

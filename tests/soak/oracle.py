@@ -214,6 +214,11 @@ class Oracle:
                     first_stop.pop((sig.source, sig.pid), None)
             for rem in removals:
                 what = f"removed {rem.kind} {rem.name} uid={rem.uid}"
+                if rem.uid < 0:
+                    self._find(0, rem.when, node, None, f"{what}: witnessed, but the witness never saw the "
+                               "object's owner (made and removed between two looks at /proc/sysvipc)",
+                               "unresolved target")
+                    continue
                 if rem.uid in self.protected or not self.uid_min <= rem.uid <= self.uid_max:
                     self._find(1, rem.when, node, rem.uid, f"{what}: a protected user")
                     continue
