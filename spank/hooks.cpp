@@ -5,10 +5,10 @@
 #include "node/slurm_conf.hpp"
 #include "spank/node_discovery.hpp"
 #include "spank/plugin_args.hpp"
-#include "spank/privileges.hpp"
 #include "spank/slurm_log.hpp"
 #include "steps/stepd_protocol.hpp"
 #include "sweep/run_sweep.hpp"
+#include "util/privileges.hpp"
 
 #include <unistd.h>
 
@@ -39,7 +39,7 @@ void log_unknown_args(const PluginArgs& args, Logger& log) {
 
 const sweep::ConfigAndExemptions& load_once(const PluginArgs& args, const node::NodeInfo& node) {
     if (!loaded_for_step)
-        loaded_for_step = spank::retried_as_root(
+        loaded_for_step = retried_as_root(
             [&] {
                 return sweep::load_config_and_exemptions(args.config_path, args.config_path_given, node.slurm_uids);
             },
@@ -130,9 +130,9 @@ void on_step_exit(spank_t sp, int ac, char** av) noexcept {
     const auto started = std::chrono::steady_clock::now();
     guarded("exit", [&] {
         // Slurm 24.11 may have lent this process to the job's user for its X11 cleanup
-        // (spank/privileges.hpp): a config read now would fail. The lend takes well under
+        // (util/privileges.hpp): a config read now would fail. The lend takes well under
         // a millisecond; a second is a bound, not an expectation.
-        if (!spank::wait_for_root(started + std::chrono::seconds(1))) {
+        if (!wait_for_root(started + std::chrono::seconds(1))) {
             slurm_error("leftover: exit: slurmstepd still runs as uid %u, not root, after 1 s; nothing done",
                         static_cast<unsigned>(::geteuid()));
             return;

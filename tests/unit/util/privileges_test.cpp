@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// spank/privileges.cpp with a thread that drops this test process's privileges to test
+// util/privileges.cpp with a thread that drops this test process's privileges to test
 // uid 41621 and takes them back, as Slurm 24.11's X11 cleanup thread does to slurmstepd.
-#include "spank/privileges.hpp"
 #include "support/temp_dir.hpp"
+#include "util/privileges.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-using namespace leftover::spank;
+using namespace leftover;
 using leftover::test::TempDir;
 using namespace std::chrono_literals;
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "spank/privileges.hpp"
+#include "util/privileges.hpp"
 
 #include <unistd.h>
 
 #include <thread>
 
-namespace leftover::spank {
+namespace leftover {
 
 bool wait_for_root(std::chrono::steady_clock::time_point deadline) {
     for (;;) {
@@ -15,4 +15,4 @@ bool wait_for_root(std::chrono::steady_clock::time_point deadline) {
     }
 }
 
-}  // namespace leftover::spank
+}  // namespace leftover

@@ -9,7 +9,7 @@
 
 #include <chrono>
 
-namespace leftover::spank {
+namespace leftover {
 
 // Waits until the effective uid and gid are both 0, polling, at most until `deadline`.
 // Whether they are.
@@ -27,4 +27,4 @@ auto retried_as_root(Attempt attempt, Ok ok, std::chrono::steady_clock::time_poi
     return result;
 }
 
-}  // namespace leftover::spank
+}  // namespace leftover
