@@ -61,9 +61,9 @@ private:
     const char* group_refuses(pid_t pgid) const;
     void continue_released();
     void continue_all(const char* why);
-    bool signal_phase(int signal, std::vector<PidRef>& pinned);
-    std::vector<PidRef> signal_round(int signal, std::set<std::pair<pid_t, std::uint64_t>>& sent,
-                                     std::optional<std::string>& arrived);
+    bool signal_phase(int signal, Watched& watched);
+    void signal_round(int signal, std::set<std::pair<pid_t, std::uint64_t>>& sent, std::optional<std::string>& arrived,
+                      Watched& watched);
     void finish();
 
     const Evaluate& evaluate_;
@@ -223,8 +223,9 @@ bool KillRun::hold_stopped(const std::vector<Decision>& stoppable) {
         pins.push_back(&stopped_.insert_or_assign(d.pid, Stopped{d, PidRef()}).first->second.pin);
     // One line per SIGSTOP would double every kill's lines: they are intermediate (debug
     // level); the SIGTERM or SIGKILL that follows is the line an admin reads.
-    const std::vector<Signaller::Sent> sent = signaller_.signal_all(
-        stoppable, SIGSTOP, pins, true, [this](const Identity& now) { return group_refuses(now.pgid); });
+    Signaller::Hooks hooks;
+    hooks.may_stop = [this](const Identity& now) { return group_refuses(now.pgid); };
+    const std::vector<Signaller::Sent> sent = signaller_.signal_all(stoppable, SIGSTOP, pins, true, hooks);
     bool escaped = false;
     for (std::size_t i = 0; i < stoppable.size(); ++i) {
         if (sent[i].outcome == Outcome::signalled && !pins[i]->has_exited()) continue;
@@ -415,16 +416,16 @@ void KillRun::continue_all(const char* why) {
 // right before each signal, as the look before the round cannot see a job whose setup
 // begins as the signals go out. One found there stops the signals; the rest wait for it
 // as before a round, and go on the fresh plan that follows (its user's kept). Each
-// process gets the signal once. The pins of those signalled go to `pinned`. false: the
+// process gets the signal once. Those signalled go to `watched`. false: the
 // run ends here (an evaluation failed, the deadline passed, the round skipped for a job
 // still starting, or no kill left before a SIGKILL).
-bool KillRun::signal_phase(int signal, std::vector<PidRef>& pinned) {
+bool KillRun::signal_phase(int signal, Watched& watched) {
     std::set<std::pair<pid_t, std::uint64_t>> sent;
     for (;;) {
         if (!stop_targets() || !no_job_starting() || deadline_passed()) return false;
         if (signal == SIGKILL && !has_kills()) return false;
         std::optional<std::string> arrived;
-        for (PidRef& p : signal_round(signal, sent, arrived)) pinned.push_back(std::move(p));
+        signal_round(signal, sent, arrived, watched);
         if (report_.error) return false;
         if (!arrived) return true;
         report_.paused.push_back(std::move(*arrived));
@@ -433,8 +434,8 @@ bool KillRun::signal_phase(int signal, std::vector<PidRef>& pinned) {
 
 // One list of targets per round, freed as soon as every one is signalled; none of `sent`,
 // and none once `arrived` is set (see signal_phase).
-std::vector<PidRef> KillRun::signal_round(int signal, std::set<std::pair<pid_t, std::uint64_t>>& sent,
-                                          std::optional<std::string>& arrived) {
+void KillRun::signal_round(int signal, std::set<std::pair<pid_t, std::uint64_t>>& sent,
+                           std::optional<std::string>& arrived, Watched& watched) {
     // Signalled before a pause and stopped again while the rest waited: it runs on (a
     // SIGTERM handler runs only in a process that runs).
     for (auto it = stopped_.begin(); it != stopped_.end();) {
@@ -451,14 +452,19 @@ std::vector<PidRef> KillRun::signal_round(int signal, std::set<std::pair<pid_t, 
     // A stopped target is checked and signalled through the pin that stopped it: one
     // descriptor per target, not two. That pin stays in stopped_ until the target runs
     // again or is killed, so an exception in the round (no memory) leaves it where
-    // ~KillRun continues it. The others get a pin here, kept while the round waits.
+    // ~KillRun continues it. The stopped go first: each one's pin becomes a watch as its
+    // signal goes, and a short descriptor limit then still has room for the others' pins.
+    const auto held_pin = [this](const Decision& d) -> PidRef* {
+        const auto it = stopped_.find(d.pid);
+        return it != stopped_.end() && it->second.pin.valid() && same_process(it->second.decision, d) ? &it->second.pin
+                                                                                                      : nullptr;
+    };
+    std::stable_partition(targets.begin(), targets.end(), [&](const Decision& d) { return held_pin(d) != nullptr; });
     std::vector<PidRef> made(targets.size());
     std::vector<PidRef*> pins(targets.size());
     for (std::size_t i = 0; i < targets.size(); ++i) {
-        const auto it = stopped_.find(targets[i].pid);
-        const bool held =
-            it != stopped_.end() && it->second.pin.valid() && same_process(it->second.decision, targets[i]);
-        pins[i] = held ? &it->second.pin : &made[i];
+        PidRef* held = held_pin(targets[i]);
+        pins[i] = held != nullptr ? held : &made[i];
     }
     const auto nothing_arrived = [&] {
         if (!options_.job_starting) return true;
@@ -470,22 +476,19 @@ std::vector<PidRef> KillRun::signal_round(int signal, std::set<std::pair<pid_t, 
         arrived = std::move(starting).value();
         return !arrived;
     };
-    const std::vector<Signaller::Sent> outcomes =
-        signaller_.signal_all(targets, signal, pins, false, {}, nothing_arrived);
-    std::vector<PidRef> pinned;
-    pinned.reserve(targets.size());
-    for (std::size_t i = 0; i < targets.size(); ++i) {
-        if (outcomes[i].outcome != Outcome::signalled) continue;
+    Signaller::Hooks hooks;
+    hooks.go_on = nothing_arrived;
+    hooks.on_sent = [&](std::size_t i, bool was_stopped) {
         sent.insert({targets[i].pid, targets[i].start_time});
         const bool held = pins[i] != &made[i];
         // A stopped process runs its SIGTERM handler only once continued, whoever stopped
         // it (the sweep, or its user: that SIGCONT is part of the kill, as a shell's kill
         // of a stopped job sends it); one that got SIGKILL dies stopped or not.
-        if (signal == SIGTERM && (held || outcomes[i].stopped)) signaller_.continue_stopped(*pins[i], targets[i], true);
-        pinned.push_back(std::move(*pins[i]));
+        if (signal == SIGTERM && (held || was_stopped)) signaller_.continue_stopped(*pins[i], targets[i], true);
+        signaller_.watch(watched, std::move(*pins[i]), targets[i].start_time);
         if (held) stopped_.erase(targets[i].pid);
-    }
-    return pinned;
+    };
+    signaller_.signal_all(targets, signal, pins, false, hooks);
 }
 
 // The survivors: the last plan's targets, less those seen to exit since it was made.
@@ -528,14 +531,14 @@ void KillRun::record_dry_run() {
 // Stop, SIGTERM (and SIGCONT to the stopped), grace, then a fresh plan for SIGKILL.
 // false: the run ends here (an evaluation failed, the deadline passed).
 bool KillRun::term_and_grace() {
-    std::vector<PidRef> pinned;
-    if (!signal_phase(SIGTERM, pinned)) return false;
-    if (!pinned.empty() && options_.observer.on_grace_wait)
-        options_.observer.on_grace_wait(pinned.size(), options_.grace);
+    Watched watched;
+    if (!signal_phase(SIGTERM, watched)) return false;
+    if (watched.size() != 0 && options_.observer.on_grace_wait)
+        options_.observer.on_grace_wait(watched.size(), options_.grace);
     // The grace ends where the fresh plan's time before the deadline begins (as a wait
     // for a starting job does): a late SIGTERM shortens the grace, never the look that
     // decides SIGKILL, which a slurmctld question cut at the deadline would make an error.
-    signaller_.wait_and_release(pinned,
+    signaller_.wait_and_release(watched,
                                 std::min(Clock::now() + options_.grace, options_.deadline - options_.replan_time));
     // Job state and processes are read again right before SIGKILL: a job that
     // started during grace protects its user's processes.
@@ -555,9 +558,9 @@ void KillRun::kill_rounds() {
 // Stop, SIGKILL, wait for the exits, a fresh plan. false: the run ends here (nothing
 // left to kill after the stop, an evaluation failed, the deadline passed).
 bool KillRun::kill_round() {
-    std::vector<PidRef> pinned;
-    if (!signal_phase(SIGKILL, pinned)) return false;
-    signaller_.wait_and_release(pinned, Clock::now() + options_.settle);
+    Watched watched;
+    if (!signal_phase(SIGKILL, watched)) return false;
+    signaller_.wait_and_release(watched, Clock::now() + options_.settle);
     // A stray that forks keeps making new ones: decide again on a fresh scan.
     return !report_.deadline_reached && !deadline_passed() && replan();
 }

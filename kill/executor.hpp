@@ -38,6 +38,9 @@ struct KillRecord {
     std::string detail;
     Outcome outcome = Outcome::signalled;
     int error = 0;  // errno for permission_denied / failed
+    // Not signalled (failed: EMFILE, ENFILE) or not stopped (no descriptor to spare to hold
+    // the stop) for want of descriptors: a front end says that of many processes once.
+    bool short_of_descriptors = false;
     // A step on the way to a kill, not a kill or a release: the SIGSTOP before it, the
     // SIGCONT right after SIGTERM. Front ends log these at debug level.
     bool intermediate = false;

@@ -11,8 +11,11 @@
 namespace leftover {
 namespace {
 
+bool out_of_descriptors(int error) { return error == EMFILE || error == ENFILE; }
+
 void set_outcome(KillRecord& record, int error) {
     record.error = error;
+    record.short_of_descriptors = out_of_descriptors(error);
     if (error == 0)
         record.outcome = Outcome::signalled;
     else if (error == ESRCH)
@@ -72,6 +75,14 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slo
     PidRef made;
     if (!slot.valid()) {
         auto pinned = PidRef::pin(calls_, target.pid);
+        // A stop is held through its pin until its SIGCONT: with no descriptor to spare
+        // for it, the process is signalled running, as one whose parent forbids a stop.
+        if (signal == SIGSTOP && (pinned ? !room_to_hold(pinned.value().fd()) : out_of_descriptors(pinned.error()))) {
+            record.outcome = Outcome::not_stopped;
+            record.detail = "no descriptor to spare to hold its stop: signalled running";
+            record.short_of_descriptors = true;
+            return record;
+        }
         if (!pinned) {
             set_outcome(record, pinned.error());
             return record;
@@ -102,9 +113,14 @@ KillRecord Signaller::signal_one(const Decision& target, int signal, PidRef& slo
     return record;
 }
 
+bool Signaller::room_to_hold(int fd) const {
+    return fd >= 0 && static_cast<std::uint64_t>(fd) + kSpareDescriptors < open_file_limit_;
+}
+
 std::vector<Signaller::Sent> Signaller::signal_all(const std::vector<Decision>& targets, int signal,
                                                    const std::vector<PidRef*>& pins, bool intermediate,
-                                                   const MayStop& may_stop, const std::function<bool()>& go_on) {
+                                                   const Hooks& hooks) {
+    open_file_limit_ = calls_.open_file_limit();
     std::vector<Sent> sent(targets.size());
     report_.actions.reserve(report_.actions.size() + targets.size());
     bool late = false;
@@ -118,11 +134,12 @@ std::vector<Signaller::Sent> Signaller::signal_all(const std::vector<Decision>& 
             note(record);
             continue;
         }
-        if (go_on && !go_on()) break;
-        KillRecord record = signal_one(target, signal, *pins[i], may_stop, sent[i].stopped);
+        if (hooks.go_on && !hooks.go_on()) break;
+        KillRecord record = signal_one(target, signal, *pins[i], hooks.may_stop, sent[i].stopped);
         record.intermediate = intermediate;
         sent[i].outcome = record.outcome;
         note(record);
+        if (record.outcome == Outcome::signalled && hooks.on_sent) hooks.on_sent(i, sent[i].stopped);
     }
     if (late) report_.deadline_reached = true;
     return sent;
@@ -144,6 +161,7 @@ bool Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
         return false;
     }
     PidRef pin = std::move(pinned).value();
+    if (!room_to_hold(pin.fd())) return false;  // left running: no descriptor to spare to hold it
     // No decision yet: its start time is what the pin shows; its uids must all be `uid`.
     const PinSignal sent = pin.signal_if(options_.proc_root, SIGSTOP, [&](const Identity& now) {
         return now.uids.all_equal() && now.uids.real == uid && not_ours_to_stop(now) == nullptr && may_stop(now);
@@ -169,24 +187,46 @@ bool Signaller::stop_unseen(pid_t pid, uid_t uid, const std::string& user,
     return true;
 }
 
-void Signaller::wait_and_release(std::vector<PidRef>& pinned, Clock::time_point until) {
+void Signaller::watch(Watched& watched, PidRef pin, std::uint64_t start_time) {
+    if (room_to_hold(pin.fd()))
+        watched.pins.push_back(std::move(pin));
+    else
+        watched.by_proc.emplace_back(pin.pid(), start_time);
+}
+
+void Signaller::wait_and_release(Watched& watched, Clock::time_point until) {
     std::vector<pollfd> fds;
-    fds.reserve(pinned.size());
-    for (const PidRef& p : pinned) fds.push_back({p.fd(), POLLIN, 0});
+    fds.reserve(watched.pins.size());
+    for (const PidRef& p : watched.pins) fds.push_back({p.fd(), POLLIN, 0});
     until = std::min(until, options_.deadline);
-    while (!fds.empty()) {
+    const auto gone = [this](const std::pair<pid_t, std::uint64_t>& process) {
+        const auto now = calls_.read_identity(options_.proc_root, process.first);
+        if (now && now->start_time == process.second && now->state != 'Z') return false;
+        exited_.insert(process.first);
+        return true;
+    };
+    for (;;) {
+        const auto looked = Clock::now();
+        std::erase_if(watched.by_proc, gone);
+        if (fds.empty() && watched.by_proc.empty()) break;
         const int left_ms = poll_timeout_ms(until);
         if (left_ms == 0) break;
-        const int rc = calls_.poll(fds.data(), fds.size(), std::min(left_ms, 1000));
+        // Those watched in /proc are looked at again every 20 ms, or, when a look at them
+        // all takes longer (tens of thousands), after twice that look: the wait leaves the
+        // CPU to the exits it waits for.
+        const auto look_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - looked).count();
+        const int every_ms = static_cast<int>(std::max<long long>(20, 2 * look_ms));
+        const int rc =
+            calls_.poll(fds.data(), fds.size(), std::min(left_ms, watched.by_proc.empty() ? 1000 : every_ms));
         if (rc < 0 && rc != -EINTR) break;
         std::erase_if(fds, [](const pollfd& f) { return f.revents != 0; });
     }
     // What still polls unreadable has not exited; the rest has.
     std::set<int> running;
     for (const pollfd& f : fds) running.insert(f.fd);
-    for (const PidRef& p : pinned)
+    for (const PidRef& p : watched.pins)
         if (running.count(p.fd()) == 0) exited_.insert(p.pid());
-    pinned.clear();
+    watched = Watched{};
 }
 
 }  // namespace leftover

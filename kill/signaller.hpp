@@ -8,9 +8,11 @@
 #include "kill/pid_ref.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace leftover {
@@ -24,6 +26,20 @@ struct Stopped {
     Decision decision;
     PidRef pin;
 };
+
+// The processes a round signalled, watched until they exit: each through its pin while
+// the descriptor limit leaves room to hold it, else (its pin closed at once) by its start
+// time in /proc. A round never holds the last descriptors: a hostile count's pins would
+// leave none for the fresh look that decides the next signal.
+struct Watched {
+    std::vector<PidRef> pins;
+    std::vector<std::pair<pid_t, std::uint64_t>> by_proc;  // pid, start time
+    std::size_t size() const { return pins.size() + by_proc.size(); }
+};
+
+// Descriptors a sweep keeps free beside the pins it holds: the /proc scan's directories
+// and files, a step socket, the slurmctld helper's pipes, the log.
+inline constexpr std::uint64_t kSpareDescriptors = 64;
 
 class Signaller {
 public:
@@ -40,18 +56,30 @@ public:
     // invalid one is made here and put there only if the signal went. So a SIGSTOP's pin
     // sits where the caller keeps stopped processes from the moment the stop goes, and an
     // exception later in the round (no memory) cannot lose it. Returns each outcome.
-    // A SIGSTOP goes only to a process not stopped already and that `may_stop`, if given,
-    // lets stop as read through the pin (nullptr; else why not: Outcome::not_stopped).
-    // `go_on`, if given, is asked right before each target: false ends the list there, the
-    // rest neither signalled nor recorded (their outcome stays Outcome::deadline here).
+    // A SIGSTOP goes only to a process not stopped already, whose pin leaves kSpareDescriptors
+    // free (a stop is held through its pin), and that `may_stop`, if given, lets stop as read
+    // through the pin (nullptr; else why not: Outcome::not_stopped).
     using MayStop = std::function<const char*(const Identity&)>;
     struct Sent {
         Outcome outcome = Outcome::deadline;
         bool stopped = false;  // stopped (T, t) as read through the pin right before the signal
     };
+    struct Hooks {
+        MayStop may_stop;
+        // Asked right before each target: false ends the list there, the rest neither
+        // signalled nor recorded (their outcome stays Outcome::deadline here).
+        std::function<bool()> go_on;
+        // Right after targets[i]'s signal went and was recorded, with whether it was
+        // stopped (Sent::stopped): where its pin goes (a round's pins are let go as it goes,
+        // not at its end, so that a long list needs no more descriptors than a short one).
+        std::function<void(std::size_t, bool)> on_sent;
+    };
     std::vector<Sent> signal_all(const std::vector<Decision>& targets, int signal, const std::vector<PidRef*>& pins,
-                                 bool intermediate = false, const MayStop& may_stop = {},
-                                 const std::function<bool()>& go_on = {});
+                                 bool intermediate = false, const Hooks& hooks = {});
+
+    // Watches a signalled process until it exits: through `pin` if the limit leaves room
+    // for it beside kSpareDescriptors, else by `start_time` in /proc (the pin closed now).
+    void watch(Watched& watched, PidRef pin, std::uint64_t start_time);
 
     // SIGCONT through the pin that stopped `target` (PidRef::continue_stopped: no new
     // identity check), recorded as for `target`.
@@ -65,9 +93,10 @@ public:
     bool stop_unseen(pid_t pid, uid_t uid, const std::string& user,
                      const std::function<bool(const Identity&)>& may_stop, bool& escaped, Stopped& slot);
 
-    // Waits until every pinned process has exited (a pidfd polls readable then; a zombie
-    // counts as exited), `until` or the deadline, whichever comes first; then closes the pins.
-    void wait_and_release(std::vector<PidRef>& pinned, Clock::time_point until);
+    // Waits until every watched process has exited (a pidfd polls readable then; one
+    // watched in /proc is gone, another process, or a zombie), `until` or the deadline,
+    // whichever comes first; then closes the pins.
+    void wait_and_release(Watched& watched, Clock::time_point until);
 
     // The pids seen to exit (or found gone) since the last forget_exits(): those of the
     // last plan's targets that the report need not call survivors.
@@ -76,11 +105,14 @@ public:
 
 private:
     KillRecord signal_one(const Decision& target, int signal, PidRef& slot, const MayStop& may_stop, bool& stopped);
+    // A pin at `fd` leaves kSpareDescriptors free below the limit read last (signal_all).
+    bool room_to_hold(int fd) const;
 
     const KillOptions& options_;
     SystemCalls& calls_;
     KillReport& report_;
     std::set<pid_t> exited_;
+    std::uint64_t open_file_limit_ = UINT64_MAX;
 };
 
 }  // namespace leftover

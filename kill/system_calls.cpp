@@ -4,12 +4,14 @@
 #include "procfs/proc_read.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <map>
 #include <utility>
 
@@ -33,6 +35,12 @@ int SystemCalls::pidfd_exists(int pidfd) {
 int SystemCalls::poll(pollfd* fds, nfds_t count, int timeout_ms) {
     const int rc = ::poll(fds, count, timeout_ms);
     return rc < 0 ? -errno : rc;
+}
+
+std::uint64_t SystemCalls::open_file_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    return limit.rlim_cur;
 }
 
 std::optional<Identity> SystemCalls::read_identity(const std::string& proc_root, pid_t pid) {

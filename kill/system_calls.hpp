@@ -37,6 +37,8 @@ public:
     // too; -ESRCH once it is reaped (and its pid free for another process).
     virtual int pidfd_exists(int pidfd);
     virtual int poll(pollfd* fds, nfds_t count, int timeout_ms);
+    // RLIMIT_NOFILE's soft limit: a descriptor numbered at or above it cannot be opened.
+    virtual std::uint64_t open_file_limit();
     // open/read of /proc/<pid>/{stat,status}; nullopt when gone or unreadable.
     virtual std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid);
     // The pids whose /proc/<pid> one of `owners` owns, with that owner: one directory pass

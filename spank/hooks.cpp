@@ -6,8 +6,10 @@
 #include "spank/node_discovery.hpp"
 #include "spank/plugin_args.hpp"
 #include "spank/slurm_log.hpp"
+#include "steps/setup_records.hpp"
 #include "steps/stepd_protocol.hpp"
 #include "sweep/run_sweep.hpp"
+#include "util/boot.hpp"
 #include "util/privileges.hpp"
 
 #include <unistd.h>
@@ -70,6 +72,13 @@ void sweep_at_end(const PluginArgs& args, sweep::Trigger trigger, std::set<pid_t
     // The running slurmd too, at a step end as in the job epilog: a node slurm.conf does
     // not place on this host has a spool dir of its own, which only they tell.
     auto node = discover_node(slurmd_pid);
+    if (node.ok() && trigger.job_ending && trigger.job_id) {
+        // The job's setup record (on_job_prolog) says nothing once it ends, whatever this
+        // sweep then finds: the node's name and spool dir are all its removal needs.
+        const Status removed =
+            steps::remove_setup_record(node->spool_dir, node->node_name, node->slurmd_uid, *trigger.job_id);
+        if (!removed.ok()) log.warn(fmt::format("{}: {}", trigger.label, removed.error().message));
+    }
     const Status found = node.ok() ? add_running_host_nodes(node.value()) : Status(node.error());
     if (!found.ok()) {
         log.error(fmt::format("{}: lookup error: {}; nothing killed", trigger.label, found.error().message));
@@ -156,6 +165,35 @@ void on_step_exit(spank_t sp, int ac, char** av) noexcept {
         // while slurmd restarts, which must not stop a step end's sweep. Forked by
         // slurmd, a slurmstepd shares its pid namespace anyway.
         sweep_at_end(args, std::move(trigger), {::getpid()}, std::nullopt, started);
+    });
+}
+
+void on_job_prolog(spank_t sp, int, char**) noexcept {
+    // slurmd runs `slurmstepd spank prolog` before the Prolog script (prep_script_slurmd.c
+    // slurmd_script). The record needs only the node's name and spool dir: slurmd's pid is
+    // not asked for (a slurmstepd may run this hook, where the parent is no slurmd).
+    guarded("job prolog", [&] {
+        if (::geteuid() != 0) return;  // only where Slurm runs us as root on the node
+        const auto job = item<std::uint32_t>(sp, S_JOB_ID);
+        const auto uid = item<uid_t>(sp, S_JOB_UID);
+        if (!job || !uid) {
+            slurm_error("leftover: job prolog: the job id or user is unknown; no setup record written");
+            return;
+        }
+        const auto node = discover_node();
+        const steps::SetupRecord record{*job, *uid, node.ok() ? node->node_name : "", boot_clock_now()};
+        const Status written =
+            node.ok() ? steps::write_setup_record(node->spool_dir, node->slurmd_uid, read_boot_id("/proc"), record)
+                      : Status(node.error());
+        if (!written.ok()) {
+            slurm_error(
+                "leftover: job %u prolog: no setup record written: %s; until its first step a sweep may take "
+                "uid %u for one without work here",
+                *job, written.error().message.c_str(), static_cast<unsigned>(*uid));
+            return;
+        }
+        slurm_debug("leftover: job %u prolog: recorded that job %u of uid %u is being set up on node %s", *job, *job,
+                    static_cast<unsigned>(*uid), record.node_name.c_str());
     });
 }
 

@@ -11,6 +11,7 @@ namespace leftover::spank {
 void on_slurmd_start(spank_t sp, int ac, char** av) noexcept;
 void on_task_exit(spank_t sp, int ac, char** av) noexcept;
 void on_step_exit(spank_t sp, int ac, char** av) noexcept;
+void on_job_prolog(spank_t sp, int ac, char** av) noexcept;
 void on_job_epilog(spank_t sp, int ac, char** av) noexcept;
 
 }  // namespace leftover::spank

@@ -36,13 +36,13 @@ Status add_running_host_nodes(node::NodeInfo& node) {
     auto daemons = node::running_daemons("/proc", node.slurm_uids);
     LEFTOVER_TRY(daemons);
     node.slurmctlds_seen = std::move(daemons->slurmctlds);  // for the controller-host check: one pass, not two
-    const auto running = Result<std::vector<node::RunningSlurmd>>(std::move(daemons->slurmds));
+    const std::vector<node::RunningSlurmd>& running = daemons->slurmds;
     // At a step end slurmd's pid is not known: this node's slurmd, when it runs without
     // -N, is told by the name slurmd gave this process (SLURMD_NODENAME).
     const std::string host_name = node::full_hostname();
-    const node::SlurmdNaming naming{node::pick_from_running(node.node_name, running.value(), host_name), host_name,
+    const node::SlurmdNaming naming{node::pick_from_running(node.node_name, running, host_name), host_name,
                                     node::slurmd_spool_pattern(), node::short_hostname()};
-    for (const std::string& unknown : node::add_running_nodes(node, running.value(), naming))
+    for (const std::string& unknown : node::add_running_nodes(node, running, naming))
         node.other_nodes_note += fmt::format("{}{}", node.other_nodes_note.empty() ? "" : "; ", unknown);
     return Ok{};
 }

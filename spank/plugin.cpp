@@ -33,7 +33,12 @@ LEFTOVER_EXPORT int slurm_spank_exit(spank_t sp, int ac, char** av) {
     return ESPANK_SUCCESS;
 }
 
-// Must always succeed: a failing job epilog drains the node.
+// Must always succeed: a failing job prolog or epilog drains the node.
+LEFTOVER_EXPORT int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
+    leftover::spank::on_job_prolog(sp, ac, av);
+    return ESPANK_SUCCESS;
+}
+
 LEFTOVER_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
     leftover::spank::on_job_epilog(sp, ac, av);
     return ESPANK_SUCCESS;

@@ -365,13 +365,13 @@ Result<std::optional<std::string>> work_being_set_up(const std::string& proc_roo
         for (const std::string& pipe : stdio) own[pipe].insert(orphan);
         auto held = held_by_slurmds();
         LEFTOVER_TRY(held);
+        const std::uint64_t orphan_start = root.all().at(orphan).start_time;
         for (const auto& [pipe, unused] : own) {
             const auto holders = held.value()->find(pipe);
             if (holders == held.value()->end()) continue;
             for (const pid_t holder : holders->second) {
                 const RootProcess& daemon = root.all().at(holder);
-                if (holder != orphan && !root.is(daemon.ppid, Program::slurmd) &&
-                    daemon.start_time < root.all().at(orphan).start_time)
+                if (holder != orphan && !root.is(daemon.ppid, Program::slurmd) && daemon.start_time < orphan_start)
                     return true;
             }
         }

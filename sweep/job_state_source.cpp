@@ -4,10 +4,12 @@
 #include "controller/shared_answer.hpp"
 #include "procfs/proc_table.hpp"
 #include "util/boot.hpp"
+#include "util/privileges.hpp"
 
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -15,6 +17,10 @@ namespace leftover::sweep {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How long a read lent away from root (util/privileges.hpp) waits for it: the lend lasts
+// well under a millisecond.
+constexpr auto kRootWait = std::chrono::milliseconds(200);
 
 Clock::duration seconds(double value) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
@@ -68,8 +74,12 @@ Result<LiveWork> JobStateSource::ask_jobs_on_nodes(Clock::time_point until) {
                                          std::max<long long>(0, left.count()), shortest_question.count()),
                              ErrorSource::deadline);
     if (!sharing) {
+        const auto asked = boot_clock_now();
         auto work = controller_->jobs_on_nodes(request_.node.node_names(), ending_job(), until);
-        if (work.ok()) ++answers_asked_;
+        if (work.ok()) {
+            ++answers_asked_;
+            last_answer_asked_ = asked;
+        }
         return work;
     }
     // Asked with no job left out, which each sweep that shares the answer does for itself.
@@ -77,6 +87,7 @@ Result<LiveWork> JobStateSource::ask_jobs_on_nodes(Clock::time_point until) {
     auto work = controller_->jobs_on_nodes(request_.node.node_names(), std::nullopt, until);
     LEFTOVER_TRY(work);
     ++answers_asked_;
+    last_answer_asked_ = asked;
     share_answer(work.value(), asked);
     controller::leave_out(work.value(), ending_job());
     return work;
@@ -106,6 +117,7 @@ std::optional<LiveWork> JobStateSource::shared_answer() {
         return std::nullopt;
     }
     ++answers_shared_;
+    last_answer_asked_ = answer.asked;
     log_.info(
         fmt::format("slurmctld's answer that another sweep of this node asked for {} ms ago is used ({} job(s) "
                     "on this host's nodes; shared for {} ms after its question began)",
@@ -173,6 +185,88 @@ Status JobStateSource::add_jobs_in_prolog(LiveWork& live) {
     return Ok{};
 }
 
+Status JobStateSource::add_jobs_being_set_up(const steps::LocalJobState& state, LiveWork& live) {
+    // The ending job's own record (its epilog removes it) and one of a job past its setup
+    // say nothing: they are not even opened.
+    const auto ending = ending_job();
+    const steps::WantedJob wanted = [&](std::uint32_t job) {
+        return !(ending && job == *ending) && !steps::has_step_here(job, state);
+    };
+    const std::string boot_id = read_boot_id(request_.proc_root);
+    const auto read = [&] {
+        return steps::read_setup_records(request_.node.step_sockets(), request_.node.slurmd_uid, boot_id, wanted);
+    };
+    // Slurm 24.11 lends an ending extern step's slurmstepd to the job's user for a moment
+    // (util/privileges.hpp): a record of root's then cannot be opened.
+    auto records = retried_as_root(
+        read, [](const auto& result) { return result.ok(); }, std::min(Clock::now() + kRootWait, deadline_));
+    LEFTOVER_TRY(records);
+    const auto now = boot_clock_now();
+    std::vector<const steps::SetupRecord*> unbacked;
+    for (const steps::SetupRecord& record : records.value())
+        if (!steps::why_not_believed(record, now) && live.job_ids.count(record.job_id) == 0 &&
+            setups_placed_.count(record.job_id) == 0 && setups_not_placed_.count(record.job_id) == 0)
+            unbacked.push_back(&record);
+    const std::set<std::uint32_t> asked_now = jobs_slurmctld_does_not_place(unbacked);
+    setups_not_placed_.insert(asked_now.begin(), asked_now.end());
+    const std::set<std::uint32_t>& not_placed = setups_not_placed_;
+    for (const steps::SetupRecord& record : records.value()) {
+        const bool first = setups_logged_.insert(fmt::format("{}.{}", record.node_name, record.job_id)).second;
+        auto why_not = steps::why_not_believed(record, now);
+        if (!why_not && not_placed.count(record.job_id) != 0)
+            why_not = fmt::format("slurmctld, asked after its job prolog began, does not place job {} on {}",
+                                  record.job_id, fmt::join(request_.node.node_names(), ", "));
+        if (why_not) {
+            // Of a job whose epilog never ran here after it was written (slurmd died or
+            // restarted): a sweep that writes removes it, so that it is said once.
+            const bool removes = sharing_ == AnswerSharing::shared && ::geteuid() == 0;
+            const Status removed = removes ? steps::remove_setup_record(record, request_.node.slurmd_uid) : Ok{};
+            if (first)
+                log_.info(fmt::format("job {}'s setup record {} is not believed: {}{}", record.job_id, record.path,
+                                      *why_not,
+                                      !removes       ? ""
+                                      : removed.ok() ? "; removed"
+                                                     : "; not removed: " + removed.error().message));
+            continue;
+        }
+        live.uids.insert(record.uid);
+        live.job_ids.insert(record.job_id);
+        if (first)
+            log_.info(
+                fmt::format("job {} is being set up here (its job prolog began {} ms ago; no step of it yet): "
+                            "uid {} is live",
+                            record.job_id, (now - record.began).count(), record.uid));
+    }
+    return Ok{};
+}
+
+std::set<std::uint32_t> JobStateSource::jobs_slurmctld_does_not_place(
+    const std::vector<const steps::SetupRecord*>& unbacked) {
+    if (unbacked.empty() || at_step_end() || controller_ == nullptr) return {};
+    const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
+    auto work = ask_jobs_on_nodes(until);
+    if (!work.ok()) {
+        // In doubt the records stand, for the rest of this sweep: their users stay live.
+        for (const steps::SetupRecord* record : unbacked) {
+            setups_placed_.insert(record->job_id);
+            log_.info(
+                fmt::format("job {}'s setup record {} is believed: slurmctld could not be asked whether the "
+                            "job is still here: {}",
+                            record->job_id, record->path, work.error().message));
+        }
+        return {};
+    }
+    std::set<std::uint32_t> not_placed;
+    for (const steps::SetupRecord* record : unbacked) {
+        const bool placed = work->job_ids.count(record->job_id) != 0 || work->job_users.count(record->job_id) != 0;
+        if (placed)
+            setups_placed_.insert(record->job_id);
+        else if (last_answer_asked_ && *last_answer_asked_ > record->began)
+            not_placed.insert(record->job_id);
+    }
+    return not_placed;
+}
+
 Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
     if (!nodes_logged_) {
         nodes_logged_ = true;
@@ -206,6 +300,7 @@ Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {
     }
     live->uids.insert(prologs.uids.begin(), prologs.uids.end());
     live->job_ids.insert(prologs.job_ids.begin(), prologs.job_ids.end());
+    LEFTOVER_TRY(add_jobs_being_set_up(state.value(), live.value()));
     local_jobs_.insert(live->job_ids.begin(), live->job_ids.end());
     for (const steps::UnansweredStep& step : state->unanswered) local_jobs_.insert(step.job_id);
     return live;

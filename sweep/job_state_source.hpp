@@ -11,6 +11,7 @@
 #include "policy/evaluation.hpp"
 #include "steps/live_work.hpp"
 #include "steps/local_steps.hpp"
+#include "steps/setup_records.hpp"
 #include "steps/starting_work.hpp"
 #include "sweep/log.hpp"
 #include "sweep/sweep_request.hpp"
@@ -120,6 +121,18 @@ private:
     // A job in its Prolog here makes its user live, as a step would (said once per sweep).
     Status add_jobs_in_prolog(LiveWork& live);
 
+    // A job whose job prolog recorded it here (steps/setup_records.hpp) and that has no
+    // step here yet makes its user live: slurmd is setting it up, between its Prolog and
+    // its first slurmstepd, where nothing in /proc shows it (said once per sweep).
+    Status add_jobs_being_set_up(const steps::LocalJobState& state, LiveWork& live);
+
+    // Of the records that nothing else here backs (no step, no Prolog in /proc): those of
+    // jobs slurmctld, asked after the record was written, no longer places on this host's
+    // nodes. A record outlives its job where no epilog of the job ran after it was written
+    // (slurmd restarted in the job's Prolog, and the job ran elsewhere). Asked only where
+    // slurmctld may be (the job epilog, the command); unasked or unanswered, none.
+    std::set<std::uint32_t> jobs_slurmctld_does_not_place(const std::vector<const steps::SetupRecord*>& unbacked);
+
     // The users of `uids` that slurmctld says hold an allocation on this host's nodes.
     AllocationCheck ask_controller(std::string why);
 
@@ -136,8 +149,9 @@ private:
     std::map<std::string, bool> resolved_logged_;  // what slurmctld said of each unanswered socket's job
     std::set<std::string> kept_logged_;            // unanswered sockets whose job's user was kept: once per sweep
     bool nodes_logged_ = false;
-    std::set<pid_t> prologs_logged_;  // Prolog children already named: once per sweep
-    steps::SeenSteps seen_steps_;     // by every look of this sweep, for job_starting
+    std::set<pid_t> prologs_logged_;       // Prolog children already named: once per sweep
+    std::set<std::string> setups_logged_;  // setup records already named ("<node>.<job>"): once per sweep
+    steps::SeenSteps seen_steps_;          // by every look of this sweep, for job_starting
     steps::StartingLook starting_look_;
     std::set<pid_t> caller_;              // the caller and its ancestors, read at the first job_starting
     std::set<std::uint64_t> local_jobs_;  // every job the step sockets and Prologs showed this sweep
@@ -145,6 +159,12 @@ private:
     int answers_shared_ = 0;
     bool share_failure_logged_ = false;
     std::optional<std::chrono::milliseconds> own_answer_;  // when this sweep's last shared question began
+    // When the question of the last answer this sweep used began (boot clock): a record
+    // written after it may be of a job the answer could not list yet.
+    std::optional<std::chrono::milliseconds> last_answer_asked_;
+    // Record-only jobs slurmctld placed here, or could not be asked about: not asked again.
+    std::set<std::uint32_t> setups_placed_;
+    std::set<std::uint32_t> setups_not_placed_;  // and those it did not place here: not believed again
 };
 
 }  // namespace leftover::sweep

@@ -44,8 +44,20 @@ void log_room(Logger& log, const FileRoom& room, std::size_t pins) {
     if (room.room() < pins)
         log.warn(
             fmt::format("room for about {} descriptors, not {}: RLIMIT_NOFILE is {}/{} and cannot be raised; "
-                        "a process it cannot pin waits for a later round (\"Too many open files\")",
+                        "a process beyond them is signalled with no stop first, and watched in /proc",
                         room.room(), pins, limit_text(room.now().rlim_cur), limit_text(room.now().rlim_max)));
+}
+
+// What a record says that it says of many processes alike when a hostile count meets the
+// sweep's limits (a line for each of 40,000 would cost the deadline and drown the log);
+// nullptr for a record of its own.
+const char* said_of_many(const KillRecord& record) {
+    if (record.outcome == Outcome::failed && record.short_of_descriptors)
+        return "processes not signalled: no descriptor to pin them (Too many open files)";
+    if (record.outcome == Outcome::deadline) return "processes not signalled: the deadline passed";
+    if (record.outcome == Outcome::not_stopped && record.short_of_descriptors)
+        return "processes signalled with no stop first: no descriptor to spare to hold them stopped";
+    return nullptr;
 }
 
 LogLevel level_of(const KillRecord& record) {
@@ -187,7 +199,7 @@ private:
         std::optional<Result<Plan>> planned = evaluation();
         const std::size_t kills = planned->ok() ? (*planned)->kills().size() : 0;
         std::optional<NodeTurn> turn;
-        if (!config.dry_run && planned->ok() && !(*planned)->kills().empty()) {
+        if (!config.dry_run && kills > 0) {
             turn = NodeTurn::take(request_, deadline, log_);
             turn_ = turn->outcome();
             if (turn->missed()) {
@@ -237,11 +249,12 @@ private:
         options.deadline = deadline;
         options.dry_run = config.dry_run;
         options.observer.on_action = [this](const KillRecord& record) {
-            // Out of descriptors is the sweep's own want, the same for every process after
-            // the first: a few lines, then one count (log_outcome).
-            if (record.outcome == Outcome::failed && (record.error == EMFILE || record.error == ENFILE) &&
-                ++out_of_descriptors_ > kLinesOfAKind)
-                return;
+            // The same of many processes: a few lines, then one count (log_outcome).
+            if (const char* kind = said_of_many(record)) {
+                auto& [count, level] = said_of_many_[kind];
+                level = level_of(record);
+                if (++count > kLinesOfAKind) return;
+            }
             log_.action(level_of(record), format_action(record));
         };
         options.observer.on_grace_wait = [&log = log_](std::size_t count, std::chrono::milliseconds grace) {
@@ -262,9 +275,9 @@ private:
         if (report_.error)
             log_.error(
                 fmt::format("{}: {}; nothing more killed", to_string(report_.error->kind), report_.error->message));
-        if (out_of_descriptors_ > kLinesOfAKind)
-            log_.error(fmt::format("{} more processes not signalled: no descriptor to pin them (Too many open files)",
-                                   out_of_descriptors_ - kLinesOfAKind));
+        for (const auto& [kind, said] : said_of_many_)
+            if (said.first > kLinesOfAKind)
+                log_.action(said.second, fmt::format("{} more {}", said.first - kLinesOfAKind, kind));
         if (!config.dry_run) {
             for (std::size_t i = 0; i < report_.survivors.size() && i < kLinesOfAKind; ++i)
                 log_.warn(fmt::format("survived the sweep: pid={} user={} uid={}", report_.survivors[i].pid,
@@ -349,7 +362,8 @@ private:
     std::optional<SweepTurn> turn_;  // how the sweep got its turn, when it took one
     int answers_asked_ = 0;          // slurmctld's answers the sweep used, as its job-state reader counted them
     int answers_shared_ = 0;
-    std::size_t out_of_descriptors_ = 0;  // pins that found no descriptor
+    // Records said of many processes alike (said_of_many): how many, at what level.
+    std::map<std::string, std::pair<std::size_t, LogLevel>> said_of_many_;
 };
 
 }  // namespace

@@ -9,6 +9,9 @@ job's epilog."""
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -17,10 +20,11 @@ import pytest
 from harness.e2e_accounts import USERS
 from harness.e2e_processes import kill_quietly
 from harness.plugin_support import (  # noqa: F401 (conf_dir, config, jobs_done_...: fixtures)
-    LogWatch, conf_dir, config, daemon_fragment, jobs_done_after_each_test, plugin_config, read_pid,
+    PLUGIN, LogWatch, conf_dir, config, daemon_fragment, jobs_done_after_each_test, plugin_config, read_pid,
     summary_regex, write_leftover_conf)
 
 ALICE_UID = USERS["lo_alice"].uid
+CLI = Path(os.environ.get("LEFTOVER_CLI", PLUGIN.parent.parent / "cli" / "leftover"))
 PROLOG_SECONDS = 6
 
 # For a job whose user has a request file: makes the /dev/shm file the request names, the
@@ -91,6 +95,30 @@ def test_fault_catalogue_the_file_a_prolog_made_for_the_users_next_job_survives_
             following.remove()
 
 
+def test_the_job_prolog_records_the_job_being_set_up_and_its_epilog_removes_the_record(cluster, config, conf_dir):
+    """Between the Prolog's end and the extern slurmstepd's fork nothing in /proc shows the
+    job (the 26.05 soak's finding): the record the plugin's job prolog writes, before the
+    Prolog, does. Here the Prolog is slow, so a sweep meanwhile sees both."""
+    config("{}\n")
+    log = LogWatch(cluster)
+    following = NextJob(cluster, conf_dir)
+    record = cluster.spool_dir() / f"leftover-setup-{cluster.node}.{following.job}"
+    try:
+        text = record.read_text()
+        assert f"\njob {following.job}\nuid {ALICE_UID}\nnode {cluster.node}\n" in text, text
+        assert record.stat().st_uid == 0 and record.stat().st_mode & 0o777 == 0o600
+        sweep = subprocess.run([str(CLI), "sweep", "--dry-run", "--node", cluster.node, "--config",
+                                str(conf_dir / "leftover.conf")], env=cluster.root_env(), capture_output=True,
+                               text=True, timeout=60)
+        said = sweep.stdout + sweep.stderr
+        assert f"job {following.job} is being set up here (its job prolog began " in said, said
+        assert cluster.wait_job_done(following.job).state == "COMPLETED"
+        log.wait_for(summary_regex(following.job, "epilog"))
+        assert not record.exists(), "the job's epilog removes its setup record"
+    finally:
+        following.remove()
+
+
 def test_fault_catalogue_a_stray_of_a_user_whose_next_job_is_in_its_prolog_survives_until_that_job_ends(
         cluster, config, conf_dir):
     config("{}\n")
@@ -118,3 +146,41 @@ def test_fault_catalogue_a_stray_of_a_user_whose_next_job_is_in_its_prolog_survi
         if following:
             following.remove()
         kill_quietly(stray)
+
+
+def test_a_setup_record_slurmctld_does_not_back_keeps_her_stray_at_a_step_end_and_goes_at_her_job_epilog(
+        cluster, config, conf_dir):
+    """A record outlives its job where no epilog of the job ran here after it was written
+    (slurmd restarted in the job's Prolog, and the job ran elsewhere: a 26.05 soak found her
+    strays kept 70 s by such a record). A step end cannot ask slurmctld and believes it; the
+    job epilog asks, and then neither the record nor her stray stays."""
+    config("{}\n")
+    log = LogWatch(cluster)
+    stale_job = 4000000  # none of this cluster's
+    record = cluster.spool_dir() / f"leftover-setup-{cluster.node}.{stale_job}"
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    began = int(time.clock_gettime(time.CLOCK_BOOTTIME) * 1000)
+    fd = os.open(record, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(f"leftover-setup 1 {boot_id}\njob {stale_job}\nuid {ALICE_UID}\nnode {cluster.node}\n"
+                  f"began {began}\n")
+    daemon_file = cluster.work_dir / f"daemon-{uuid.uuid4().hex[:8]}"
+    stray = None
+    try:
+        job = cluster.sbatch("lo_alice", "#!/bin/sh\n" + daemon_fragment(daemon_file))
+        stray = read_pid(daemon_file)
+        assert cluster.wait_job_done(job).state == "COMPLETED"
+        # Her last step's end kept her for the record's job: her stray outlived that end.
+        log.wait_for(rf"\[{job}\.extern\] leftover: job {stale_job} is being set up here \(its job prolog began "
+                     rf"\d+ ms ago; no step of it yet\): uid {ALICE_UID} is live")
+        log.wait_for(rf"leftover: job {stale_job}'s setup record {re.escape(str(record))} is not believed: "
+                     rf"slurmctld, asked after its job prolog began, does not place job {stale_job} on "
+                     rf"{cluster.node}; removed")
+        log.wait_for(summary_regex(job, "epilog"))
+        cluster.wait_gone(stray, 20)
+        log.wait_for(rf"leftover: SIGTERM pid={stray} user=lo_alice")
+        assert not record.exists(), "the job epilog removes the record slurmctld does not back"
+    finally:
+        record.unlink(missing_ok=True)
+        if stray:
+            kill_quietly(stray)

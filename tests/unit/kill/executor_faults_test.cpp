@@ -2,16 +2,23 @@
 // The kill executor under injected faults (the SystemCalls seam) and against its deadline,
 // on real processes of a test uid each (support/sweeper.hpp).
 #include "kill/executor.hpp"
+#include "kill/signaller.hpp"
 #include "support/processes.hpp"
 #include "support/scripted_system_calls.hpp"
 #include "support/sweeper.hpp"
+
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace leftover;
 using namespace leftover::test;
@@ -207,4 +214,37 @@ TEST_CASE("fault catalogue: a stopped process kept by an evaluation that ends pa
     CHECK(cont->reason == Reason::has_live_job);
     CHECK(action_for(report, stray, SIGTERM) == nullptr);
     CHECK(wait_not_stopped(stray));
+}
+
+TEST_CASE("executor: a descriptor limit short of a pin per target still gives every target its SIGTERM and grace") {
+    Sweeper sweeper(41490);
+    std::vector<pid_t> strays;
+    for (int i = 0; i < 40; ++i) strays.push_back(sweeper.spawn({"sleep", "1000"}));
+    for (const pid_t stray : strays) REQUIRE(is_running(stray));
+    // Room to hold about 10 pins beside the descriptors a sweep keeps spare: as if the
+    // limit were just above what is open now.
+    const int lowest_free = ::dup(0);
+    REQUIRE(lowest_free >= 0);
+    ::close(lowest_free);
+    ScriptedSystemCalls calls;
+    calls.script.open_file_limit = [lowest_free] {
+        return static_cast<std::uint64_t>(lowest_free) + kSpareDescriptors + 10;
+    };
+    const KillReport report = sweeper.run(5s, false, calls, 20s);
+    std::set<pid_t> stopped, left_running, termed, killed;
+    for (const KillRecord& r : report.actions) {
+        if (r.signal == SIGSTOP && r.outcome == Outcome::signalled) stopped.insert(r.pid);
+        if (r.signal == SIGSTOP && r.outcome == Outcome::not_stopped &&
+            r.detail.find("no descriptor to spare") != std::string::npos)
+            left_running.insert(r.pid);
+        if (r.signal == SIGTERM && r.outcome == Outcome::signalled) termed.insert(r.pid);
+        if (r.signal == SIGKILL && r.outcome == Outcome::signalled) killed.insert(r.pid);
+    }
+    CHECK(stopped.size() <= 10);
+    CHECK(stopped.size() + left_running.size() == strays.size());
+    CHECK(termed.size() == strays.size());  // the grace the config asks for, for every one
+    CHECK(killed.empty());                  // sleep ends at its SIGTERM
+    CHECK(report.survivors.empty());
+    CHECK_FALSE(report.error);
+    for (const pid_t stray : strays) CHECK(wait_gone(stray));
 }

@@ -23,6 +23,7 @@ public:
         std::function<int(int pidfd, int signal)> pidfd_send_signal;
         std::function<int(int pidfd)> pidfd_exists;
         std::function<int(pollfd* fds, nfds_t count, int timeout_ms)> poll;
+        std::function<std::uint64_t()> open_file_limit;
         std::function<std::optional<Identity>(const std::string& proc_root, pid_t pid)> read_identity;
         std::function<std::vector<std::pair<pid_t, uid_t>>(const std::string& proc_root, const std::set<uid_t>& owners)>
             processes_owned_by;
@@ -36,6 +37,7 @@ public:
         int pidfd_send_signal = 0;
         int pidfd_exists = 0;
         int poll = 0;
+        int open_file_limit = 0;
         int read_identity = 0;
         int processes_owned_by = 0;
         int owner_of = 0;
@@ -60,6 +62,10 @@ public:
     int poll(pollfd* fds, nfds_t n, int timeout_ms) override {
         ++count.poll;
         return script.poll ? script.poll(fds, n, timeout_ms) : SystemCalls::poll(fds, n, timeout_ms);
+    }
+    std::uint64_t open_file_limit() override {
+        ++count.open_file_limit;
+        return script.open_file_limit ? script.open_file_limit() : SystemCalls::open_file_limit();
     }
     std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) override {
         ++count.read_identity;
