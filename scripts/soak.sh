@@ -36,7 +36,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 minutes=1
 seed=$(( (RANDOM << 15 | RANDOM) % 1000000 + 1 ))
-configs="linuxproc linuxproc-contain cgroup cgroup-contain"
+configs="linuxproc linuxproc-contain cgroup cgroup-contain linuxproc-job_user linuxproc-controller"
 controls=0
 load=0
 uid_base=${LEFTOVER_SOAK_UID_BASE:-}

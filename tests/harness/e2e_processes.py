@@ -52,7 +52,7 @@ def wait_gone(pid: int, timeout: float = 10.0) -> None:
 def _proc_stat(pid: int) -> Optional[tuple[str, str, int]]:
     """(comm, state, ppid) from /proc/<pid>/stat, None if the pid is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
     except (FileNotFoundError, ProcessLookupError):
         return None
     # comm may hold spaces and parens; the fields after the last ')' do not.
@@ -63,7 +63,7 @@ def _proc_stat(pid: int) -> Optional[tuple[str, str, int]]:
 
 def _proc_uid(pid: int) -> Optional[int]:
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid}/status").read_text(errors="replace").splitlines():
             if line.startswith("Uid:"):
                 return int(line.split()[1])  # real uid
     except (FileNotFoundError, ProcessLookupError):

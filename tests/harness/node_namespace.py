@@ -62,7 +62,7 @@ def _pid_ns(pid: int) -> Optional[str]:
 def _innermost_pid(pid: int) -> Optional[int]:
     """The pid in the process's own (innermost) pid namespace."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid}/status").read_text(errors="replace").splitlines():
             if line.startswith("NSpid:"):
                 return int(line.split()[-1])
     except (FileNotFoundError, ProcessLookupError):

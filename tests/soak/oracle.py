@@ -88,10 +88,12 @@ class Oracle:
     def __init__(self, allocs: dict[int, Allocation], logs: dict[str, NodeLog], procs: list[ProcRecord],
                  protected: dict[int, str], uid_range: tuple[int, int], fault_windows: list[tuple],
                  slack: float = 1.0, start_slack: float = 2.0, witness: Optional[dict] = None,
-                 stepds: Optional[list[StepdRecord]] = None, planned_kills: Optional[list[tuple]] = None):
+                 stepds: Optional[list[StepdRecord]] = None, planned_kills: Optional[list[tuple]] = None,
+                 scope: str = "node"):
         """fault_windows: (begin, end[, node]): a window without a node (slurmctld's, the
         config's) is every node's; witness: the witness's records (witness.py), None for a
-        run kept before it (judged from leftover's log alone)."""
+        run kept before it (judged from leftover's log alone); scope: leftover.conf's (with
+        job_user a stray is due only at an end of its own user's job)."""
         self.allocs = [a for a in allocs.values()]
         self.logs, self.procs, self.protected = logs, procs, protected
         self.uid_min, self.uid_max = uid_range
@@ -99,6 +101,7 @@ class Oracle:
         self.witness = witness
         self.stepds = stepds
         self.planned_kills = planned_kills or []   # (when, host pid): the harness's own kills
+        self.scope = scope
         self.slack, self.start_slack = slack, start_slack
         self.window = DEADLINE + slack   # leftover's deadline, plus the sampler's and the epilog's delay
         self.findings: list[Finding] = []
@@ -301,6 +304,7 @@ class Oracle:
         job's epilog looked), is due at the next end, not that one."""
         mine = self._allocs_of(proc.uid, proc.node)
         ends = sorted(e for a in self.allocs if proc.node in a.nodes and a.end is not None
+                      and (self.scope == "node" or a.uid == proc.uid)
                       and (e := self._node_end(a, proc.node)) >= proc.started)
         for end in ends:
             deadline = end + self.window
@@ -392,7 +396,10 @@ class Oracle:
         for node, (signals, removals) in self.leftover_actions().items():
             logged = list(self.logs[node].signals)
             used: set[int] = set()
-            for sig in signals:
+            # The most certain first: a signal whose target the witness placed takes the line
+            # of that pid before one known only by its uid or comm may take it (a pid hopper's
+            # hops, some gone before they were placed, are signalled within a millisecond).
+            for sig in sorted(signals, key=lambda s: 0 if s.pid >= 0 else 1 if s.uid is not None and s.uid >= 0 else 2):
                 best = None
                 for i, line in enumerate(logged):
                     if i in used or line.signal != sig.signal or abs(line.when - sig.when) > LOG_SLACK:
@@ -438,9 +445,12 @@ class Oracle:
                 return {"posix_shm": "file", "mqueue": "file"}.get(k, k)
 
             for rem in removals:
-                match = next((i for i, line in enumerate(logged_removals) if i not in used
-                              and kind(line.kind) == kind(rem.kind) and line.name == rem.name
-                              and removal_logged_in_time(rem.when, line.when)), None)
+                # The closest line in time, not the first: SysV ids are used again, and one
+                # object's line must not be taken for another's of the same id seconds apart.
+                match = min((i for i, line in enumerate(logged_removals) if i not in used
+                             and kind(line.kind) == kind(rem.kind) and line.name == rem.name
+                             and removal_logged_in_time(rem.when, line.when)),
+                            key=lambda i: abs(logged_removals[i].when - rem.when), default=None)
                 if match is None:
                     garbled = self._garbled(node, f"{rem.name}")
                     if garbled:
@@ -579,7 +589,9 @@ class Oracle:
         if self.witness is None:
             return "no witness (a run kept before it): judged from leftover's log" + text
         stats = self.witness["stats"]
-        return (f"events {stats.get('events', 0)}, lost {stats.get('lost', 0)}; signals to soak users by sender: "
+        return (f"events {stats.get('events', 0)}, lost {stats.get('lost', 0)}, unreadable {stats.get('unreadable', 0)}, "
+                f"SysV removals of other IPC namespaces {stats.get('IPC removals of other namespaces', 0)}; "
+                f"signals to soak users by sender: "
                 f"{by_sender(self.witness['signals'], 'signal')}; removals by sender: "
                 f"{by_sender(self.witness['removals'], 'kind')}; targets named by nobody (any sender's) "
                 f"{stats.get('unresolved targets', 0)}" + text)
@@ -623,8 +635,9 @@ class Oracle:
         return Verdict(sorted(self.findings, key=lambda f: f.when), counts, self.witness_line(excuses))
 
 # The workload's hostile strays judged by (2) whatever their comm (a tracer, a stray named
-# slurmstepd or sshd, a fast forker, a process attached to a SysV segment).
-PROCESS_SHAPES = frozenset({"ustop", "traced", "asstepd", "assshd", "forker", "shmat"})
+# slurmstepd or sshd, a fast forker, a process attached to a SysV segment, one in
+# uninterruptible sleep, one with a large address space).
+PROCESS_SHAPES = frozenset({"ustop", "traced", "asstepd", "assshd", "forker", "shmat", "dstate", "bigmem"})
 
 
 def stamp(when: Optional[float]) -> str:

@@ -10,6 +10,21 @@ import datetime
 import re
 from typing import Iterable, Optional
 
+def proc_status(pid: int) -> dict[str, str]:
+    """/proc/<pid>/status as {key: value}; {} when the process is gone. A process may name
+    itself with any bytes (status shows them raw but for \\n and \\\\): the unit tests'
+    hostile names are not UTF-8, so bad bytes are replaced."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                out[key] = value.strip()
+    except OSError:
+        pass
+    return out
+
+
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)\] (.*)$")
 
 
@@ -49,8 +64,10 @@ JOB_ID = r"(\d+)(?:(?:_\d+|\+\d+)\((\d+)\)|\+\d+)?"
 # at verbose, which the soak's slurmctld is configured to log (soak_cluster.CTLD_LOG).
 ALLOC = re.compile(rf"(?:sched: (?:Allocate|_slurm_rpc_allocate_resources) JobId={JOB_ID} NodeList=(\S+)"
                    rf"|_start_job: (?:HETJOB: )?Started JobId={JOB_ID}(?: SLUID=\S+)? in \S+ on (\S+))")
+# A requeued job's allocation ends at its requeue ("Requeuing JobId=N", 22.05-26.05
+# job_mgr.c _job_requeue_op); the soak holds it, so it never starts again in the run.
 END = re.compile(rf"(?:_job_complete: JobId=|REQUEST_KILL_JOB JobId=|_slurm_rpc_complete_job_allocation: JobId="
-                 rf"|Time limit exhausted for JobId=){JOB_ID}[ \n]")
+                 rf"|Time limit exhausted for JobId=|Requeuing JobId=){JOB_ID}[ \n]")
 
 
 @dataclasses.dataclass

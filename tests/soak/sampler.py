@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Optional
 
+from .records import proc_status
+
 
 @dataclasses.dataclass
 class ProcRecord:
@@ -34,6 +36,7 @@ class ProcRecord:
     stopped_at_end: bool = False
     mixed_uids: bool = False          # seen with real, effective, saved and fs uids not all one
     started: float = 0.0              # wall time of its start (/proc/<pid>/stat), to 10 ms
+    uninterruptible: bool = False     # seen in state D
 
 
 @dataclasses.dataclass
@@ -78,25 +81,12 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _ns_pid(pid: int) -> Optional[int]:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
-    except OSError:
-        pass
-    return None
+    nspid = proc_status(pid).get("NSpid")
+    return int(nspid.split()[-1]) if nspid else None
 
 
 def _mixed_uids(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Uid:"):
-                    return len(set(line.split()[1:])) > 1
-    except OSError:
-        pass
-    return False
+    return len(set(proc_status(pid).get("Uid", "").split())) > 1
 
 
 def _stray_mark(pid: int) -> Optional[str]:
@@ -183,6 +173,8 @@ class Sampler:
                 record.comm = comm
                 if comm == self.mixed_comm and not record.mixed_uids:
                     record.mixed_uids = _mixed_uids(pid)
+                if state == "D":
+                    record.uninterruptible = True
                 if state in ("T", "t"):
                     if record.stopped_since is None:
                         record.stopped_since = now

@@ -30,10 +30,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 from harness.slurm_jobs import FINAL_STATES
 
-from .oracle import INVARIANTS, Oracle, Verdict, stamp
+from .oracle import INVARIANTS, PROCESS_SHAPES, Oracle, Verdict, stamp
 from .records import allocations, ended_jobs, node_log, stamped
 from .sampler import ProcRecord, Sampler, StepdRecord
 from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users
@@ -119,9 +120,9 @@ SHARED_ANSWER = "slurmctld's answer that another sweep of this node asked for"
 
 
 def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ctld_text: str,
-                job_uids: dict[int, int]) -> tuple[str, list[str]]:
+                job_uids: dict[int, int], witnessed: Optional[dict] = None) -> tuple[str, list[str]]:
     """Whether each hostile shape the schedule meant to run ran: a line for the summary and
-    the shapes that did not."""
+    the shapes that did not. witnessed: the witness's records, when it ran."""
     # An action that failed (its srun met slurmctld's restart, say) ran no shape: what
     # only it meant to run is not missing.
     failed = {m.group(0) for text in workload.unexpected_ends + workload.harness_errors
@@ -139,7 +140,17 @@ def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ct
     for proc in sampler.snapshot():
         if proc.stray:
             kind = proc.stray.split("/")[0]
+            if kind == "dstate" and not proc.uninterruptible:
+                continue  # the shape is a process seen in uninterruptible sleep
             seen[kind] = seen.get(kind, 0) + 1
+    # A user's own SIGSTOP of a soak-stray is the ustop shape (workload.py's only one), seen
+    # by the kernel even when the stray died before a sampler scan: under proctrack/cgroup
+    # Slurm kills it with its job at once (a fresh-clone run: "ustop 0/1", the SIGSTOP witnessed).
+    if not seen.get("ustop") and witnessed:
+        stops = sum(1 for w in witnessed.get("signals", [])
+                    if w.get("sender") == "user" and w.get("signal") == "SIGSTOP" and w.get("comm") == "soak-stray")
+        if stops:
+            seen["ustop"] = stops
     allocs = allocations(ctld_text)
     runs = workload.prolog_runs()
     slow = [r for r in runs if r[5]]
@@ -165,7 +176,15 @@ def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ct
         parts.append(f"burst {planned['burst']} (at most {largest} job ends on one node within 1 s)")
         if largest < BURST_TASKS:
             missing.append(f"burst (at most {largest} job ends on one node within 1 s)")
-    for kind in ("ustop", "traced", "asstepd", "assshd", "forker", "shmat"):
+    if planned.get("requeue"):
+        parts.append(f"requeue {workload.requeued}/{planned['requeue']}")
+        if not workload.requeued:
+            missing.append("requeue (no job was requeued)")
+    if planned.get("suspend"):
+        parts.append(f"suspend {workload.suspended}/{planned['suspend']}")
+        if not workload.suspended:
+            missing.append("suspend (no job was suspended)")
+    for kind in sorted(PROCESS_SHAPES):
         if planned.get(kind):
             parts.append(f"{kind} {seen.get(kind, 0)}/{planned[kind]}")
             if not seen.get(kind):
@@ -207,6 +226,12 @@ def judge_logs(ctld_text: str, node_texts: dict[str, str], facts: dict) -> tuple
     allocs = allocations(ctld_text)
     for job, alloc in allocs.items():
         alloc.uid = facts["job_uids"].get(job)
+    # A requeued job ends on its nodes before slurmctld logs "Requeuing" (it sends the
+    # terminations first): its allocation ends when the harness asked for the requeue.
+    for job, asked in facts.get("requeued", {}).items():
+        alloc = allocs.get(int(job))
+        if alloc is not None and alloc.start <= asked and (alloc.end is None or asked < alloc.end):
+            alloc.end = asked
     logs = {node: node_log(node, text) for node, text in node_texts.items()}
     unplaced = sorted(j for j in ended_jobs(ctld_text) - allocs.keys()
                       if any(j in log.knows_job for log in logs.values()))
@@ -215,7 +240,8 @@ def judge_logs(ctld_text: str, node_texts: dict[str, str], facts: dict) -> tuple
     stepds = [StepdRecord(**p) for p in facts["stepds"]] if "stepds" in facts else None
     oracle = Oracle(allocs, logs, procs, facts["protected"], tuple(facts["uid_range"]),
                     [tuple(w) for w in facts["faults"]], facts["slack"], witness=facts.get("witness"),
-                    stepds=stepds, planned_kills=[tuple(k) for k in facts.get("planned_kills", [])])
+                    stepds=stepds, planned_kills=[tuple(k) for k in facts.get("planned_kills", [])],
+                    scope=facts.get("scope", "node"))
     return oracle.judge(facts["run_end"]), unplaced
 
 
@@ -341,9 +367,9 @@ def main(argv) -> int:
         node_texts = {node: soak.cluster.slurmd_log_text(node) for node in NODES}
         job_uids = {job: int(fields["UserId"].split("(")[1].rstrip(")"))
                     for job, fields in watcher.jobs.items() if "(" in fields.get("UserId", "")}
-        facts = {"run_end": run_end, "slack": args.slack, "protected": users.protected_uids(),
+        facts = {"run_end": run_end, "slack": args.slack, "protected": users.protected_uids(), "scope": config.scope,
                  "uid_range": [users.uid_min, users.uid_max], "faults": workload.fault_windows,
-                 "planned_kills": workload.planned_kills,
+                 "planned_kills": workload.planned_kills, "requeued": workload.requeue_asked,
                  "job_uids": job_uids, "procs": [dataclasses.asdict(p) for p in sampler.snapshot()],
                  "stepds": [dataclasses.asdict(p) for p in sampler.stepd_snapshot()],
                  "witness": witness.records(sampler.snapshot(), left) if witness else None}
@@ -355,7 +381,7 @@ def main(argv) -> int:
             f"; faults {len(workload.fault_windows)}; jobs that ended unexpectedly {len(workload.unexpected_ends)}"
             f"; harness errors {len(workload.harness_errors)}; sampler scans {sampler.scans}"
             f" (longest gap {sampler.longest_gap:.2f}s)")
-        shapes, missing = shapes_line(schedule, workload, sampler, ctld_text, job_uids)
+        shapes, missing = shapes_line(schedule, workload, sampler, ctld_text, job_uids, facts["witness"])
         # slurmctld's answers that sweeps took from another sweep of their node (a burst's).
         shared = sum(text.count(SHARED_ANSWER) for text in node_texts.values())
         print(f"{shapes}, slurmctld answers shared {shared}")
@@ -364,9 +390,13 @@ def main(argv) -> int:
         violations = {i: len(verdict.violations(i)) for i in INVARIANTS}
         stats = facts["witness"]["stats"] if witness else {}
         lost = stats.get("lost", 0) + stats.get("fanotify overflows", 0)
-        if unplaced or lost:
+        unreadable = stats.get("unreadable", 0)
+        if unplaced or lost or unreadable:
             if lost:
                 print(f"soak: the witness lost {lost} events: the run cannot be judged")
+            if unreadable:
+                print(f"soak: the witness could not read {unreadable} events: the run cannot be judged; "
+                      f"{'; '.join(stats.get('failures', []))}")
             kept = keep_evidence(soak, timeline, verdict, args, config.name, facts)
             print(f"soak: logs and the whole timeline: {kept}")
             return 2

@@ -148,6 +148,8 @@ class SoakConfig:
     name: str
     contain: bool
     cgroup: bool
+    scope: str = "node"         # leftover.conf's scope: node, or job_user (the ending job's user only)
+    job_source: str = "local"   # leftover.conf's job_source: local, or controller (slurmctld asked every time)
 
 
 CONFIGS = {c.name: c for c in (
@@ -155,6 +157,8 @@ CONFIGS = {c.name: c for c in (
     SoakConfig("linuxproc-contain", True, False),
     SoakConfig("cgroup", False, True),
     SoakConfig("cgroup-contain", True, True),
+    SoakConfig("linuxproc-job_user", False, False, scope="job_user"),
+    SoakConfig("linuxproc-controller", False, False, job_source="controller"),
 )}
 
 # Links to /bin/sleep: the kernel names a process after the file it executed, so the
@@ -172,7 +176,7 @@ BODY_COMMS = frozenset({"soak-body", "soak-job", "slurm_script"})
 FAKE_NAMES = ("slurmstepd", "sshd")
 
 # The cluster's Prolog (soak_cluster.py): makes a scratch directory and a /dev/shm file for
-# its job, as the job's user, and takes PROLOG_SLOW seconds when a marker of the user's (<uid>.<tag>) is
+# its job, as the job's user, and takes PROLOG_SLOW seconds when its job's marker (the job id) is
 # in prolog-slow/ (the prolog action); every run is a line of prolog.log.
 PROLOG_SLOW = 5.0
 SOAK_PROLOG = r'''#!/bin/sh
@@ -184,7 +188,7 @@ as_user mkdir -p "SCRATCH/job-$SLURM_JOB_ID"
 as_user sh -c "echo $SLURM_JOB_ID > SCRATCH/job-$SLURM_JOB_ID/prolog"
 as_user sh -c "echo $SLURM_JOB_ID > /dev/shm/soak-prolog-$SLURM_JOB_ID"
 slow=0
-if ls "$bin/prolog-slow/" 2>/dev/null | grep -q "^$SLURM_JOB_UID\."; then slow=1; sleep SLOW; fi
+if [ -e "$bin/prolog-slow/$SLURM_JOB_ID" ]; then slow=1; sleep SLOW; fi
 echo "$SLURM_JOB_ID $SLURM_JOB_USER ${SLURMD_NODENAME:-?} $start $(date +%s.%N) $slow" >> "$bin/prolog.log"
 exit 0
 '''
@@ -204,9 +208,10 @@ CONTROLS = {
 }
 
 
-def leftover_conf(users: SoakUsers, scratch: Path, control: Optional[str] = None) -> str:
+def leftover_conf(users: SoakUsers, scratch: Path, config: SoakConfig, control: Optional[str] = None) -> str:
     listed = "" if control == "wrong-kill" else f"{users.listed}, {users.alias}"
     return (f"debuglevel: debug\ngrace: {GRACE:g}\nslurm_timeout: {SLURM_TIMEOUT:g}\n"
+            f"scope: {config.scope}\njob_source: {config.job_source}\n"
             f"protected_users: [{listed}]\n" + ("dry_run: true\n" if control == "stray-left" else "") +
             f"cleanup: [ipc, posix_shm, files]\ncleanup_dirs: [{scratch}]\n"
             f"uid_min: {users.uid_min}\nuid_max: {users.uid_max}\n"
@@ -250,7 +255,7 @@ class SoakCluster:
     def start(self) -> "SoakCluster":
         reap_stale_clusters()
         ensure_users(self.users)
-        write_root_file(self.conf_path, leftover_conf(self.users, self.scratch, self.control))
+        write_root_file(self.conf_path, leftover_conf(self.users, self.scratch, self.config, self.control))
         self.bin.mkdir()
         for name in PROGRAMS:
             (self.bin / name).symlink_to("/bin/sleep")

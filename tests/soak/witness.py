@@ -40,7 +40,9 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
+
+from .records import proc_status
 
 TRACEFS = Path("/sys/kernel/tracing")
 KILL_CALLS = ("kill", "tkill", "tgkill", "pidfd_send_signal", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
@@ -96,16 +98,11 @@ def _args(text: str) -> dict[str, int]:
     return out
 
 
-def _status(pid: int) -> dict[str, str]:
-    out = {}
+def _ipc_namespace(pid: int) -> Optional[str]:
     try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                out[key] = value.strip()
+        return os.readlink(f"/proc/{pid}/ns/ipc")
     except OSError:
-        pass
-    return out
+        return None
 
 
 class WitnessUnavailable(Exception):
@@ -119,6 +116,10 @@ class Task:
     tgid: int
     parent: int
     uid: Optional[int] = None   # real uid: from /proc at the start, else its parent's and the set*uid calls'
+    # The node whose pid namespace it was seen in while alive: a slurmstepd outlives the
+    # slurmd that started it (a restarted slurmd), and the walk up from a gone one would
+    # reach the harness that started the old slurmd, on the host.
+    node: Optional[str] = None
 
 
 
@@ -173,8 +174,16 @@ class Witness:
         self.owners: dict[tuple[str, str], tuple[int, bool]] = {}   # (host dir, name) -> (uid, is a directory)
         self.sysv: dict[tuple[str, int], list[dict]] = {}
         self.mq_unlinks = 0
+        # The SysV ids of /proc/sysvipc are this IPC namespace's (a release's soak has one of
+        # its own); tracefs sees every namespace's IPC_RMID, and another's id 0 is another object.
+        self.ipc_namespace = _ipc_namespace(os.getpid())
+        self.other_namespace_ipc = 0
         self.lines = 0
         self.unparsed = 0
+        # Events whose reading raised: each may have been one of leftover's, so a run with
+        # any cannot be judged (the first few are kept to say why).
+        self.unreadable_events = 0
+        self.failures: list[str] = []
         self.fanotify_overflows = 0
         self.stats: dict = {}
         self.offset = time.time() - time.clock_gettime(time.CLOCK_MONOTONIC)
@@ -270,7 +279,8 @@ class Witness:
                 found = re.search(rf"^{key}: (\d+)", text, re.M)
                 lost += int(found.group(1)) if found else 0
         self.stats = {"events": self.lines, "lost": lost, "unparsed": self.unparsed,
-                      "fanotify overflows": self.fanotify_overflows}
+                      "fanotify overflows": self.fanotify_overflows, "unreadable": self.unreadable_events,
+                      "failures": self.failures, "IPC removals of other namespaces": self.other_namespace_ipc}
         self.close()
 
     def close(self) -> None:
@@ -312,27 +322,28 @@ class Witness:
             except OSError:
                 continue
             for tid in map(int, tids):
-                status = _status(tid)
+                status = proc_status(tid)
                 if not status:
                     continue
                 parent = int(entry) if tid != int(entry) else int(status.get("PPid", "0"))
                 uid = int(status["Uid"].split()[0]) if status.get("Uid") else None
-                self.tasks[tid] = Task(status.get("Name", "?"), int(status.get("Tgid", entry)), parent, uid)
+                self.tasks[tid] = Task(status.get("Name", "?"), int(status.get("Tgid", entry)), parent, uid,
+                                       self._node_of(tid))
                 if tid != int(entry):
                     self.threaded.add(int(entry))
 
     def _task(self, tid: int, comm: str = "?", tgid: Optional[int] = None) -> Task:
         task = self.tasks.get(tid)
         if task is None:
-            status = _status(tid)
+            status = proc_status(tid)
             task = Task(status.get("Name", comm), int(status.get("Tgid", tgid or tid)), int(status.get("PPid", 0)),
-                        int(status["Uid"].split()[0]) if status.get("Uid") else None)
+                        int(status["Uid"].split()[0]) if status.get("Uid") else None, self._node_of(tid))
             self.tasks[tid] = task
         return task
 
     def _uid(self, tid: int, task: Task) -> Optional[int]:
         if task.uid is None:
-            uid = _status(tid).get("Uid")
+            uid = proc_status(tid).get("Uid")
             task.uid = int(uid.split()[0]) if uid else None
         return task.uid
 
@@ -366,10 +377,12 @@ class Witness:
         seen = set()
         while tid > 1 and tid not in seen:
             seen.add(tid)
-            node = self._node_of(tid)
-            if node is not None:
-                return node
             task = self.tasks.get(tid)
+            node = task.node if task is not None and task.node is not None else self._node_of(tid)
+            if node is not None:
+                if task is not None:
+                    task.node = node
+                return node
             if task is None:
                 return None
             tid = task.parent
@@ -392,7 +405,7 @@ class Witness:
         uid None when it could not be read (gone already)."""
         if pid in self.targets:
             return self.targets[pid]
-        status = _status(pid)
+        status = proc_status(pid)
         if not status:
             # Gone already (the trace is read a moment late; a process killed at once is
             # reaped by then): its uid from the tasks' record, its namespace pid (and node)
@@ -438,9 +451,20 @@ class Witness:
                 lines = (rest + chunk).split(b"\n")
                 rest = lines.pop()
                 for line in lines:
-                    self._line(line.decode(errors="replace"))
+                    self._guarded(self._line, line.decode(errors="replace"))
             elif stopping:
                 return
+
+    def _guarded(self, read: Callable, *what) -> None:
+        """An event that cannot be read is counted, not the end of the witness's thread (an
+        exception there once ended it mid-run, and every later action of leftover's was
+        then "unwitnessed")."""
+        try:
+            read(*what)
+        except Exception as error:   # noqa: BLE001 - any failure: counted and said
+            self.unreadable_events += 1
+            if len(self.failures) < 3:
+                self.failures.append(f"{type(error).__name__}: {error} (reading {str(what)[:200]})")
 
     def _line(self, line: str) -> None:
         found = LINE.match(line)
@@ -464,7 +488,7 @@ class Witness:
             child, flags = int(m.group(1)), int(m.group(3), 16)
             parent = self.tasks.get(tid)
             self.tasks[child] = Task(m.group(2), tgid if flags & CLONE_THREAD else child, tid,
-                                     parent.uid if parent else None)
+                                     parent.uid if parent else None, self._node_of(child))
             if flags & CLONE_THREAD:
                 self.threaded.add(tgid)
             self.targets.pop(child, None)
@@ -508,6 +532,10 @@ class Witness:
                 (when, call, leader.comm if leader.comm in LEFTOVER_COMMS | SLURM_DAEMONS else task.comm,
                  task.tgid, self._chain(tid)[:6], task.uid))
         elif call in IPC_CALLS:
+            namespace = _ipc_namespace(tgid)
+            if namespace is not None and namespace != self.ipc_namespace:
+                self.other_namespace_ipc += 1
+                return
             record = {"when": when, "kind": IPC_CALLS[call], "id": args.get(IPC_ID_FIELD[call]), "call": call}
             record.update(self._sender(tid, tgid, comm, call))
             self.pending_ipc[tid] = record
@@ -617,7 +645,7 @@ class Witness:
                         name = data[info + 20 + size:info + info_len].split(b"\0")[0].decode(errors="replace")
                         directory = self._handles.get(handle)
                         if directory is not None:
-                            self._file_event(now, mask, pid, directory, name)
+                            self._guarded(self._file_event, now, mask, pid, directory, name)
                     info += max(info_len, 4)
                 if fd >= 0:
                     os.close(fd)
@@ -632,7 +660,7 @@ class Witness:
             return
         node, path = self._where(directory / name)
         task = self.tasks.get(tid)
-        status = _status(tid)
+        status = proc_status(tid)
         sender_uid = int(status["Uid"].split()[0]) if status.get("Uid") else (task.uid if task else None)
         self.file_events.append({"seen": now, "tid": tid, "node": node, "path": path, "uid": uid, "dir": is_dir,
                                  "moved": bool(mask & FAN_MOVED_FROM), "sender_uid": sender_uid,
@@ -694,7 +722,7 @@ class Witness:
             if not entry.isdigit():
                 continue
             node = self._node_of(int(entry))
-            uids = _status(int(entry)).get("Uid", "").split()
+            uids = proc_status(int(entry)).get("Uid", "").split()
             if node is not None and node != "host":
                 held.setdefault(node, set()).update(int(u) for u in uids if int(u) in self.test_uids)
         return {"files": files, "sysv": sysv, "held": {node: sorted(uids) for node, uids in held.items()}}

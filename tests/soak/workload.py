@@ -50,7 +50,9 @@ STRAY_KINDS = ("dfork", "setsid", "nohup", "termign", "chain", "hop", "setuid", 
                # the hostile ones (issue 32): stopped by its user, traced by a sibling, named like
                # Slurm's or sshd's daemons, a fast forker, SysV semaphores and queues, an attached
                # segment
-               "ustop", "traced", "asstepd", "assshd", "forker", "sysvsem", "sysvmsg", "shmat")
+               "ustop", "traced", "asstepd", "assshd", "forker", "sysvsem", "sysvmsg", "shmat",
+               # slow to die: in uninterruptible sleep (D) until SIGKILL; a large address space
+               "dstate", "bigmem")
 # What leaves no process behind.
 FILE_KINDS = ("shm", "sysv", "file", "sysvsem", "sysvmsg")
 
@@ -77,10 +79,15 @@ for kind in "$@"; do
     shm) echo "$tag" > "/dev/shm/soak-$tag-$node-$(id -u)" ;;
     sysv) ipcmk -M 4099 >/dev/null ;;  # soak_cluster.SYSV_BYTES
     file) mkdir -p "$scratch/soak-$tag-$node" && echo "$tag" > "$scratch/soak-$tag-$node/f" ;;
-    # Ctrl-Z style, by the stray's own user, once it runs in its own session (stopping $! at
-    # once may stop the forked shell before setsid, in the job's process group, which the
-    # kernel then SIGHUPs, the job's own processes with it, when the group is orphaned).
-    ustop) ( setsid "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & p=$!; sleep 0.2; kill -STOP $p ) ;;
+    # Ctrl-Z style, by the stray's own user, once it runs in its own session: stopping $!
+    # before it is soak-stray may stop the forked shell before setsid, in the job's process
+    # group, which the kernel then SIGHUPs, the job's own processes with it, when the group
+    # is orphaned; and it would leave a stopped process that is no ustop stray (a fixed
+    # 0.2 s wait was too short on a loaded CI machine). Not stopped if it never gets there.
+    ustop) ( setsid "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & p=$!; i=0
+             while [ "$(cat /proc/$p/comm 2>/dev/null)" != soak-stray ] && [ $i -lt 200 ]; do
+               sleep 0.05; i=$((i + 1)); done
+             [ "$(cat /proc/$p/comm 2>/dev/null)" = soak-stray ] && kill -STOP $p ) ;;
     traced) ( setsid "$bin/soak-tracer" "$bin/soak-stray" 300 </dev/null >/dev/null 2>&1 & ) ;;
     asstepd) ( setsid "$bin/fake/slurmstepd" 300 </dev/null >/dev/null 2>&1 & ) ;;
     assshd) ( setsid "$bin/fake/sshd" 300 </dev/null >/dev/null 2>&1 & ) ;;
@@ -88,6 +95,8 @@ for kind in "$@"; do
     sysvsem) ipcmk -S 3 >/dev/null ;;
     sysvmsg) ipcmk -Q >/dev/null ;;
     shmat) ( setsid "$bin/soak-shmat" 300 </dev/null >/dev/null 2>&1 & ) ;;
+    dstate) ( setsid "$bin/soak-dstate" 300 </dev/null >/dev/null 2>&1 & ) ;;
+    bigmem) ( setsid "$bin/soak-bigmem" 300 </dev/null >/dev/null 2>&1 & ) ;;
   esac
 done
 unset SOAK_STRAY
@@ -165,6 +174,35 @@ libc.shmat(shmid, None, 0)
 time.sleep(float(sys.argv[1]))
 '''
 
+# soak-dstate SECONDS: a stray in uninterruptible sleep (state D) for SECONDS, as a vfork
+# parent waits for its child: it clones a child with CLONE_VFORK (not CLONE_VM: the child
+# has memory of its own), which sleeps and exits. Only SIGKILL ends that wait (the kernel's
+# TASK_KILLABLE): a SIGSTOP or SIGTERM sent meanwhile pends until the child is gone.
+SOAK_DSTATE = r'''#!/usr/bin/python3
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}[os.uname().machine]
+pid = libc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(0x4000 | 17), None, None, None, None)  # CLONE_VFORK | SIGCHLD
+if pid == 0:
+    time.sleep(float(sys.argv[1]))
+    os._exit(0)
+if pid > 0:
+    os.waitpid(pid, 0)
+'''
+
+# soak-bigmem SECONDS: a stray with a large address space: 64 GiB reserved (read-only,
+# never touched) and 256 MiB written, which the kernel frees as it exits.
+SOAK_BIGMEM = r'''#!/usr/bin/python3
+import mmap, sys, time
+reserved = mmap.mmap(-1, 64 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=mmap.PROT_READ)
+touched = mmap.mmap(-1, 256 << 20)
+chunk = b"\1" * (1 << 20)
+for offset in range(0, len(touched), len(chunk)):
+    touched[offset:offset + len(chunk)] = chunk
+time.sleep(float(sys.argv[1]))
+'''
+
 @dataclasses.dataclass
 class Action:
     index: int
@@ -184,7 +222,8 @@ class Action:
         return f"a{self.index}"
 
 
-ACTION_KINDS = ("batch", "srun", "salloc", "cancel", "login", "race", "array", "het", "prolog", "burst")
+ACTION_KINDS = ("batch", "srun", "salloc", "cancel", "login", "race", "array", "het", "prolog", "burst", "suspend",
+                "requeue")
 
 
 def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers,
@@ -194,7 +233,7 @@ def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers,
     rng = random.Random(seed)
     actions: list[Action] = []
     kinds = (["batch"] * 25 + ["srun"] * 20 + ["salloc"] * 15 + ["cancel"] * 10 + ["login"] * 15 + ["race"] * 10
-             + ["array"] * 8 + ["het"] * 6 + ["prolog"] * 8 + ["burst"] * 4)
+             + ["array"] * 8 + ["het"] * 6 + ["prolog"] * 8 + ["burst"] * 4 + ["suspend"] * 5 + ["requeue"] * 4)
     if only:
         kinds = list(only)
     t = 0.5
@@ -231,6 +270,8 @@ def make_schedule(seed: int, seconds: float, faults: bool, users: SoakUsers,
                                   rng.randint(0, 9)))
             actions.append(Action(len(actions), round(rng.uniform(0.1, 0.9) * seconds, 2), "fault_conf", "root",
                                   0, (), round(rng.uniform(1.0, 5.0), 1), ()))
+            actions.append(Action(len(actions), round(rng.uniform(0.1, 0.9) * seconds, 2), "fault_slurmd", "root",
+                                  1, (rng.choice(NODES),), 0.0, ()))
         actions.sort(key=lambda a: a.at)
     return actions
 
@@ -354,6 +395,9 @@ class Workload:
         self.unexpected_ends: list[str] = []
         self.cancelled: set[int] = set()
         self.job_actions: dict[int, Action] = {}
+        self.suspended = 0   # jobs suspended (and resumed) by a suspend action
+        self.requeued = 0    # jobs requeued (and held) by a requeue action
+        self.requeue_asked: dict[int, float] = {}   # job -> when its requeue was asked for
         # A salloc whose holder waits for an inner job on its own nodes holds a CPU on each
         # meanwhile (CR_CPU). With as many such holders on a node as it has CPUs, each inner
         # job waits for a CPU there that only a holder can free, and each holder for its
@@ -363,7 +407,8 @@ class Workload:
         # node a CPU whose job ends by itself.
         self._inner_holders = threading.BoundedSemaphore(max(1, self.cluster.config.cpus - 1))
         for name, text in (("soak-job", SOAK_JOB), ("soak-hopper", SOAK_HOPPER), ("soak-tracer", SOAK_TRACER),
-                           ("soak-forker", SOAK_FORKER), ("soak-shmat", SOAK_SHMAT)):
+                           ("soak-forker", SOAK_FORKER), ("soak-shmat", SOAK_SHMAT),
+                             ("soak-dstate", SOAK_DSTATE), ("soak-bigmem", SOAK_BIGMEM)):
             (soak.bin / name).write_text(text)
             (soak.bin / name).chmod(0o755)
 
@@ -423,6 +468,13 @@ class Workload:
         elif not cancelled and (state != "COMPLETED" or info.get("ExitCode") != "0:0"):
             self.unexpected_ends.append(f"{action.tag} {action.kind} job {job} of {action.user} on "
                                         f"{info.get('NodeList')}: {state} exit {info.get('ExitCode')}")
+
+    def _cancel(self, action: Action, job: int, what: str) -> None:
+        """Cancels a job the action holds (an allocation, a held job) and waits for its end."""
+        self.cancelled.add(job)
+        self.cluster.scancel(job)
+        self.events.add(f"{action.tag}: scancel {job} ({what})")
+        self._expect_done(action, job, 90, cancelled=True)
 
     def _srun(self, action: Action, tag: str, secs: float, kinds, extra=(), step: bool = False
               ) -> tuple[int, Optional[int]]:
@@ -571,20 +623,25 @@ class Workload:
         self.job_actions[job] = action
         self.events.add(f"{action.tag}: salloc --no-shell as {action.user} job {job}")
         try:
+            held = None
+            wait_until = time.time() + 10   # the watcher learns the allocation's nodes a moment late
+            while action.inner and not held and time.time() < wait_until:
+                held = self.watcher.jobs.get(job, {}).get("NodeList")
+                if not held:
+                    time.sleep(0.3)
+            if action.inner and held:
+                # Before the allocation's first step: without contain no Prolog of it has run
+                # on its nodes (so no job prolog's setup record says it is there), and only
+                # slurmctld knows the holder's allocation when the inner job ends. Leaves files
+                # only: the holder has no process here when it ends.
+                self._srun(action, f"{action.tag}i", 0.5, ("shm", "file"), extra=[f"--nodelist={held}"])
             for step in range(action.steps):
                 time.sleep(action.pause)
                 self._srun(action, f"{action.tag}.{step}", min(action.secs, 3.0), action.kinds,
                            extra=[f"--jobid={job}", "--overlap"], step=True)
-            held = self.watcher.jobs.get(job, {}).get("NodeList")
-            if action.inner and held:
-                # Leaves files only: the holder has no process here when it ends.
-                self._srun(action, f"{action.tag}i", 0.5, ("shm", "file"), extra=[f"--nodelist={held}"])
             time.sleep(action.pause)
         finally:
-            self.cancelled.add(job)
-            self.cluster.scancel(job)
-            self.events.add(f"{action.tag}: scancel {job} (the salloc allocation)")
-        self._expect_done(action, job, 90, cancelled=True)
+            self._cancel(action, job, "the salloc allocation")
 
     def _do_login(self, action: Action) -> None:
         node = action.nodelist[0]
@@ -598,8 +655,15 @@ class Workload:
         res = self.cluster.run_on_node(node, ["/usr/bin/setsid", "/bin/sh", "-c",
                                               '"$@" </dev/null >/dev/null 2>&1 & echo $!', "sh", *argv],
                                        user=action.user)
+        if res.returncode in (-signal.SIGTERM, -signal.SIGKILL, 128 + signal.SIGTERM, 128 + signal.SIGKILL):
+            # The starting shell runs as the user, outside Slurm: a sweep of the user's on the
+            # node may end it before it says the pid (a CI run met this). The oracle judges
+            # that signal as any other; the action ran no login process.
+            self.events.add(f"{action.tag}: the login process's starter on {node} was ended by a signal "
+                            f"(exit {res.returncode}): no login process")
+            return
         if res.returncode != 0:
-            raise RuntimeError(f"login process on {node}: {res.stderr.strip()[-200:]}")
+            raise RuntimeError(f"login process on {node}: exit {res.returncode} {res.stderr.strip()[-200:]}")
         self.events.add(f"{action.tag}: login process of {action.user} on {node}: pid {res.stdout.strip()}"
                         f"{' ignoring TERM' if ignore else ''}")
 
@@ -623,6 +687,68 @@ class Workload:
             # Node-local: a slurmstepd stopped on one node excuses no other node's errors.
             self.fault_windows.append((begin, time.time(), node))
             self.events.add(f"fault: SIGCONT slurmstepd host pid {pid} on {node}")
+
+    def _do_fault_slurmd(self, action: Action) -> None:
+        """slurmd restarted mid-run: its jobs' slurmstepds live on; a sweep meanwhile may
+        find no slurmd for its node (a lookup error, node-local)."""
+        node = action.nodelist[0]
+        begin = time.time()
+        self.events.add(f"fault: restarting slurmd on {node}")
+        try:
+            self.cluster.restart_slurmd(node)
+        finally:
+            self.fault_windows.append((begin, time.time(), node))
+            self.events.add(f"fault: slurmd on {node} is back")
+
+    def _do_suspend(self, action: Action) -> None:
+        """A batch job suspended while it runs (its slurmstepds stop its tasks), then
+        resumed: its processes are live work all along, whoever ends meanwhile."""
+        script = "#!/bin/sh\n" + " ".join(self._job_argv(action.tag, action.secs + 2, action.kinds)) + "\n"
+        job = self.cluster.sbatch(action.user, script, [f"--nodes={action.nnodes}", f"--job-name={action.tag}",
+                                                        *self._node_args(action)[2:]])
+        self.job_actions[job] = action
+        self.events.add(f"{action.tag}: sbatch as {action.user} job {job} nodes {action.nodelist or action.nnodes} "
+                        f"{action.kinds} {action.secs + 2}s, to be suspended")
+        if self.watcher.wait(job, frozenset({"RUNNING"}) | FINAL_STATES, CLIENT_PATIENCE) == "RUNNING":
+            time.sleep(1.0)
+            res = self.cluster.scontrol("suspend", str(job), check=False)
+            self.events.add(f"{action.tag}: scontrol suspend {job}: {res.returncode} {res.stderr.strip()[:120]}")
+            if res.returncode == 0:
+                self.suspended += 1
+                time.sleep(action.pause + 0.5)
+                res = self.cluster.scontrol("resume", str(job), check=False)
+                self.events.add(f"{action.tag}: scontrol resume {job}: {res.returncode} {res.stderr.strip()[:120]}")
+                if res.returncode != 0:
+                    self.harness_errors.append(f"{action.tag}: job {job} not resumed: {res.stderr.strip()[:200]}")
+        self._expect_done(action, job, 2 * action.secs + 90)
+
+    def _do_requeue(self, action: Action) -> None:
+        """A batch job requeued while it runs (scontrol requeuehold): Slurm ends it on its
+        nodes and their job epilogs run, as at any end, and the job waits, held, to run
+        again (not within the run: a requeued job may start only after the credential's
+        lifetime, 22.05 job_mgr.c _job_requeue_op), until the action cancels it."""
+        script = "#!/bin/sh\n" + " ".join(self._job_argv(action.tag, action.secs + 2, action.kinds)) + "\n"
+        job = self.cluster.sbatch(action.user, script, [f"--nodes={action.nnodes}", f"--job-name={action.tag}",
+                                                        "--requeue", *self._node_args(action)[2:]])
+        self.job_actions[job] = action
+        self.events.add(f"{action.tag}: sbatch as {action.user} job {job} nodes {action.nodelist or action.nnodes} "
+                        f"{action.kinds} {action.secs + 2}s, to be requeued")
+        try:
+            if self.watcher.wait(job, frozenset({"RUNNING"}) | FINAL_STATES, CLIENT_PATIENCE) == "RUNNING":
+                time.sleep(min(1.0, action.secs))
+                self.requeue_asked[job] = time.time()
+                res = self.cluster.scontrol("requeuehold", str(job), check=False)
+                self.events.add(f"{action.tag}: scontrol requeuehold {job}: {res.returncode} "
+                                f"{res.stderr.strip()[:120]}")
+                if res.returncode != 0:
+                    self.requeue_asked.pop(job, None)
+                else:
+                    self.requeued += 1
+                    # Its nodes' epilogs: then it is pending, held.
+                    self.watcher.wait(job, frozenset({"PENDING"}) | FINAL_STATES, 60)
+                    time.sleep(action.pause)
+        finally:
+            self._cancel(action, job, "requeued and held")
 
     def _do_fault_conf(self, action: Action) -> None:
         """The config rewritten (atomically, as JSON, then back): no sweep may notice."""
@@ -648,15 +774,19 @@ class Workload:
         self.events.add(f"{action.tag}: sbatch as {action.user} job {first} on {node} (ends while the next is in "
                         "its Prolog)")
         self.watcher.wait(first, frozenset({"RUNNING"}) | FINAL_STATES, 60)
-        marker = self.soak.bin / "prolog-slow" / f"{self.soak.users.uid_of(action.user)}.{action.tag}"
+        check = ('test -e "/dev/shm/soak-prolog-$SLURM_JOB_ID" -a -e "{0}/job-$SLURM_JOB_ID/prolog" || '
+                 '{{ echo "the Prolog\'s files of job $SLURM_JOB_ID are gone"; exit 3; }}').format(self.soak.scratch)
+        # Held until its marker is there: the Prolog is slow for this job alone (a marker
+        # per user made the user's other jobs' Prologs slow too, and a job of a cancel action
+        # cancelled in such a Prolog never ran the shapes it was meant to).
+        second = self.cluster.sbatch(action.user, "#!/bin/sh\n" + check + "\n" + " ".join(
+            self._job_argv(action.tag + "p", 2.0, ())) + "\n" + check + "\n",
+            [f"--job-name={action.tag}p", f"--nodelist={node}", "--hold"])
+        self.job_actions[second] = action
+        marker = self.soak.bin / "prolog-slow" / str(second)
         marker.touch()
         try:
-            check = ('test -e "/dev/shm/soak-prolog-$SLURM_JOB_ID" -a -e "{0}/job-$SLURM_JOB_ID/prolog" || '
-                     '{{ echo "the Prolog\'s files of job $SLURM_JOB_ID are gone"; exit 3; }}').format(self.soak.scratch)
-            second = self.cluster.sbatch(action.user, "#!/bin/sh\n" + check + "\n" + " ".join(
-                self._job_argv(action.tag + "p", 2.0, ())) + "\n" + check + "\n",
-                [f"--job-name={action.tag}p", f"--nodelist={node}"])
-            self.job_actions[second] = action
+            self.cluster.scontrol("release", str(second))
             self.events.add(f"{action.tag}: sbatch as {action.user} job {second} on {node} (a slow Prolog)")
             self.watcher.wait(second, frozenset({"RUNNING"}) | FINAL_STATES, 60)
             time.sleep(PROLOG_SLOW + 1)
@@ -691,7 +821,7 @@ class Workload:
             for pid in sorted(map(int, filter(str.isdigit, os.listdir("/proc")))):
                 try:
                     if os.stat(f"/proc/{pid}").st_uid in uids and \
-                            Path(f"/proc/{pid}/comm").read_text().strip() == "soak-body":
+                            Path(f"/proc/{pid}/comm").read_text(errors="replace").strip() == "soak-body":
                         return pid
                 except OSError:
                     continue
