@@ -52,3 +52,6 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+# The downloaded .deb files (1.4 GB on a fresh machine) are not needed again: CI's
+# machines may have little disk to spare (one ran out mid-suite).
+apt-get clean

@@ -59,3 +59,5 @@ fi
 # The .deb's build and the RPM's (wherever this rpm's BUILD layout puts it).
 rpm_build=$(find "$build/rpmbuild/BUILD" -name CMakeCache.txt -printf '%h\n' | head -n1)
 "$top/scripts/check-hardening.sh" --compiled "$build" "${rpm_build:-$build/rpmbuild/BUILD}"
+# The RPM's build tree (300 MB) is not needed once checked: a CI machine's disk may be small.
+rm -rf "$build/rpmbuild/BUILD" "$build/rpmbuild/BUILDROOT"

@@ -44,6 +44,14 @@ rm -rf "$logs"
 mkdir -p "$logs"
 start=$SECONDS
 summary=()
+# The free disk (MB) where the builds, the roots and the clusters' files go. A CI run
+# ran out of it mid-suite once: each stage's end records it, and the run begins by saying it.
+free_mb() { df -BM --output=avail "$top/build" 2>/dev/null | awk 'NR == 2 { print $1 + 0 }'; }
+disk_needed_mb=5000
+free_at_start=$(free_mb)
+echo "== disk: ${free_at_start:-unknown} MB free in $top/build at the start; the suite, with the packages it installs, needs about 5 GB"
+[ -z "$free_at_start" ] || [ "$free_at_start" -ge "$disk_needed_mb" ] ||
+  echo "== disk: WARNING: less than $disk_needed_mb MB free: stages may fail with 'No space left on device'"
 failed=0
 in_background=0  # 1 in the background jobs: marks their stages in the time list
 
@@ -54,7 +62,8 @@ stage() {
   shift
   echo "== stage $name"
   "$@" || rc=$?
-  printf '%s\t%d\t%d\t%d\t%s\n' "$name" "$((begin - start))" "$((SECONDS - begin))" "$rc" "$in_background" >>"$logs/times"
+  printf '%s\t%d\t%d\t%d\t%s\t%s\n' "$name" "$((begin - start))" "$((SECONDS - begin))" "$rc" "$in_background" \
+    "$(free_mb)" >>"$logs/times"
   echo "$rc" >"$logs/$name.rc"
   return "$rc"
 }
@@ -307,7 +316,11 @@ for entry in "${soaks[@]}"; do
     failed=1
     line+=" (log: $log)"
     echo "== $name FAILED:"
-    tail -n 40 "$log"
+    # Each violation's own line first (the events around it follow it in the log, which
+    # a CI page may not show whole), then how the run ended.
+    grep -A1 -e '^-- violation of' -e '^soak: an intended shape' -e '^soak: the witness' "$log" | head -n 60 || true
+    echo "   ..."
+    tail -n 12 "$log"
   fi
   soak_lines+=("$line")
 done
@@ -317,13 +330,15 @@ summary=("== $host: ${unit:-unit tests failed}; e2e $(tail -n1 build/e2e-host.lo
          "== $lint" "${summary[@]}" "${soak_lines[@]}")
 
 echo
-echo "== stages (start, duration in s; * ran in the background)"
-while IFS=$'\t' read -r name begin took rc in; do
+echo "== stages (start, duration in s; * ran in the background; MB free on disk at its end)"
+least_free=""
+while IFS=$'\t' read -r name begin took rc in free; do
   mark=" "
   [ "$in" = 1 ] && mark="*"
-  printf '  %-28s %5d %5d%s%s\n' "$name" "$begin" "$took" "$mark" "$(case $rc in 0) ;; 77) echo "  skipped" ;; *) echo "  FAILED (exit $rc)" ;; esac)"
+  printf '  %-28s %5d %5d%s %7s%s\n' "$name" "$begin" "$took" "$mark" "$free" "$(case $rc in 0) ;; 77) echo "  skipped" ;; *) echo "  FAILED (exit $rc)" ;; esac)"
+  if [ -n "$free" ] && { [ -z "$least_free" ] || [ "$free" -lt "$least_free" ]; }; then least_free=$free; fi
 done < <(sort -s -t$'\t' -k2,2n "$logs/times")
-echo "== total $((SECONDS - start)) s"
+echo "== total $((SECONDS - start)) s; least free disk at a stage's end ${least_free:-unknown} MB"
 echo
 echo "== summary"
 printf '%s\n' "${summary[@]}"
