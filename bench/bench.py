@@ -285,18 +285,7 @@ RPC_TYPES = ("REQUEST_JOB_INFO", "REQUEST_JOB_USER_INFO", "REQUEST_NODE_INFO", "
 
 
 def sdiag_counts(cluster) -> dict:
-    res = subprocess.run(["/usr/bin/sdiag"], env=cluster.root_env(), capture_output=True, text=True, check=True)
-    counts, in_types = {}, False
-    for line in res.stdout.splitlines():
-        if line.startswith("Remote Procedure Call statistics by message type"):
-            in_types = True
-            continue
-        if line.startswith("Remote Procedure Call statistics by user"):
-            break
-        m = re.match(r"\s+(\S+)\s+\(\s*\d+\)\s+count:(\d+)", line)
-        if in_types and m:
-            counts[m.group(1)] = int(m.group(2))
-    return counts
+    return cluster.sdiag_rpc_counts()
 
 
 def count_diff(before: dict, after: dict) -> dict:
@@ -744,6 +733,10 @@ def main() -> int:
     ap.add_argument("--cleanup-only", action="store_true",
                     help="measure only removing 10,000 files of one user, leftover's cleanup against "
                          "find -user U -delete, print it, write nothing")
+    ap.add_argument("--burst", action="store_true",
+                    help="measure only the busy-node cases (bench/burst.py): many job ends at once on one node, "
+                         "quiet and under load, and on 16 nodes; print them and write bench/burst-results.md")
+    ap.add_argument("--burst-one-node", action="store_true", help="with --burst: the one-node cases only")
     ap.add_argument("--stray-uid", type=int, default=BENCH_UID,
                     help="uid of the strays' account lo_bench<uid> (created if missing, and uid+1 for the "
                          "cluster without plugin); the default, above 60000, keeps them out of reach of other "
@@ -770,6 +763,22 @@ def main() -> int:
         binary = args.binary.with_name("leftover_cleanup_bench")
         print(subprocess.run([str(binary), str(BENCH_UID), "10000", str(args.reps)], check=True,
                              capture_output=True, text=True, timeout=1800).stdout, end="")
+        return 0
+    if args.burst:
+        import burst  # bench/, beside this file
+        ensure_bench_users()
+        os.environ["LEFTOVER_PLUGIN"] = str(args.plugin)
+        load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        started = time.monotonic()
+        results = burst.measure(args.plugin, ((BENCH_USER, BENCH_UID), (PLAIN_USER, PLAIN_UID)), log,
+                                sixteen=not args.burst_one_node)
+        text = (f"# leftover busy-node benchmark\n\nWritten by `bench/run --burst` on "
+                f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC in "
+                f"{time.monotonic() - started:.0f} s. Machine: {os.cpu_count()} cores, slurm-wlm "
+                f"{machine_facts().get('slurm', '?')}. Load average before: {load}, after: "
+                + " / ".join(f"{x:.2f}" for x in os.getloadavg()) + ".\n\n" + burst.report(results))
+        print(text, end="")
+        args.out.with_name("burst-results.md").write_text(text)
         return 0
     if args.deep_only:
         load = " / ".join(f"{x:.2f}" for x in os.getloadavg())

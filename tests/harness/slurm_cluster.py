@@ -407,13 +407,18 @@ class SlurmCluster(ClusterLayout, ClusterJobs):
 
     def sdiag_rpc_counts(self) -> dict[str, int]:
         """slurmctld's RPC counts by message type since the last reset."""
+        return {kind: count for kind, (count, _) in self.sdiag_rpc_stats().items()}
+
+    def sdiag_rpc_stats(self) -> dict[str, tuple[int, int]]:
+        """slurmctld's RPCs by message type since the last reset: (count, total time in us)."""
         res = run_command([str(BIN / "sdiag")], self.root_env(), 20)
         if res.returncode != 0:
             raise HarnessError(f"sdiag failed: {res.stderr}")
         section = res.stdout.split("Remote Procedure Call statistics by message type", 1)[1]
         section = section.split("Remote Procedure Call statistics by user", 1)[0]
-        return {m[1]: int(m[2]) for m in
-                re.finditer(r"^\s*(\w+)\s*\(\s*\d+\)\s*count:(\d+)", section, re.MULTILINE)}
+        return {m[1]: (int(m[2]), int(m[3])) for m in
+                re.finditer(r"^\s*(\w+)\s*\(\s*\d+\)\s*count:(\d+)\s+ave_time:\d+\s+total_time:(\d+)",
+                            section, re.MULTILINE)}
 
     # Module-level helpers, also reachable through the cluster for brevity.
     is_alive = staticmethod(is_alive)
