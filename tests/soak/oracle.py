@@ -44,6 +44,9 @@ EXCUSE_BOUNDS = {
     "unwitnessed death": (4, 4.0, 1),
 }
 
+# The signals that stop a process (check_stopped).
+STOP_SIGNALS = frozenset({"SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU"})
+
 # How far apart leftover's log line and the kernel's record of the same action may be.
 LOG_SLACK = 1.0
 # The cleanup logs its removals once it is done (sweep/run_cleanup.cpp), within its
@@ -104,6 +107,7 @@ class Oracle:
         self.scope = scope
         self.slack, self.start_slack = slack, start_slack
         self.window = DEADLINE + slack   # leftover's deadline, plus the sampler's and the epilog's delay
+        self.stopped_by_others = 0       # processes stopped long only by other senders' stops (check_stopped)
         self.findings: list[Finding] = []
         self.run_end = math.inf
 
@@ -319,15 +323,34 @@ class Oracle:
         seconds after slurmctld has it complete, and the user's work there is live till then)."""
         return max(alloc.end, self.logs[node].steps_until.get(alloc.job, alloc.end))
 
+    def _stoppers(self, proc: ProcRecord) -> Optional[set[str]]:
+        """Who the witness saw send `proc` a stop signal in its life (leftover, slurm,
+        user...); None without a witness."""
+        if self.witness is None:
+            return None
+        end = (proc.gone_at if proc.gone_at is not None else proc.last_seen) + 1.0
+        return {w["sender"] for w in self.witness["signals"]
+                if w["signal"] in STOP_SIGNALS and w["node"] == proc.node and w["ns_pid"] == proc.ns_pid
+                and proc.first_seen - 1.0 <= w["when"] <= end}
+
     def check_stopped(self) -> None:
         for proc in self.procs:
             # A process its user stopped (Ctrl-Z) may sit stopped: (2) judges it as a stray.
             if proc.stray and proc.stray.startswith("ustop/") and proc.comm == "soak-stray":
                 continue
-            if proc.longest_stop > self.window or proc.stopped_at_end:
-                self._find(3, proc.last_seen, proc.node, proc.uid,
-                           f"pid={proc.ns_pid} (host {proc.host_pid}) comm={proc.comm} uid={proc.uid} stopped "
-                           f"for {proc.longest_stop:.1f}s{' and still at the end' if proc.stopped_at_end else ''}")
+            if not (proc.longest_stop > self.window or proc.stopped_at_end):
+                continue
+            # (3) is about leftover's stops: one whose every witnessed stop came from
+            # another (a suspended job's, which scontrol resume may reach seconds later
+            # under load or while slurmctld restarts; a user's) is theirs to end.
+            stoppers = self._stoppers(proc)
+            if stoppers and "leftover" not in stoppers:
+                self.stopped_by_others += 1
+                continue
+            by = f", stopped by {', '.join(sorted(stoppers))}" if stoppers else ""
+            self._find(3, proc.last_seen, proc.node, proc.uid,
+                       f"pid={proc.ns_pid} (host {proc.host_pid}) comm={proc.comm} uid={proc.uid} stopped "
+                       f"for {proc.longest_stop:.1f}s{' and still at the end' if proc.stopped_at_end else ''}{by}")
 
     def check_deadlines(self) -> None:
         for node, log in self.logs.items():
@@ -594,7 +617,7 @@ class Oracle:
                 f"signals to soak users by sender: "
                 f"{by_sender(self.witness['signals'], 'signal')}; removals by sender: "
                 f"{by_sender(self.witness['removals'], 'kind')}; targets named by nobody (any sender's) "
-                f"{stats.get('unresolved targets', 0)}" + text)
+                f"{stats.get('unresolved targets', 0)}; stopped long by others only {self.stopped_by_others}" + text)
 
     def judge(self, run_end: float) -> Verdict:
         self.run_end = run_end
