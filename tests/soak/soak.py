@@ -119,6 +119,11 @@ def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
 SHARED_ANSWER = "slurmctld's answer that another sweep of this node asked for"
 
 
+# The process shapes whose program the witness can name by its comm (workload.py).
+WITNESSED_PROGRAMS = {"dstate": "soak-dstate", "shmat": "soak-shmat", "bigmem": "soak-bigmem",
+                      "forker": "soak-forker"}
+
+
 def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ctld_text: str,
                 job_uids: dict[int, int], witnessed: Optional[dict] = None) -> tuple[str, list[str]]:
     """Whether each hostile shape the schedule meant to run ran: a line for the summary and
@@ -151,6 +156,15 @@ def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ct
                     if w.get("sender") == "user" and w.get("signal") == "SIGSTOP" and w.get("comm") == "soak-stray")
         if stops:
             seen["ustop"] = stops
+    # So with a shape whose program has a name of its own: a signal the kernel saw sent to
+    # it (by leftover, or by Slurm with its job) shows it ran; soak-dstate is in its vfork
+    # wait from its first milliseconds (a control's "dstate 0/1": killed with its job
+    # between two sampler scans).
+    for kind, comm in WITNESSED_PROGRAMS.items():
+        if not seen.get(kind) and witnessed:
+            signalled = {(w.get("node"), w.get("ns_pid")) for w in witnessed.get("signals", []) if w.get("comm") == comm}
+            if signalled:
+                seen[kind] = len(signalled)
     allocs = allocations(ctld_text)
     runs = workload.prolog_runs()
     slow = [r for r in runs if r[5]]
