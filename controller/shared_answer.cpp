@@ -36,13 +36,10 @@ std::string shared_answer_path(const std::string& spool_dir, const std::string& 
 }
 
 Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, const std::string& boot_id) {
-    auto read = read_root_file(file, kMaxAnswerSize);
+    auto read = read_root_file_of_boot(file, kMaxAnswerSize, kMagic, boot_id, "not leftover's answer");
     LEFTOVER_TRY(read);
-    if (!read->has_value()) return std::optional<SharedAnswer>();
+    if (!read->has_value()) return std::optional<SharedAnswer>();  // none, or of an earlier boot
     std::istringstream lines(**read);
-    std::string line;
-    if (!std::getline(lines, line) || !line.starts_with(kMagic)) return root_file_error(file, "not leftover's answer");
-    if (line.substr(kMagic.size()) != boot_id) return std::optional<SharedAnswer>();  // of an earlier boot
     SharedAnswer answer;
     std::string asked, nodes, local;
     std::getline(lines, asked);

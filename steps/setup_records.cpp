@@ -45,14 +45,11 @@ std::optional<std::string> value_after(const std::string& line, std::string_view
 
 // The record in `file`, nullopt when it is of another boot.
 Result<std::optional<SetupRecord>> read_record(const RootFile& file, const std::string& boot_id) {
-    auto text = read_root_file(file, kMaxRecordSize);
+    auto text = read_root_file_of_boot(file, kMaxRecordSize, kMagic, boot_id, "not leftover's record");
     LEFTOVER_TRY(text);
-    if (!text->has_value()) return std::optional<SetupRecord>();  // removed as we looked
+    if (!text->has_value()) return std::optional<SetupRecord>();  // removed as we looked, or of another boot
     std::istringstream lines(**text);
-    std::string magic, job, uid, node, began;
-    if (!std::getline(lines, magic) || !magic.starts_with(kMagic))
-        return root_file_error(file, "not leftover's record");
-    if (magic.substr(kMagic.size()) != boot_id) return std::optional<SetupRecord>();
+    std::string job, uid, node, began;
     std::getline(lines, job);
     std::getline(lines, uid);
     std::getline(lines, node);

@@ -90,6 +90,20 @@ Result<std::optional<std::string>> read_root_file(const RootFile& file, std::siz
     return std::optional<std::string>(std::move(text));
 }
 
+Result<std::optional<std::string>> read_root_file_of_boot(const RootFile& file, std::size_t max_size,
+                                                          std::string_view magic, const std::string& boot_id,
+                                                          const std::string& not_ours) {
+    auto text = read_root_file(file, max_size);
+    LEFTOVER_TRY(text);
+    if (!text->has_value()) return text;
+    const std::string& whole = **text;
+    const std::size_t end = whole.find('\n');
+    const std::string_view first = std::string_view(whole).substr(0, end);
+    if (end == std::string::npos || !first.starts_with(magic)) return root_file_error(file, not_ours);
+    if (first.substr(magic.size()) != boot_id) return std::optional<std::string>();  // of an earlier boot
+    return std::optional<std::string>(whole.substr(end + 1));
+}
+
 Status write_root_file(const RootFile& file, const std::string& text) {
     auto dir = open_trusted_dir(file);
     LEFTOVER_TRY(dir);

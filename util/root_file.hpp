@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace leftover {
 
@@ -26,6 +27,13 @@ struct RootFile {
 // its directory or the file fails the checks above, it is larger than max_size, or it
 // cannot be read: then it is not believed.
 Result<std::optional<std::string>> read_root_file(const RootFile& file, std::size_t max_size);
+
+// For a file whose first line is "<magic><boot id>" (what it is, its format, the boot its
+// times count from): the text after that line; nullopt when there is no such file or it
+// is of another boot. An error "<what> <path>: <not_ours>" when the first line is not so.
+Result<std::optional<std::string>> read_root_file_of_boot(const RootFile& file, std::size_t max_size,
+                                                          std::string_view magic, const std::string& boot_id,
+                                                          const std::string& not_ours);
 
 // Replaces it with `text`, mode 0600, through <name>.tmp.<tid> (one writer's own).
 Status write_root_file(const RootFile& file, const std::string& text);
