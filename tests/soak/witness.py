@@ -64,6 +64,7 @@ SIGNAMES = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 
 # Signals whose default action ends the process (SIGKILL always).
 FATAL = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 24, 25, 26, 27, 29, 30, 31})
 CLONE_THREAD = 0x10000
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 LINE = re.compile(r"^\s*(.*?)-(\d+)\s+\(\s*([\d-]+)\)\s+\[\d+\]\s+\S+\s+(\d+\.\d+):\s+(.*)$")
 ENTER = re.compile(r"^sys_(\w+)\((.*)\)$")
@@ -173,6 +174,7 @@ class Witness:
         self.file_events: list[dict] = []
         self.owners: dict[tuple[str, str], tuple[int, bool]] = {}   # (host dir, name) -> (uid, is a directory)
         self.sysv: dict[tuple[str, int], list[dict]] = {}
+        self._sysv_present: dict[str, set[tuple[str, int]]] = {}   # kind -> what the last look saw
         self.mq_unlinks = 0
         # The SysV ids of /proc/sysvipc are this IPC namespace's (a release's soak has one of
         # its own); tracefs sees every namespace's IPC_RMID, and another's id 0 is another object.
@@ -187,6 +189,8 @@ class Witness:
         self.fanotify_overflows = 0
         self.stats: dict = {}
         self.offset = time.time() - time.clock_gettime(time.CLOCK_MONOTONIC)
+        # /proc/<pid>/stat's start time counts from boot: this turns it into the trace's clock.
+        self.boot_offset = time.clock_gettime(time.CLOCK_BOOTTIME) - time.clock_gettime(time.CLOCK_MONOTONIC)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._pipe: Optional[int] = None
@@ -400,12 +404,27 @@ class Witness:
                 "sender_tid": tid, "sender_tgid": task.tgid, "sender_comm": name, "sender_uid": uid,
                 "sender_node": self._task_node(tid), "sender_chain": chain[:6], "syscall": syscall}
 
-    def _target(self, pid: int, comm: str, place_gone: bool = False) -> Optional[tuple]:
-        """(uid, node, ns pid, comm) of a soak user's process; None for anyone else's; the
-        uid None when it could not be read (gone already)."""
+    def _born_after(self, pid: int, when: float) -> bool:
+        """Whether the process that holds `pid` now began after `when`, an event's time: the
+        trace is read late, and on a busy node a pid hopper's pids are reused within that
+        delay (a 30-minute run placed leftover's SIGSTOP of a stray on lo-n1 on a protected
+        user's hopper on lo-n2 that had the same host pid by the time it was read)."""
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            return False
+        began = int(fields[19]) / CLOCK_TICKS - self.boot_offset + self.offset
+        return began > when + 0.02   # the start time's resolution is one clock tick
+
+    def _target(self, pid: int, comm: str, when: float, place_gone: bool = False) -> Optional[tuple]:
+        """(uid, node, ns pid, comm) of a soak user's process, the one that held `pid` at
+        `when`; None for anyone else's; the uid None when it could not be read (gone already)."""
         if pid in self.targets:
             return self.targets[pid]
         status = proc_status(pid)
+        if status and self._born_after(pid, when):
+            status = {}   # a later holder of the pid: the one signalled is gone
         if not status:
             # Gone already (the trace is read a moment late; a process killed at once is
             # reaped by then): its uid from the tasks' record, its namespace pid (and node)
@@ -487,8 +506,11 @@ class Witness:
         if event == "task_newtask" and (m := NEWTASK.match(rest)):
             child, flags = int(m.group(1)), int(m.group(3), 16)
             parent = self.tasks.get(tid)
+            # Read late, the child's pid may be another process's by now: then its node is
+            # its parent's (a namespace's first process is found by its own later events).
+            node = self._node_of(child) if not self._born_after(child, when) else (parent.node if parent else None)
             self.tasks[child] = Task(m.group(2), tgid if flags & CLONE_THREAD else child, tid,
-                                     parent.uid if parent else None, self._node_of(child))
+                                     parent.uid if parent else None, node)
             if flags & CLONE_THREAD:
                 self.threaded.add(tgid)
             self.targets.pop(child, None)
@@ -503,7 +525,7 @@ class Witness:
         elif event == "signal_deliver" and (m := DELIVER.match(rest)):
             target = self.targets.get(tid)
             if target is not None or tid not in self.targets:
-                target = target or self._target(tid, comm)
+                target = target or self._target(tid, comm, when)
                 if target is not None:
                     # A thread group's exit (exit_group, an exec, a fatal signal) SIGKILLs its
                     # other threads with no signal_generate: "threaded" says it may be one.
@@ -550,7 +572,7 @@ class Witness:
 
     def _generate(self, tid: int, tgid: int, comm: str, when: float, sig: int, target_comm: str, pid: int,
                   group: int, result: int) -> None:
-        target = self._target(pid, target_comm, place_gone=True)
+        target = self._target(pid, target_comm, when, place_gone=True)
         if target is None:
             return
         call = self.inflight.get(tid)
@@ -675,17 +697,24 @@ class Witness:
                 except OSError:
                     continue
                 header = lines[0].split()
+                present = set()
+                # Everyone's objects, not only the soak users': an id is reused, and a removal
+                # of another program's object (a unit test's, beside a release's soak) must
+                # not be matched to a soak user's that had the id before.
                 for line in lines[1:]:
                     row = dict(zip(header, line.split()))
                     uid = int(row[uid_key])
-                    if uid not in self.test_uids and int(row.get("cuid", uid)) not in self.test_uids:
-                        continue
+                    present.add((kind, int(row[id_key])))
                     history = self.sysv.setdefault((kind, int(row[id_key])), [])
-                    if history and history[-1]["key"] == row["key"] and history[-1]["ctime"] == row.get("ctime"):
+                    if (history and history[-1]["key"] == row["key"] and history[-1]["ctime"] == row.get("ctime")
+                            and history[-1]["gone"] is None):
                         history[-1]["last"] = now
                     else:
                         history.append({"key": row["key"], "uid": uid, "cuid": int(row.get("cuid", uid)),
-                                        "ctime": row.get("ctime"), "first": now, "last": now})
+                                        "ctime": row.get("ctime"), "first": now, "last": now, "gone": None})
+                for key in self._sysv_present.get(kind, set()) - present:
+                    self.sysv[key][-1]["gone"] = now
+                self._sysv_present[kind] = present
             self._stop.wait(0.1)
 
     # ---- the records ------------------------------------------------------------------
@@ -762,12 +791,18 @@ class Witness:
                              "sender_node": event["sender_node"], "sender_chain": chain, "syscall": call,
                              "moved": event["moved"]})
         for record in self.ipc_removals:
-            history = [h for h in self.sysv.get((record["kind"], record["id"]), []) if h["first"] <= record["when"]]
+            # The object that had the id then: seen before the call and not seen gone before it.
+            history = [h for h in self.sysv.get((record["kind"], record["id"]), [])
+                       if h["first"] <= record["when"] and (h["gone"] is None or h["gone"] >= record["when"])]
             owner = history[-1] if history else None
-            # No owner: not a soak user's, or one made and removed between two looks at
-            # /proc/sysvipc (a busy machine's): kept with no uid for the log's truth when
-            # leftover removed it, judged by nothing else.
+            # No owner: one made and removed between two looks at /proc/sysvipc (a busy
+            # machine's): kept with no uid for the log's truth when leftover removed it,
+            # judged by nothing else. Another program's object is judged only when leftover
+            # removed it (it never may).
             if owner is None and record.get("sender") != "leftover":
+                continue
+            if (owner is not None and record.get("sender") != "leftover"
+                    and owner["uid"] not in self.test_uids and owner["cuid"] not in self.test_uids):
                 continue
             removals.append({"when": record["when"], "kind": record["kind"], "node": record["sender_node"],
                              "name": str(record["id"]), "uid": owner["uid"] if owner else None, "ret": record["ret"],
