@@ -108,6 +108,7 @@ class Oracle:
         self.slack, self.start_slack = slack, start_slack
         self.window = DEADLINE + slack   # leftover's deadline, plus the sampler's and the epilog's delay
         self.stopped_by_others = 0       # processes stopped long only by other senders' stops (check_stopped)
+        self.stopped_in_short_stops = 0  # seen stopped long, in stops that each ended in time (check_stopped)
         self.findings: list[Finding] = []
         self.run_end = math.inf
 
@@ -323,15 +324,28 @@ class Oracle:
         seconds after slurmctld has it complete, and the user's work there is live till then)."""
         return max(alloc.end, self.logs[node].steps_until.get(alloc.job, alloc.end))
 
-    def _stoppers(self, proc: ProcRecord) -> Optional[set[str]]:
-        """Who the witness saw send `proc` a stop signal in its life (leftover, slurm,
-        user...); None without a witness."""
+    def _witnessed_stops(self, proc: ProcRecord) -> Optional[list[tuple[float, float, set[str]]]]:
+        """The stops the witness saw `proc` through, each (from its first stop signal, to the
+        SIGCONT or SIGKILL that ended it or the process's end, who sent its stop signals);
+        None without a witness. The sampler sees only state T: stops of several sweeps one
+        after another look like one long stop to it."""
         if self.witness is None:
             return None
-        end = (proc.gone_at if proc.gone_at is not None else proc.last_seen) + 1.0
-        return {w["sender"] for w in self.witness["signals"]
-                if w["signal"] in STOP_SIGNALS and w["node"] == proc.node and w["ns_pid"] == proc.ns_pid
-                and proc.first_seen - 1.0 <= w["when"] <= end}
+        end = proc.gone_at if proc.gone_at is not None else self.run_end if proc.stopped_at_end else proc.last_seen
+        signals = sorted((w for w in self.witness["signals"]
+                          if w["node"] == proc.node and w["ns_pid"] == proc.ns_pid
+                          and proc.first_seen - 1.0 <= w["when"] <= end + 1.0), key=lambda w: w["when"])
+        stops, began, senders = [], None, set()
+        for w in signals:
+            if w["signal"] in STOP_SIGNALS:
+                began = w["when"] if began is None else began
+                senders.add(w["sender"])
+            elif w["signal"] in ("SIGCONT", "SIGKILL") and began is not None:
+                stops.append((began, w["when"], senders))
+                began, senders = None, set()
+        if began is not None:
+            stops.append((began, max(end, began), senders))
+        return stops
 
     def check_stopped(self) -> None:
         for proc in self.procs:
@@ -340,17 +354,29 @@ class Oracle:
                 continue
             if not (proc.longest_stop > self.window or proc.stopped_at_end):
                 continue
-            # (3) is about leftover's stops: one whose every witnessed stop came from
-            # another (a suspended job's, which scontrol resume may reach seconds later
-            # under load or while slurmctld restarts; a user's) is theirs to end.
-            stoppers = self._stoppers(proc)
-            if stoppers and "leftover" not in stoppers:
-                self.stopped_by_others += 1
-                continue
-            by = f", stopped by {', '.join(sorted(stoppers))}" if stoppers else ""
+            stops = self._witnessed_stops(proc)
+            longest, senders = proc.longest_stop, set()
+            if stops is not None:
+                long = [s for s in stops if s[1] - s[0] > self.window or (proc.stopped_at_end and s[1] >= self.run_end)]
+                if stops and not long:
+                    # Each stop the witness saw was ended in time: the sampler's long one was
+                    # several sweeps' stops back to back (a node whose job starts keep each
+                    # sweep from killing a stray: it stops it, doubts, and continues it).
+                    self.stopped_in_short_stops += 1
+                    continue
+                # (3) is about leftover's stops: one whose every witnessed stop came from
+                # another (a suspended job's, which scontrol resume may reach seconds later
+                # under load or while slurmctld restarts; a user's) is theirs to end.
+                if long and not any("leftover" in s[2] for s in long):
+                    self.stopped_by_others += 1
+                    continue
+                if long:
+                    first = max((s for s in long if "leftover" in s[2]), key=lambda s: s[1] - s[0])
+                    longest, senders = first[1] - first[0], first[2]
+            by = f", stopped by {', '.join(sorted(senders))}" if senders else ""
             self._find(3, proc.last_seen, proc.node, proc.uid,
                        f"pid={proc.ns_pid} (host {proc.host_pid}) comm={proc.comm} uid={proc.uid} stopped "
-                       f"for {proc.longest_stop:.1f}s{' and still at the end' if proc.stopped_at_end else ''}{by}")
+                       f"for {longest:.1f}s{' and still at the end' if proc.stopped_at_end else ''}{by}")
 
     def check_deadlines(self) -> None:
         for node, log in self.logs.items():
@@ -617,7 +643,8 @@ class Oracle:
                 f"signals to soak users by sender: "
                 f"{by_sender(self.witness['signals'], 'signal')}; removals by sender: "
                 f"{by_sender(self.witness['removals'], 'kind')}; targets named by nobody (any sender's) "
-                f"{stats.get('unresolved targets', 0)}; stopped long by others only {self.stopped_by_others}" + text)
+                f"{stats.get('unresolved targets', 0)}; stopped long by others only {self.stopped_by_others}; "
+                f"stopped long in short stops {self.stopped_in_short_stops}" + text)
 
     def judge(self, run_end: float) -> Verdict:
         self.run_end = run_end
