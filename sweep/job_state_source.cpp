@@ -202,28 +202,29 @@ Status JobStateSource::add_jobs_being_set_up(const steps::LocalJobState& state, 
         read, [](const auto& result) { return result.ok(); }, std::min(Clock::now() + kRootWait, deadline_));
     LEFTOVER_TRY(records);
     const auto now = boot_clock_now();
+    std::vector<std::optional<std::string>> why_not;  // each record's, in order
     std::vector<const steps::SetupRecord*> unbacked;
-    for (const steps::SetupRecord& record : records.value())
-        if (!steps::why_not_believed(record, now) && live.job_ids.count(record.job_id) == 0 &&
-            setups_placed_.count(record.job_id) == 0 && setups_not_placed_.count(record.job_id) == 0)
-            unbacked.push_back(&record);
-    const std::set<std::uint32_t> asked_now = jobs_slurmctld_does_not_place(unbacked);
-    setups_not_placed_.insert(asked_now.begin(), asked_now.end());
-    const std::set<std::uint32_t>& not_placed = setups_not_placed_;
     for (const steps::SetupRecord& record : records.value()) {
+        why_not.push_back(steps::why_not_believed(record, now));
+        if (!why_not.back() && live.job_ids.count(record.job_id) == 0 && setups_checked_.count(record.job_id) == 0)
+            unbacked.push_back(&record);
+    }
+    check_with_slurmctld(unbacked);
+    for (std::size_t i = 0; i < records->size(); ++i) {
+        const steps::SetupRecord& record = records.value()[i];
         const bool first = setups_logged_.insert(fmt::format("{}.{}", record.node_name, record.job_id)).second;
-        auto why_not = steps::why_not_believed(record, now);
-        if (!why_not && not_placed.count(record.job_id) != 0)
-            why_not = fmt::format("slurmctld, asked after its job prolog began, does not place job {} on {}",
-                                  record.job_id, fmt::join(request_.node.node_names(), ", "));
-        if (why_not) {
+        const auto checked = setups_checked_.find(record.job_id);
+        if (!why_not[i] && checked != setups_checked_.end() && checked->second == SetupCheck::not_placed)
+            why_not[i] = fmt::format("slurmctld, asked after its job prolog began, does not place job {} on {}",
+                                     record.job_id, fmt::join(request_.node.node_names(), ", "));
+        if (why_not[i]) {
             // Of a job whose epilog never ran here after it was written (slurmd died or
             // restarted): a sweep that writes removes it, so that it is said once.
             const bool removes = sharing_ == AnswerSharing::shared && ::geteuid() == 0;
             const Status removed = removes ? steps::remove_setup_record(record, request_.node.slurmd_uid) : Ok{};
             if (first)
                 log_.info(fmt::format("job {}'s setup record {} is not believed: {}{}", record.job_id, record.path,
-                                      *why_not,
+                                      *why_not[i],
                                       !removes       ? ""
                                       : removed.ok() ? "; removed"
                                                      : "; not removed: " + removed.error().message));
@@ -240,31 +241,28 @@ Status JobStateSource::add_jobs_being_set_up(const steps::LocalJobState& state, 
     return Ok{};
 }
 
-std::set<std::uint32_t> JobStateSource::jobs_slurmctld_does_not_place(
-    const std::vector<const steps::SetupRecord*>& unbacked) {
-    if (unbacked.empty() || at_step_end() || controller_ == nullptr) return {};
+void JobStateSource::check_with_slurmctld(const std::vector<const steps::SetupRecord*>& unbacked) {
+    if (unbacked.empty() || at_step_end() || controller_ == nullptr) return;
     const auto until = std::min(Clock::now() + seconds(config_.slurm_timeout), deadline_);
     auto work = ask_jobs_on_nodes(until);
     if (!work.ok()) {
         // In doubt the records stand, for the rest of this sweep: their users stay live.
         for (const steps::SetupRecord* record : unbacked) {
-            setups_placed_.insert(record->job_id);
+            setups_checked_[record->job_id] = SetupCheck::stands;
             log_.info(
                 fmt::format("job {}'s setup record {} is believed: slurmctld could not be asked whether the "
                             "job is still here: {}",
                             record->job_id, record->path, work.error().message));
         }
-        return {};
+        return;
     }
-    std::set<std::uint32_t> not_placed;
     for (const steps::SetupRecord* record : unbacked) {
-        const bool placed = work->job_ids.count(record->job_id) != 0 || work->job_users.count(record->job_id) != 0;
-        if (placed)
-            setups_placed_.insert(record->job_id);
+        if (work->job_ids.count(record->job_id) != 0 || work->job_users.count(record->job_id) != 0)
+            setups_checked_[record->job_id] = SetupCheck::stands;
         else if (last_answer_asked_ && *last_answer_asked_ > record->began)
-            not_placed.insert(record->job_id);
+            setups_checked_[record->job_id] = SetupCheck::not_placed;
+        // else: an answer asked before the record was written may not list its job yet.
     }
-    return not_placed;
 }
 
 Result<LiveWork> JobStateSource::read_step_sockets(Clock::time_point until) {

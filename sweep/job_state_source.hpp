@@ -126,12 +126,13 @@ private:
     // its first slurmstepd, where nothing in /proc shows it (said once per sweep).
     Status add_jobs_being_set_up(const steps::LocalJobState& state, LiveWork& live);
 
-    // Of the records that nothing else here backs (no step, no Prolog in /proc): those of
-    // jobs slurmctld, asked after the record was written, no longer places on this host's
-    // nodes. A record outlives its job where no epilog of the job ran after it was written
+    // Asks slurmctld of the records that nothing else here backs (no step, no Prolog in
+    // /proc) whether it still places their jobs on this host's nodes, and keeps each verdict
+    // in setups_checked_: "not placed" only from an answer asked after the record was
+    // written. A record outlives its job where no epilog of the job ran after it was written
     // (slurmd restarted in the job's Prolog, and the job ran elsewhere). Asked only where
-    // slurmctld may be (the job epilog, the command); unasked or unanswered, none.
-    std::set<std::uint32_t> jobs_slurmctld_does_not_place(const std::vector<const steps::SetupRecord*>& unbacked);
+    // slurmctld may be (the job epilog, the command); unasked, no verdict.
+    void check_with_slurmctld(const std::vector<const steps::SetupRecord*>& unbacked);
 
     // The users of `uids` that slurmctld says hold an allocation on this host's nodes.
     AllocationCheck ask_controller(std::string why);
@@ -162,9 +163,10 @@ private:
     // When the question of the last answer this sweep used began (boot clock): a record
     // written after it may be of a job the answer could not list yet.
     std::optional<std::chrono::milliseconds> last_answer_asked_;
-    // Record-only jobs slurmctld placed here, or could not be asked about: not asked again.
-    std::set<std::uint32_t> setups_placed_;
-    std::set<std::uint32_t> setups_not_placed_;  // and those it did not place here: not believed again
+    // Record-only jobs slurmctld was asked about this sweep, not asked again: their records
+    // stand (placed here, or slurmctld could not be asked), or it does not place them here.
+    enum class SetupCheck { stands, not_placed };
+    std::map<std::uint32_t, SetupCheck> setups_checked_;
 };
 
 }  // namespace leftover::sweep
