@@ -35,6 +35,10 @@ std::string shared_answer_path(const std::string& spool_dir, const std::string& 
     return node_file_path(spool_dir, "leftover-answer-", node_name);
 }
 
+std::string question_lock_path(const std::string& spool_dir, const std::string& node_name) {
+    return node_file_path(spool_dir, "leftover-question-", node_name, ".lock");
+}
+
 Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, const std::string& boot_id) {
     auto read = read_root_file_of_boot(file, kMaxAnswerSize, kMagic, boot_id, "not leftover's answer");
     LEFTOVER_TRY(read);
@@ -60,6 +64,17 @@ Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, con
         answer.local_jobs.insert(*id);
     }
     std::string rest((std::istreambuf_iterator<char>(lines)), std::istreambuf_iterator<char>());
+    // "answered <ms>" next, from a writer that says it.
+    if (rest.starts_with("answered ")) {
+        const auto end = rest.find('\n');
+        const auto answered_items = items_after(rest.substr(0, end), "answered");
+        const auto answered_ms = answered_items && answered_items->size() == 1
+                                     ? parse_whole<long long>(answered_items->front())
+                                     : std::nullopt;
+        if (!answered_ms) return root_file_error(file, "its answered line does not parse");
+        answer.answered = std::chrono::milliseconds(*answered_ms);
+        rest.erase(0, end == std::string::npos ? rest.size() : end + 1);
+    }
     auto jobs = parse_jobs_output(rest);
     if (!jobs.ok()) return root_file_error(file, jobs.error().message);
     answer.job_users = std::move(jobs->job_users);
@@ -67,17 +82,19 @@ Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, con
 }
 
 Status write_shared_answer(const RootFile& file, const std::string& boot_id, const SharedAnswer& answer) {
-    std::string text = fmt::format("{}{}\nasked {}\nnodes {}\nlocal {}\n", kMagic, boot_id, answer.asked.count(),
-                                   fmt::join(answer.nodes, " "), fmt::join(answer.local_jobs, " "));
+    std::string text =
+        fmt::format("{}{}\nasked {}\nnodes {}\nlocal {}\nanswered {}\n", kMagic, boot_id, answer.asked.count(),
+                    fmt::join(answer.nodes, " "), fmt::join(answer.local_jobs, " "), answer.answered.count());
     for (const auto& [job, uid] : answer.job_users) text += job_line(static_cast<std::uint32_t>(job), uid);
     text += kEndLine;
     return write_root_file(file, text);
 }
 
 std::optional<std::string> why_not_shared(const SharedAnswer& answer, const SharingSweep& sweep) {
-    const auto age = sweep.now - answer.asked;
+    const auto came = std::max(answer.asked, answer.answered);
+    const auto age = sweep.now - came;
     if (age < std::chrono::milliseconds(0) || age > kSharedAnswerLife)
-        return fmt::format("asked {} ms ago, not within {} ms", age.count(), kSharedAnswerLife.count());
+        return fmt::format("came {} ms ago, not within {} ms", age.count(), kSharedAnswerLife.count());
     // The sweep's start is read on another clock and turned into this one's whole ms: a
     // question asked as it began may read a ms or two before it.
     constexpr std::chrono::milliseconds clocks_apart{2};

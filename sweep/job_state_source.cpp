@@ -4,6 +4,7 @@
 #include "controller/shared_answer.hpp"
 #include "procfs/proc_table.hpp"
 #include "util/boot.hpp"
+#include "util/file_lock.hpp"
 #include "util/privileges.hpp"
 
 #include <unistd.h>
@@ -82,6 +83,11 @@ Result<LiveWork> JobStateSource::ask_jobs_on_nodes(Clock::time_point until) {
         }
         return work;
     }
+    // One question at a time per node: one that waited for another's takes its answer
+    // when it may. The lock goes at the return, once this one's answer is shared.
+    const std::optional<FileLock> question = wait_for_question_in_flight(until);
+    if (question && question_waited_)
+        if (auto shared = shared_answer()) return std::move(*shared);
     // Asked with no job left out, which each sweep that shares the answer does for itself.
     const auto asked = boot_clock_now();
     auto work = controller_->jobs_on_nodes(request_.node.node_names(), std::nullopt, until);
@@ -91,6 +97,35 @@ Result<LiveWork> JobStateSource::ask_jobs_on_nodes(Clock::time_point until) {
     share_answer(work.value(), asked);
     controller::leave_out(work.value(), ending_job());
     return work;
+}
+
+std::optional<FileLock> JobStateSource::wait_for_question_in_flight(Clock::time_point until) {
+    question_waited_ = false;
+    const auto alone = [&](const std::string& why) {
+        if (!question_lock_logged_)
+            log_.warn(fmt::format("question lock: {}; slurmctld is asked beside any other sweep's question", why));
+        question_lock_logged_ = true;
+        return std::nullopt;
+    };
+    auto lock = FileLock::open(controller::question_lock_path(request_.node.spool_dir, request_.node.node_name),
+                               request_.node.slurmd_uid);
+    if (!lock.ok()) return alone(lock.error().message);
+    const auto started = Clock::now();
+    // Room is left for this sweep's own question once the other's is done.
+    const auto taken = lock->take(std::min(until, deadline_) - shortest_question);
+    if (!taken.ok()) return alone(taken.error().message);
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    switch (taken.value()) {
+        case FileLock::Taken::at_once: return std::move(lock).value();
+        case FileLock::Taken::after_wait:
+            question_waited_ = true;
+            log_.debug(fmt::format("waited {} ms for another sweep's question to slurmctld", waited.count()));
+            return std::move(lock).value();
+        case FileLock::Taken::deadline: break;
+    }
+    log_.debug(fmt::format("another sweep's question to slurmctld still in flight after {} ms; asking beside it",
+                           waited.count()));
+    return std::nullopt;
 }
 
 RootFile JobStateSource::shared_answer_file() const {
@@ -120,14 +155,15 @@ std::optional<LiveWork> JobStateSource::shared_answer() {
     last_answer_asked_ = answer.asked;
     log_.info(
         fmt::format("slurmctld's answer that another sweep of this node asked for {} ms ago is used ({} job(s) "
-                    "on this host's nodes; shared for {} ms after its question began)",
+                    "on this host's nodes; shared for {} ms after it came)",
                     (now - answer.asked).count(), answer.job_users.size(), controller::kSharedAnswerLife.count()));
     return controller::live_work_of(answer, ending_job());
 }
 
 void JobStateSource::share_answer(const LiveWork& work, std::chrono::milliseconds asked) {
     own_answer_ = asked;
-    const controller::SharedAnswer answer{asked, request_.node.node_names(), local_jobs_, work.job_users};
+    const controller::SharedAnswer answer{asked, request_.node.node_names(), local_jobs_, work.job_users,
+                                          boot_clock_now()};
     const Status written =
         controller::write_shared_answer(shared_answer_file(), read_boot_id(request_.proc_root), answer);
     if (!written.ok() && !share_failure_logged_) {

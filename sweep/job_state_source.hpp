@@ -15,6 +15,7 @@
 #include "steps/starting_work.hpp"
 #include "sweep/log.hpp"
 #include "sweep/sweep_request.hpp"
+#include "util/file_lock.hpp"
 #include "util/root_file.hpp"
 
 #include <sys/types.h>
@@ -96,6 +97,11 @@ private:
     // The answer another sweep of this node shared, when this sweep may use it.
     std::optional<LiveWork> shared_answer();
     void share_answer(const LiveWork& work, std::chrono::milliseconds asked);
+    // The node's question lock (controller::question_lock_path), waited for while another
+    // sweep's question is in flight, by `until` less a question's room; none when it could
+    // not be had (then this sweep asks beside the other, and one warning says why when
+    // the lock file is at fault). question_waited_ says whether another held it.
+    std::optional<FileLock> wait_for_question_in_flight(std::chrono::steady_clock::time_point until);
     RootFile shared_answer_file() const;
 
     // The node's own step sockets; in the job epilog, slurmctld for those nobody could ask.
@@ -159,6 +165,8 @@ private:
     int answers_asked_ = 0;
     int answers_shared_ = 0;
     bool share_failure_logged_ = false;
+    bool question_waited_ = false;       // the last wait_for_question_in_flight found another's in flight
+    bool question_lock_logged_ = false;  // the question lock's trouble said: once per sweep
     std::optional<std::chrono::milliseconds> own_answer_;  // when this sweep's last shared question began
     // When the question of the last answer this sweep used began (boot clock): a record
     // written after it may be of a job the answer could not list yet.

@@ -34,9 +34,12 @@ TEST_CASE("shared answer: read back as written, nothing of another boot, a broke
     REQUIRE(read.ok());
     REQUIRE(read->has_value());
     CHECK(**read == written);
-    const SharedAnswer no_jobs{5ms, {"lo-n1"}, {}, {}};
+    const SharedAnswer no_jobs{5ms, {"lo-n1"}, {}, {}, 1700ms};
     REQUIRE(write_shared_answer(file, "boot-1", no_jobs).ok());
     CHECK(**read_shared_answer(file, "boot-1") == no_jobs);
+    // An older writer's says no answered time: it is taken as asked then.
+    spool.write("leftover-answer-lo-n1_x", "leftover-answer 1 boot-1\nasked 5\nnodes lo-n1\nlocal\nend\n", 0600);
+    CHECK(**read_shared_answer(file, "boot-1") == SharedAnswer{5ms, {"lo-n1"}, {}, {}, 0ms});
 
     const auto other_boot = read_shared_answer(file, "boot-2");
     REQUIRE(other_boot.ok());
@@ -47,6 +50,9 @@ TEST_CASE("shared answer: read back as written, nothing of another boot, a broke
     SUBCASE("no nodes") { broken = "leftover-answer 1 boot-1\nasked 5\nnodes\nlocal\nend\n"; }
     SUBCASE("a time that is no number") { broken = "leftover-answer 1 boot-1\nasked soon\nnodes lo-n1\nlocal\nend\n"; }
     SUBCASE("another file") { broken = "leftover-survivors 1 boot-1\n"; }
+    SUBCASE("an answered time that is no number") {
+        broken = "leftover-answer 1 boot-1\nasked 5\nnodes lo-n1\nlocal\nanswered now\nend\n";
+    }
     spool.write("leftover-answer-lo-n1_x", broken, 0600);
     const auto bad = read_shared_answer(file, "boot-1");
     REQUIRE_FALSE(bad.ok());
@@ -67,7 +73,7 @@ TEST_CASE("shared answer: taken if asked since the sweep began, young, about its
 
     const auto old = why_not_shared(answer, sweep(10001ms + kSharedAnswerLife));
     REQUIRE(old);
-    CHECK(*old == "asked 1001 ms ago, not within 1000 ms");
+    CHECK(*old == "came 1001 ms ago, not within 1000 ms");
     CHECK(why_not_shared(answer, sweep(9999ms)));  // from the future: another clock
     const auto before = why_not_shared(answer, SharingSweep{10200ms, 10300ms, nodes, {}});
     REQUIRE(before);
@@ -79,6 +85,22 @@ TEST_CASE("shared answer: taken if asked since the sweep began, young, about its
     const auto started = why_not_shared(answer, sweep(10100ms, {30, 34}));
     REQUIRE(started);
     CHECK(*started == "job 34 showed here since (a job start the answer does not know)");
+}
+
+TEST_CASE("shared answer: its life counts from when it came, so that a question slow on a loaded node is shared") {
+    // Asked at 10 s, come 1.5 s later: young until 12.5 s.
+    SharedAnswer answer = answer_at(10000ms);
+    answer.answered = 11500ms;
+    const SharingSweep at_12_5{9900ms, 11500ms + kSharedAnswerLife, {"lo-n1", "lo-n2"}, {}};
+    CHECK_FALSE(why_not_shared(answer, at_12_5));
+    const SharingSweep later{9900ms, 11501ms + kSharedAnswerLife, {"lo-n1", "lo-n2"}, {}};
+    const auto old = why_not_shared(answer, later);
+    REQUIRE(old);
+    CHECK(*old == "came 1001 ms ago, not within 1000 ms");
+    // Its question still had to begin after the sweep did.
+    const auto before = why_not_shared(answer, SharingSweep{10500ms, 11600ms, {"lo-n1", "lo-n2"}, {}});
+    REQUIRE(before);
+    CHECK(*before == "asked 500 ms before this sweep began");
 }
 
 TEST_CASE("shared answer: each sweep leaves its own ending job out, and its user unless another job runs") {

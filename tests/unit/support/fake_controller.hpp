@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,10 +19,12 @@ public:
     std::optional<Error> error;
     int calls = 0;
     std::vector<std::string> last_nodes;  // what the last call asked about
+    std::function<void()> during;         // run inside each call, before it answers: a slow slurmctld
     Result<steps::LiveWork> jobs_on_nodes(const std::vector<std::string>& nodes, std::optional<std::uint32_t>,
                                           std::chrono::steady_clock::time_point) override {
         ++calls;
         last_nodes = nodes;
+        if (during) during();
         if (error) return *error;
         // As the helper answers: every user with a job (one of the fake's own where the
         // test named the user alone), so that an answer shared through the spool dir

@@ -3,6 +3,7 @@
 // slurmd is still setting up shows no step, so what a cleanup would remove is asked about,
 // from the job epilog and the command; never at a step end (a helper started there may
 // die mid-answer), and not where another question covers it.
+#include "controller/shared_answer.hpp"
 #include "steps/stepd_protocol.hpp"
 #include "support/fake_controller.hpp"
 #include "support/fake_stepd.hpp"
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <thread>
 
 using namespace leftover;
 using namespace leftover::test;
@@ -151,6 +153,35 @@ TEST_CASE("job state source: the job epilogs of a burst share one slurmctld answ
         CHECK(shares.answers_shared() == 0);
         CHECK(second.sink.count("job 40 showed here since (a job start the answer does not know)") == 1);
     }
+}
+
+TEST_CASE("job state source: a sweep that finds another's question in flight takes its answer, slow as it was") {
+    TempDir spool;
+    // Job 8's epilog begins, then job 7's asks slurmctld, which answers only after more
+    // than an answer's life (a loaded node): job 8's epilog, asking meanwhile, waits for
+    // that question and takes its answer rather than asking beside it.
+    JobEpilog second(41866, 8);
+    second.request.node.spool_dir = spool.path();
+    second.log.set_threshold(LogLevel::debug);
+    JobEpilog first(41865, 7);
+    first.request.node.spool_dir = spool.path();
+    sweep::JobStateSource shares = second.source(std::chrono::seconds(10));
+    std::optional<Result<std::set<uid_t>>> second_held;
+    std::thread asking;
+    first.controller.during = [&] {
+        asking = std::thread([&] { second_held = shares.allocation_check()({41865, 41866}); });
+        std::this_thread::sleep_for(controller::kSharedAnswerLife + std::chrono::milliseconds(300));
+    };
+    const auto held = first.source(std::chrono::seconds(10)).allocation_check()({41865});
+    asking.join();
+    REQUIRE(held.ok());
+    CHECK(first.controller.calls == 1);
+    REQUIRE(second_held);
+    REQUIRE(second_held->ok());
+    INFO(second.sink.text());
+    CHECK(second_held->value() == std::set<uid_t>{41865});  // 41866's job 8 is the one ending
+    CHECK(second.controller.calls == 0);
+    CHECK(shares.answers_shared() == 1);
 }
 
 TEST_CASE("job state source: an answer asked before the sweep began is not shared") {
