@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The randomized soak (tests/soak/, python3 -m soak.soak) in each configuration, one after the other:
 #   scripts/soak.sh [--minutes M] [--seed N] [--configs "linuxproc cgroup-contain@2 ..."] [--controls] [--load K]
-#                   [--uid-base B]
+#                   [--uid-base B] [--parallel P]
 # M defaults to 1 per configuration, N to a new random seed (printed, the same for every
 # configuration); --controls first runs the positive controls, which must report violations
 # (wrong-kill, stray-left, and lie: a fake leftover that logs nothing);
 # --load K runs K busy loops beside each cluster; a configuration named <config>@K runs K
-# beside its own. A failed run's last line names the seed and the command that replays it.
+# beside its own. --parallel P: the workload's actions at once (the soak's default, 6,
+# keeps a 2-core machine at a load of 12-17 on its own over a long run).
+# A failed run's last line names the seed and the command that replays it.
 # LEFTOVER_PLUGIN names the plugin (default build/release/spank/leftover.so).
 # LEFTOVER_SOAK_OUT: where the logs and a failed run's evidence go (default /tmp; a run in a
 # release's root, whose /tmp vanishes, names a directory of the tree).
@@ -39,6 +41,7 @@ seed=$(( (RANDOM << 15 | RANDOM) % 1000000 + 1 ))
 configs="linuxproc linuxproc-contain cgroup cgroup-contain linuxproc-job_user linuxproc-controller"
 controls=0
 load=0
+parallel=()
 uid_base=${LEFTOVER_SOAK_UID_BASE:-}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -48,6 +51,7 @@ while [ $# -gt 0 ]; do
     --controls) controls=1; shift ;;
     --load) load=$2; shift 2 ;;
     --uid-base) uid_base=$2; shift 2 ;;
+    --parallel) parallel=(--parallel "$2"); shift 2 ;;
     *) echo "soak.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -108,7 +112,7 @@ for entry in "${config_list[@]}"; do
   [ "$entry" = "$config" ] || config_load=${entry#*@}
   log="$out/leftover-soak-$config$tag.log"
   locked /usr/bin/python3 -m soak.soak --seed "$seed" --minutes "$minutes" --config "$config" --load "$config_load" \
-    2>&1 | tee "$log" || rc=$?
+    "${parallel[@]}" 2>&1 | tee "$log" || rc=$?
   [ "$rc" -eq 0 ] || { failed=1; failed_configs+=("$entry"); }
   add_counts "$log"
   results+=("$(grep -m1 '^soak witness' "$log" | sed "s/^soak/soak $config/" || true)")
@@ -119,7 +123,7 @@ counts=""
 for key in "${keys[@]}"; do counts+=", $key ${total[$key]}"; done
 [ "$controls" = 0 ] || counts+=", controls caught $caught of 3"
 if [ "$failed" -ne 0 ]; then
-  replay="scripts/soak.sh --seed $seed --minutes $minutes --load $load${uid_base:+ --uid-base $uid_base}"
+  replay="scripts/soak.sh --seed $seed --minutes $minutes --load $load${uid_base:+ --uid-base $uid_base}${parallel[*]:+ ${parallel[*]}}"
   [ "${#failed_configs[@]}" -eq 0 ] || replay+=" --configs '${failed_configs[*]}'"
   [ "$controls" = 0 ] || [ "$caught" -eq 3 ] || replay+=" --controls"
   echo "soak: FAILED (seed $seed, $minutes min x ${#config_list[@]} configurations$counts; replay: $replay)"
