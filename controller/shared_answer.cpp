@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <tuple>
 
 namespace leftover::controller {
 namespace {
@@ -19,11 +20,9 @@ namespace {
 constexpr std::string_view kMagic = "leftover-answer 1 ";
 constexpr std::size_t kMaxAnswerSize = std::size_t{4} << 20;
 
-// "<word> <item> <item>...": the items, or nullopt when the line is not that.
-std::optional<std::vector<std::string>> items_after(const std::string& line, std::string_view word) {
-    std::istringstream words(line);
-    std::string first;
-    if (!(words >> first) || first != word) return std::nullopt;
+// A value's items, split at spaces.
+std::vector<std::string> items_of(const std::string& value) {
+    std::istringstream words(value);
     std::vector<std::string> items;
     for (std::string item; words >> item;) items.push_back(item);
     return items;
@@ -43,37 +42,27 @@ Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, con
     auto read = read_root_file_of_boot(file, kMaxAnswerSize, kMagic, boot_id, "not leftover's answer");
     LEFTOVER_TRY(read);
     if (!read->has_value()) return std::optional<SharedAnswer>();  // none, or of an earlier boot
-    std::istringstream lines(**read);
-    SharedAnswer answer;
-    std::string asked, nodes, local;
-    std::getline(lines, asked);
-    std::getline(lines, nodes);
-    std::getline(lines, local);
-    const auto asked_items = items_after(asked, "asked");
-    const auto node_items = items_after(nodes, "nodes");
-    const auto local_items = items_after(local, "local");
-    const auto asked_ms =
-        asked_items && asked_items->size() == 1 ? parse_whole<long long>(asked_items->front()) : std::nullopt;
-    if (!asked_ms || !node_items || node_items->empty() || !local_items)
+    auto lines = read_word_lines(**read, {"asked", "nodes", "local"});
+    const auto& [asked, nodes, local] = std::tie(lines.values[0], lines.values[1], lines.values[2]);
+    const auto asked_ms = asked ? parse_whole<long long>(*asked) : std::nullopt;
+    if (!asked_ms || !nodes || items_of(*nodes).empty() || !local)
         return root_file_error(file, "its first lines do not parse");
+    SharedAnswer answer;
     answer.asked = std::chrono::milliseconds(*asked_ms);
-    answer.nodes = *node_items;
-    for (const std::string& job : *local_items) {
+    answer.nodes = items_of(*nodes);
+    for (const std::string& job : items_of(*local)) {
         const auto id = parse_whole<std::uint64_t>(job);
         if (!id) return root_file_error(file, fmt::format("local job '{}' is not a number", job));
         answer.local_jobs.insert(*id);
     }
-    std::string rest((std::istreambuf_iterator<char>(lines)), std::istreambuf_iterator<char>());
     // "answered <ms>" next, from a writer that says it.
-    if (rest.starts_with("answered ")) {
-        const auto end = rest.find('\n');
-        const auto answered_items = items_after(rest.substr(0, end), "answered");
-        const auto answered_ms = answered_items && answered_items->size() == 1
-                                     ? parse_whole<long long>(answered_items->front())
-                                     : std::nullopt;
+    std::string rest = std::move(lines.rest);
+    if (rest.starts_with("answered")) {
+        auto answered = read_word_lines(rest, {"answered"});
+        const auto answered_ms = answered.values[0] ? parse_whole<long long>(*answered.values[0]) : std::nullopt;
         if (!answered_ms) return root_file_error(file, "its answered line does not parse");
         answer.answered = std::chrono::milliseconds(*answered_ms);
-        rest.erase(0, end == std::string::npos ? rest.size() : end + 1);
+        rest = std::move(answered.rest);
     }
     auto jobs = parse_jobs_output(rest);
     if (!jobs.ok()) return root_file_error(file, jobs.error().message);

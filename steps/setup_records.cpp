@@ -17,7 +17,7 @@
 #include <climits>
 #include <cstdlib>
 #include <memory>
-#include <sstream>
+#include <tuple>
 
 namespace leftover::steps {
 namespace {
@@ -37,31 +37,19 @@ RootFile record_file(std::string path, std::optional<uid_t> dir_owner) {
     return RootFile{"job setup record", std::move(path), dir_owner};
 }
 
-// "<word> <value>" as the value, or nullopt.
-std::optional<std::string> value_after(const std::string& line, std::string_view word) {
-    if (!line.starts_with(word) || line.size() <= word.size() + 1 || line[word.size()] != ' ') return std::nullopt;
-    return line.substr(word.size() + 1);
-}
-
 // The record in `file`, nullopt when it is of another boot.
 Result<std::optional<SetupRecord>> read_record(const RootFile& file, const std::string& boot_id) {
     auto text = read_root_file_of_boot(file, kMaxRecordSize, kMagic, boot_id, "not leftover's record");
     LEFTOVER_TRY(text);
     if (!text->has_value()) return std::optional<SetupRecord>();  // removed as we looked, or of another boot
-    std::istringstream lines(**text);
-    std::string job, uid, node, began;
-    std::getline(lines, job);
-    std::getline(lines, uid);
-    std::getline(lines, node);
-    std::getline(lines, began);
-    const auto job_text = value_after(job, "job");
-    const auto uid_text = value_after(uid, "uid");
-    const auto node_name = value_after(node, "node");
-    const auto began_text = value_after(began, "began");
+    const auto lines = read_word_lines(**text, {"job", "uid", "node", "began"});
+    const auto& [job_text, uid_text, node_name, began_text] =
+        std::tie(lines.values[0], lines.values[1], lines.values[2], lines.values[3]);
     const auto job_id = job_text ? parse_whole<std::uint32_t>(*job_text) : std::nullopt;
     const auto user = uid_text ? parse_whole<uid_t>(*uid_text) : std::nullopt;
     const auto began_ms = began_text ? parse_whole<long long>(*began_text) : std::nullopt;
-    if (!job_id || !user || !node_name || !began_ms) return root_file_error(file, "its lines do not parse");
+    if (!job_id || !user || !node_name || node_name->empty() || !began_ms)
+        return root_file_error(file, "its lines do not parse");
     return std::optional<SetupRecord>(
         SetupRecord{*job_id, *user, *node_name, std::chrono::milliseconds(*began_ms), file.path});
 }

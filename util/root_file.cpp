@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace leftover {
@@ -102,6 +103,28 @@ Result<std::optional<std::string>> read_root_file_of_boot(const RootFile& file, 
     if (end == std::string::npos || !first.starts_with(magic)) return root_file_error(file, not_ours);
     if (first.substr(magic.size()) != boot_id) return std::optional<std::string>();  // of an earlier boot
     return std::optional<std::string>(whole.substr(end + 1));
+}
+
+WordLines read_word_lines(const std::string& text, std::initializer_list<std::string_view> words) {
+    WordLines out;
+    std::size_t at = 0;
+    for (const std::string_view word : words) {
+        if (at >= text.size()) {
+            out.values.emplace_back();
+            continue;
+        }
+        const std::size_t end = std::min(text.find('\n', at), text.size());
+        const std::string_view line = std::string_view(text).substr(at, end - at);
+        at = end + 1;
+        if (line == word)
+            out.values.emplace_back(std::string());
+        else if (line.starts_with(word) && line.size() > word.size() && line[word.size()] == ' ')
+            out.values.emplace_back(std::string(line.substr(word.size() + 1)));
+        else
+            out.values.emplace_back();
+    }
+    out.rest = at < text.size() ? text.substr(at) : std::string();
+    return out;
 }
 
 Status write_root_file(const RootFile& file, const std::string& text) {

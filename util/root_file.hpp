@@ -11,9 +11,11 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace leftover {
 
@@ -34,6 +36,15 @@ Result<std::optional<std::string>> read_root_file(const RootFile& file, std::siz
 Result<std::optional<std::string>> read_root_file_of_boot(const RootFile& file, std::size_t max_size,
                                                           std::string_view magic, const std::string& boot_id,
                                                           const std::string& not_ours);
+
+// The first lines of `text` (as read_root_file_of_boot returns it), one per word of
+// `words`, each "<word> <value>" or "<word>" alone (an empty value): the values in
+// order, nullopt for a line that is missing or not its word's; and the text after them.
+struct WordLines {
+    std::vector<std::optional<std::string>> values;
+    std::string rest;
+};
+WordLines read_word_lines(const std::string& text, std::initializer_list<std::string_view> words);
 
 // Replaces it with `text`, mode 0600, through <name>.tmp.<tid> (one writer's own).
 Status write_root_file(const RootFile& file, const std::string& text);

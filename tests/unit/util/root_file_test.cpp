@@ -86,3 +86,18 @@ TEST_CASE("root file: a directory of SlurmdUser's holds it when SlurmdUser is na
     REQUIRE_FALSE(read_root_file(unnamed, 1024).ok());
     CHECK(read_root_file(named, 1024).ok());
 }
+
+TEST_CASE("root file: word lines are read in order, a word alone is an empty value, any other line is none") {
+    const WordLines read = read_word_lines("job 7\nuid\nnode lo n1\nbegan 5\njob 9 uid 3\n", {"job", "uid", "node"});
+    REQUIRE(read.values.size() == 3);
+    CHECK(read.values[0] == "7");
+    CHECK(read.values[1] == "");
+    CHECK(read.values[2] == "lo n1");
+    CHECK(read.rest == "began 5\njob 9 uid 3\n");
+    // Another word, a word run into its value, a line missing: none, and nothing left.
+    const WordLines wrong = read_word_lines("uid 7\njobs 8", {"job", "job", "job"});
+    CHECK_FALSE(wrong.values[0]);
+    CHECK_FALSE(wrong.values[1]);
+    CHECK_FALSE(wrong.values[2]);
+    CHECK(wrong.rest.empty());
+}
