@@ -320,8 +320,11 @@ class Oracle:
 
     def _node_end(self, alloc: Allocation, node: str) -> float:
         """When the node was done with the allocation: slurmctld's end, or the last line a
-        slurmstepd of the job wrote there if later (a loaded node tears a job's steps down
-        seconds after slurmctld has it complete, and the user's work there is live till then)."""
+        slurmstepd of the job wrote there or its job epilog's start if later (a loaded node
+        tears a job's steps down seconds after slurmctld has it complete, and the user's work
+        there is live till then; its slurmd begins the epilog, leftover's last look, seconds
+        after that: a 30-minute run under load had a stray 'gone 11.5 s after the end' whose
+        epilog began 2.6 s after the job's last step was done)."""
         return max(alloc.end, self.logs[node].steps_until.get(alloc.job, alloc.end))
 
     def _witnessed_stops(self, proc: ProcRecord) -> Optional[list[tuple[float, float, set[str]]]]:

@@ -187,7 +187,9 @@ class NodeLog:
     starting_claims: list[tuple[float, str]] = dataclasses.field(default_factory=list)
     knows_job: dict[int, float] = dataclasses.field(default_factory=dict)
     # The last line a slurmstepd of the job wrote here ("[J.S] ...", leftover's own lines
-    # left out): the node is still tearing the job down until then, slurmctld's end or not
+    # left out), or its job epilog's start ("Running spank/epilog for jobid [J]"), if later:
+    # the node is still tearing the job down until then, slurmctld's end or not, and the
+    # epilog is leftover's last look, which a loaded slurmd begins seconds after the steps
     steps_until: dict[int, float] = dataclasses.field(default_factory=dict)
     # lines two writers interleaved mid-line (concurrent slurmstepds appending to one
     # slurmd log): no stamp at their start, or a second one inside
@@ -203,8 +205,8 @@ def node_log(node: str, text: str) -> NodeLog:
         if knows:
             job = int(next(g for g in knows.groups() if g))
             out.knows_job.setdefault(job, when)
-            if knows.group(1) and "leftover: " not in line:
-                out.steps_until[job] = when
+            if (knows.group(1) or "Running spank/epilog for jobid" in line) and "leftover: " not in line:
+                out.steps_until[job] = max(when, out.steps_until.get(job, when))
         if "leftover: " not in line:
             continue
         if found := SIGNAL.search(line):

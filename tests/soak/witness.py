@@ -706,9 +706,13 @@ class Witness:
                     uid = int(row[uid_key])
                     present.add((kind, int(row[id_key])))
                     history = self.sysv.setdefault((kind, int(row[id_key])), [])
-                    if (history and history[-1]["key"] == row["key"] and history[-1]["ctime"] == row.get("ctime")
-                            and history[-1]["gone"] is None):
-                        history[-1]["last"] = now
+                    # One object while its key, owner, creator and change time (whole seconds)
+                    # stay: an id reused between two looks by another program's IPC_PRIVATE
+                    # object in the same second differs by its owner.
+                    last = history[-1] if history else None
+                    if (last and last["gone"] is None and last["key"] == row["key"] and last["uid"] == uid
+                            and last["cuid"] == int(row.get("cuid", uid)) and last["ctime"] == row.get("ctime")):
+                        last["last"] = now
                     else:
                         history.append({"key": row["key"], "uid": uid, "cuid": int(row.get("cuid", uid)),
                                         "ctime": row.get("ctime"), "first": now, "last": now, "gone": None})
@@ -790,11 +794,14 @@ class Witness:
                              "sender_tgid": tgid, "sender_comm": comm, "sender_uid": uid,
                              "sender_node": event["sender_node"], "sender_chain": chain, "syscall": call,
                              "moved": event["moved"]})
-        for record in self.ipc_removals:
+        removed = set()   # the objects an earlier successful IPC_RMID removed: none is removed twice
+        for record in sorted(self.ipc_removals, key=lambda r: r["when"]):
             # The object that had the id then: seen before the call and not seen gone before it.
             history = [h for h in self.sysv.get((record["kind"], record["id"]), [])
                        if h["first"] <= record["when"] and (h["gone"] is None or h["gone"] >= record["when"])]
-            owner = history[-1] if history else None
+            owner = history[-1] if history and id(history[-1]) not in removed else None
+            if owner is not None and record.get("ret", -1) == 0:
+                removed.add(id(owner))
             # No owner: one made and removed between two looks at /proc/sysvipc (a busy
             # machine's): kept with no uid for the log's truth when leftover removed it,
             # judged by nothing else. Another program's object is judged only when leftover
