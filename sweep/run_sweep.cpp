@@ -169,15 +169,19 @@ private:
     // Without a valid config there is no evaluation deadline: the default query bound.
     static Clock::time_point short_deadline() { return Clock::now() + seconds(Config{}.slurm_timeout); }
 
-    // The way out before any evaluation: the error that stops it (none on a controller
-    // host), the summary, and the error counted.
-    KillReport stop(std::optional<Error> error, bool dry_run, Clock::time_point metrics_until) {
+    // The way out with nothing signalled (before any evaluation, or a turn missed): the
+    // error that stops it (none on a controller host), the summary, and the error counted.
+    // `until` bounds the summary's name lookup and the metrics' lock: the evaluation's
+    // deadline once there is one (a job epilog's stop after a turn missed at its deadline
+    // looked the name up through a helper for up to 2 s more on a loaded node).
+    KillReport stop(std::optional<Error> error, bool dry_run, Clock::time_point until,
+                    const Evaluation* evaluation = nullptr) {
         if (error) {
             log_.error(fmt::format("{}: {}; nothing killed", to_string(error->kind), error->message));
             report_.error = std::move(error);
         }
-        log_summary(nullptr, short_deadline());
-        if (report_.error) count_in_metrics(dry_run, metrics_until);
+        log_summary(evaluation, until);
+        if (report_.error) count_in_metrics(dry_run, until);
         return report_;
     }
 
@@ -204,7 +208,7 @@ private:
             turn_ = turn->outcome();
             if (turn->missed()) {
                 count_answers(job_state);
-                return stop(turn->missed_error(), false, deadline);
+                return stop(turn->missed_error(), false, deadline, &evaluation);
             }
             if (turn_ == SweepTurn::waited) planned.reset();
         }

@@ -62,6 +62,10 @@ std::string error_text(const ChildOutput& output) {
 
 Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                                 Clock::time_point deadline) {
+    // Past the deadline a child is not even started: on a loaded node its spawn alone
+    // costs what the caller no longer has.
+    if (Clock::now() >= deadline)
+        return Error::lookup(fmt::format("{} not started: the deadline had passed", argv[0]), ErrorSource::deadline);
     Pipe out, err;
     for (Pipe* pipe : {&out, &err}) LEFTOVER_TRY(open_pipe(*pipe));
 
