@@ -35,9 +35,9 @@ from typing import Optional
 from harness.slurm_jobs import FINAL_STATES
 
 from .oracle import INVARIANTS, PROCESS_SHAPES, Oracle, Verdict, stamp
-from .records import allocations, ended_jobs, node_log, stamped
+from .records import allocations, ended_jobs, node_log, proc_status, stamped
 from .sampler import ProcRecord, Sampler, StepdRecord
-from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SoakCluster, soak_users
+from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SETUID_PROGRAM, SoakCluster, soak_users
 from .witness import Witness, WitnessUnavailable
 from .workload import ACTION_KINDS, BURST_TASKS, Action, EventLog, JobWatcher, Workload, make_schedule
 
@@ -84,12 +84,41 @@ def node_namespaces(soak: SoakCluster) -> dict[str, str]:
     return {node.name: os.readlink(f"/proc/{node.namespace.init_pid}/ns/pid") for node in soak.cluster.nodes}
 
 
-def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
-    """Waits for every job to end, then ends one job on every node for each ordinary user,
-    one after the other, so that every node sweeps once more after the workload and every
-    user's leftovers meet a job end of theirs there (the cleanup removes what a swept user
-    left: files kept by an excused sweep, a lookup error's, are judged again there), and
-    waits out a deadline."""
+def end_setuid_strays(uids: set[int], planned_kills: list[tuple[float, int]], events: EventLog) -> None:
+    """SIGKILLs the setuid strays (soak-setuid, run by an ordinary user as the protected
+    high user): leftover never kills them, and each holds its real user on its node, whose
+    files no cleanup removes while it lives. Ended by the harness before the last jobs, so
+    that those jobs' cleanups see the users free: a 20-minute run's setuid stray ended by
+    itself one second after its user's last job epilog there had kept her files, and the
+    run then found 103 of them 'left at the end' with nobody holding her."""
+    killed = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        pid = int(entry)
+        # Its /proc entry is root's (a setuid program is not dumpable): its uids from status.
+        status = proc_status(pid)
+        if status.get("Name") != SETUID_PROGRAM or not uids & {int(u) for u in status.get("Uid", "").split()}:
+            continue
+        try:
+            when = time.time()
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue   # gone meanwhile
+        planned_kills.append((when, pid))
+        killed.append(pid)
+    deadline = time.time() + 10
+    while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in killed):
+        time.sleep(0.1)
+    if killed:
+        events.add(f"drain: the harness ended {len(killed)} setuid stray(s), host pids {killed}")
+
+
+def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog,
+          planned_kills: Optional[list[tuple[float, int]]] = None) -> None:
+    """Waits for every job to end, ends the setuid strays (end_setuid_strays), then ends one
+    job on every node for each ordinary user, one after the other, so that every node
+    sweeps once more after the workload and every user's leftovers meet a job end of theirs
+    there (the cleanup removes what a swept user left: files kept by an excused sweep, a
+    lookup error's, are judged again there), and waits out a deadline."""
     for patience in (60, 60):
         deadline = time.time() + patience
         while time.time() < deadline:
@@ -103,6 +132,8 @@ def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog) -> None:
             if fields.get("JobState") not in FINAL_STATES:
                 events.add(f"drain: cancelling job {job} ({fields.get('JobName')}), still {fields.get('JobState')}")
                 soak.cluster.scancel(job)
+    if planned_kills is not None:
+        end_setuid_strays({soak.users.uid_of(user) for user in soak.users.everyone}, planned_kills, events)
     events.add("drain: every job ended; a last job on every node for each ordinary user")
     for user in soak.users.ordinary:
         soak.cluster.run_as(user, ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",
@@ -368,7 +399,7 @@ def main(argv) -> int:
         for hog in hogs:
             hog.kill()
             hog.wait()
-        drain(soak, watcher, events)
+        drain(soak, watcher, events, workload.planned_kills)
         run_end = time.time()
         left = witness.left() if witness else None
         if witness:

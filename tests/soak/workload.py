@@ -58,7 +58,9 @@ FILE_KINDS = ("shm", "sysv", "file", "sysvsem", "sysvmsg")
 
 SOAK_JOB = r'''#!/bin/sh
 # soak-job TAG SECONDS SCRATCH KIND...: what one task of a soak job does on its node:
-# leaves the strays and files KIND names, then sleeps SECONDS as soak-body.
+# leaves the strays and files KIND names, then sleeps SECONDS as soak-body; SECONDS
+# "@<epoch>": until that moment (half a second at least), so that tasks started apart
+# end together.
 # hop: a pid hopper (soak-hopper); setuid: a stray that execs a setuid program, whose
 # effective uid is another (the soak's high user's: its real, effective and saved uids
 # differ), skipped where the setuid bit has no effect; sysv: a SysV shared memory segment.
@@ -100,6 +102,10 @@ for kind in "$@"; do
   esac
 done
 unset SOAK_STRAY
+case $secs in
+  @*) secs=$(awk -v until="${secs#@}" -v now="$(date +%s.%N)" \
+             'BEGIN { left = until - now; printf "%.3f", left < 0.5 ? 0.5 : left }') ;;
+esac
 exec "$bin/soak-body" "$secs"
 '''
 
@@ -130,6 +136,8 @@ STEP_MEMORY_BUSY = "Memory required by task is not available"
 # A burst: arrays of this many tasks, of up to three users, on one node at once (the
 # test nodes advertise the CPUs for them: BURST_CPUS in soak_cluster.py).
 BURST_TASKS = 8
+# How long a burst's tasks have to start before their common end begins to count.
+BURST_START_ROOM = 5.0
 STEP_MEMORY_TRIES = 5
 
 # soak-tracer PROGRAM ARGS...: a stray that runs PROGRAM as its child and traces it
@@ -448,8 +456,10 @@ class Workload:
 
     # ---- pieces ------------------------------------------------------------------------
 
-    def _job_argv(self, tag: str, secs: float, kinds) -> list[str]:
-        return [str(self.soak.bin / "soak-job"), tag, f"{secs:g}", str(self.soak.scratch), *kinds]
+    def _job_argv(self, tag: str, secs, kinds) -> list[str]:
+        """secs: seconds, or "@<epoch>", the moment to end at."""
+        return [str(self.soak.bin / "soak-job"), tag, secs if isinstance(secs, str) else f"{secs:g}",
+                str(self.soak.scratch), *kinds]
 
     def _node_args(self, action: Action) -> list[str]:
         args = [f"--nodes={action.nnodes}", "--ntasks-per-node=1"]
@@ -552,11 +562,14 @@ class Workload:
     def _do_burst(self, action: Action) -> None:
         """Many jobs ending on one node within a second: arrays of BURST_TASKS tasks
         together, of the action's user and of one or two other ordinary users, all pinned
-        to the node and as long, submitted at once."""
+        to the node, submitted at once, and each running until one moment (the action's
+        seconds after BURST_START_ROOM): their starts spread over seconds on a busy node
+        (a 1.5-minute run's burst once ended at most 7 on one node within a second)."""
         node = action.nodelist[0]
         others = [u for u in self.soak.users.ordinary if u != action.user]
         users = [action.user] + others[:action.steps % 3]
-        argv = self._job_argv(action.tag + "_$SLURM_ARRAY_TASK_ID", action.secs, action.kinds)
+        end_at = time.time() + BURST_START_ROOM + action.secs
+        argv = self._job_argv(action.tag + "_$SLURM_ARRAY_TASK_ID", f"@{end_at:.3f}", action.kinds)
         script = "#!/bin/sh\n" + " ".join(argv) + "\n"
         jobs = []
         for user in users:
