@@ -159,7 +159,7 @@ Status scan_daemons(const std::string& proc_root, const std::vector<Wanted>& wan
                                  ErrorSource::proc);
         };
         std::string exe;
-        if (const int err = read_link(pid_dir.get(), "exe", exe)) {
+        if (const int err = read_pid_link(pid_dir.get(), "exe", exe)) {
             if (vanished(err)) return Ok{};  // exited, or a kernel thread (no exe)
             // Some root processes' exe stays closed even to root (pid 1 in some
             // containers): the name the kernel took from the executable must do there;
@@ -177,7 +177,7 @@ Status scan_daemons(const std::string& proc_root, const std::vector<Wanted>& wan
         });
         if (daemon == wanted.end()) return Ok{};
         std::string its_namespace;
-        if (const int err = read_link(pid_dir.get(), "ns/pid", its_namespace)) {
+        if (const int err = read_pid_link(pid_dir.get(), "ns/pid", its_namespace)) {
             if (vanished(err)) return Ok{};
             return failed("ns/pid", err);
         }
@@ -197,7 +197,7 @@ Status scan_daemons(const std::string& proc_root, const std::vector<Wanted>& wan
         // would pass for the daemon's. Its exe after the cmdline tells (an exec
         // replaces both at once).
         std::string exe_after;
-        if (const int err = read_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe) return Ok{};
+        if (const int err = read_pid_link(pid_dir.get(), "exe", exe_after); err == 0 && exe_after != exe) return Ok{};
         found(daemon->program, pid, stat.ppid, text);
         return Ok{};
     });

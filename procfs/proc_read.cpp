@@ -63,6 +63,18 @@ int read_link(int dirfd, const char* path, std::string& out) {
     return 0;
 }
 
+int gone_if_refused(int pid_dir, int err) {
+    if (err != EACCES) return err;
+    // A lookup in the directory of a reaped process fails with ENOENT or ESRCH; in a live
+    // one it succeeds whatever the caller may read.
+    if (::faccessat(pid_dir, "stat", F_OK, 0) != 0 && vanished(errno)) return ESRCH;
+    return err;
+}
+
+int read_pid_link(int pid_dir, const char* path, std::string& out) {
+    return gone_if_refused(pid_dir, read_link(pid_dir, path, out));
+}
+
 int read_dir_batch(int dirfd, const std::function<void(const char* name)>& each) {
     // On the heap: the cleanup's walk may run on a small thread stack.
     constexpr std::size_t buffer_size = 32768;
@@ -129,7 +141,7 @@ int probe_process(int root, pid_t pid, Probe& out, std::string& buf) {
     if (out.owner != 0 || out.stat.kernel_thread() || pid == 1) return 0;
     // Only the binary tells: comm is whatever the process chose to call itself.
     out.failed_file = "exe";
-    const int err = read_link(dir.get(), "exe", buf);
+    const int err = read_pid_link(dir.get(), "exe", buf);
     if (err == ENOENT) return 0;  // no exe: a zombie, or exiting right now
     if (err) return err;
     out.slurmstepd = slurm_program_name(exe_program(buf)) == "slurmstepd";

@@ -34,6 +34,13 @@ int open_dir(int dirfd, const char* path, UniqueFd& out);
 // not followed if it is a symlink.
 int read_file(int dirfd, const char* path, std::string& out);
 int read_link(int dirfd, const char* path, std::string& out);
+// A link below a process's open directory (exe, ns/pid): as read_link, except that a
+// refusal from a process that is gone reads as gone (ESRCH). The kernel answers EACCES,
+// not ESRCH, for the ns links of a process reaped between their lookup and the read.
+int read_pid_link(int pid_dir, const char* path, std::string& out);
+// err itself, or ESRCH when err is EACCES and the process whose directory pid_dir is has
+// been reaped: a refusal is believed only from a process that is still there.
+int gone_if_refused(int pid_dir, int err);
 
 // "1234" -> 1234; anything else (signs, leading zeros, overflow) -> nullopt.
 std::optional<pid_t> parse_pid(std::string_view text);

@@ -207,7 +207,7 @@ Result<RootProcesses> RootProcesses::list(const std::string& proc_root) {
         // An exe link even root cannot read (pid 1's in some containers): the name the
         // kernel took from the executable, as running_slurmds counts it.
         std::string_view program;
-        if (const int err = read_link(dir.get(), "exe", buf)) {
+        if (const int err = read_pid_link(dir.get(), "exe", buf)) {
             if (vanished(err)) return Ok{};
             program = slurm_program_name(stat.comm);
         } else {

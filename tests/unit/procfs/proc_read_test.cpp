@@ -67,6 +67,41 @@ TEST_CASE("fault catalogue: /proc read faults: ENOENT and ESRCH from a process t
     }
 }
 
+TEST_CASE(
+    "fault catalogue: /proc read faults: a process reaped between the lookup of a link and its read refuses, and reads "
+    "as gone") {
+    UniqueFd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(proc.valid());
+    std::string link;
+
+    SUBCASE("the kernel refuses the ns link of a reaped process with EACCES, not ESRCH") {
+        const pid_t pid = start_child();
+        UniqueFd ns(::openat(proc.get(), (std::to_string(pid) + "/ns/pid").c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+        REQUIRE(ns.valid());
+        kill_and_reap(pid);
+        CHECK(read_link(ns.get(), "", link) == EACCES);
+    }
+    SUBCASE("a refusal from a reaped process's directory reads as gone") {
+        const pid_t pid = start_child();
+        UniqueFd dir;
+        REQUIRE(open_pid_dir(proc.get(), pid, dir) == 0);
+        kill_and_reap(pid);
+        CHECK(gone_if_refused(dir.get(), EACCES) == ESRCH);
+        CHECK(vanished(read_pid_link(dir.get(), "ns/pid", link)));
+        CHECK(vanished(read_pid_link(dir.get(), "exe", link)));
+    }
+    SUBCASE("a refusal from a live process stays a refusal, and other errors pass") {
+        const pid_t pid = start_child();
+        UniqueFd dir;
+        REQUIRE(open_pid_dir(proc.get(), pid, dir) == 0);
+        CHECK(gone_if_refused(dir.get(), EACCES) == EACCES);
+        CHECK(gone_if_refused(dir.get(), EINVAL) == EINVAL);
+        CHECK(read_pid_link(dir.get(), "ns/pid", link) == 0);
+        CHECK(link.starts_with("pid:["));
+        kill_and_reap(pid);
+    }
+}
+
 TEST_CASE("listing /proc: every pid-named entry is visited once, and a visitor's error stops the listing") {
     test::TempDir root;
     for (const char* name : {"1", "42", "7001", "self", "0042", "-3", "sys"})
