@@ -85,8 +85,8 @@ Result<LiveWork> JobStateSource::ask_jobs_on_nodes(Clock::time_point until) {
     }
     // One question at a time per node: one that waited for another's takes its answer
     // when it may. The lock goes at the return, once this one's answer is shared.
-    const std::optional<FileLock> question = wait_for_question_in_flight(until);
-    if (question && question_waited_)
+    const FileLock::Wait question = wait_for_question_in_flight(until);
+    if (question.how == FileLock::Taken::after_wait)
         if (auto shared = shared_answer()) return std::move(*shared);
     // Asked with no job left out, which each sweep that shares the answer does for itself.
     const auto asked = boot_clock_now();
@@ -99,33 +99,24 @@ Result<LiveWork> JobStateSource::ask_jobs_on_nodes(Clock::time_point until) {
     return work;
 }
 
-std::optional<FileLock> JobStateSource::wait_for_question_in_flight(Clock::time_point until) {
-    question_waited_ = false;
-    const auto alone = [&](const std::string& why) {
-        if (!question_lock_logged_)
-            log_.warn(fmt::format("question lock: {}; slurmctld is asked beside any other sweep's question", why));
-        question_lock_logged_ = true;
-        return std::nullopt;
-    };
-    auto lock = FileLock::open(controller::question_lock_path(request_.node.spool_dir, request_.node.node_name),
-                               request_.node.slurmd_uid);
-    if (!lock.ok()) return alone(lock.error().message);
-    const auto started = Clock::now();
+FileLock::Wait JobStateSource::wait_for_question_in_flight(Clock::time_point until) {
     // Room is left for this sweep's own question once the other's is done.
-    const auto taken = lock->take(std::min(until, deadline_) - shortest_question);
-    if (!taken.ok()) return alone(taken.error().message);
-    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-    switch (taken.value()) {
-        case FileLock::Taken::at_once: return std::move(lock).value();
-        case FileLock::Taken::after_wait:
-            question_waited_ = true;
-            log_.debug(fmt::format("waited {} ms for another sweep's question to slurmctld", waited.count()));
-            return std::move(lock).value();
-        case FileLock::Taken::deadline: break;
+    auto wait = FileLock::wait_for(controller::question_lock_path(request_.node.spool_dir, request_.node.node_name),
+                                   request_.node.slurmd_uid, std::min(until, deadline_) - shortest_question);
+    if (!wait.ok()) {
+        if (!question_lock_logged_)
+            log_.warn(fmt::format("question lock: {}; slurmctld is asked beside any other sweep's question",
+                                  wait.error().message));
+        question_lock_logged_ = true;
+        return {};
     }
-    log_.debug(fmt::format("another sweep's question to slurmctld still in flight after {} ms; asking beside it",
-                           waited.count()));
-    return std::nullopt;
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(wait->waited);
+    if (wait->how == FileLock::Taken::after_wait)
+        log_.debug(fmt::format("waited {} ms for another sweep's question to slurmctld", waited.count()));
+    if (wait->how == FileLock::Taken::deadline)
+        log_.debug(fmt::format("another sweep's question to slurmctld still in flight after {} ms; asking beside it",
+                               waited.count()));
+    return std::move(wait).value();
 }
 
 RootFile JobStateSource::shared_answer_file() const {

@@ -100,8 +100,8 @@ private:
     // The node's question lock (controller::question_lock_path), waited for while another
     // sweep's question is in flight, by `until` less a question's room; none when it could
     // not be had (then this sweep asks beside the other, and one warning says why when
-    // the lock file is at fault). question_waited_ says whether another held it.
-    std::optional<FileLock> wait_for_question_in_flight(std::chrono::steady_clock::time_point until);
+    // the lock file is at fault). Taken::after_wait: another's question was in flight.
+    FileLock::Wait wait_for_question_in_flight(std::chrono::steady_clock::time_point until);
     RootFile shared_answer_file() const;
 
     // The node's own step sockets; in the job epilog, slurmctld for those nobody could ask.
@@ -165,8 +165,7 @@ private:
     int answers_asked_ = 0;
     int answers_shared_ = 0;
     bool share_failure_logged_ = false;
-    bool question_waited_ = false;       // the last wait_for_question_in_flight found another's in flight
-    bool question_lock_logged_ = false;  // the question lock's trouble said: once per sweep
+    bool question_lock_logged_ = false;                    // the question lock's trouble said: once per sweep
     std::optional<std::chrono::milliseconds> own_answer_;  // when this sweep's last shared question began
     // When the question of the last answer this sweep used began (boot clock): a record
     // written after it may be of a job the answer could not list yet.

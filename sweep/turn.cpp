@@ -21,17 +21,15 @@ NodeTurn NodeTurn::take(const SweepRequest& request, std::chrono::steady_clock::
         return NodeTurn(std::nullopt, path, SweepTurn::alone, std::chrono::steady_clock::now() - started);
     };
     if (request.node.spool_dir.empty()) return alone("no SlurmdSpoolDir is known for this node");
-    auto lock = FileLock::open(path, request.node.slurmd_uid);
-    if (!lock.ok()) return alone(lock.error().message);
-    const auto taken = lock->take(deadline, poll);
-    if (!taken.ok()) return alone(taken.error().message);
-    const std::chrono::duration<double> waited = std::chrono::steady_clock::now() - started;
-    switch (taken.value()) {
-        case FileLock::Taken::at_once: return NodeTurn(std::move(lock).value(), path, SweepTurn::free, waited);
+    auto wait = FileLock::wait_for(path, request.node.slurmd_uid, deadline, poll);
+    if (!wait.ok()) return alone(wait.error().message);
+    const std::chrono::duration<double> waited = wait->waited;
+    switch (wait->how) {
+        case FileLock::Taken::at_once: return NodeTurn(std::move(wait->lock), path, SweepTurn::free, waited);
         case FileLock::Taken::after_wait:
             log.info(fmt::format("waited {:.1f} s for another sweep of this node (lock {}); judging what it left",
                                  waited.count(), path));
-            return NodeTurn(std::move(lock).value(), path, SweepTurn::waited, waited);
+            return NodeTurn(std::move(wait->lock), path, SweepTurn::waited, waited);
         case FileLock::Taken::deadline: break;
     }
     return NodeTurn(std::nullopt, path, SweepTurn::missed, waited);

@@ -75,6 +75,21 @@ Result<FileLock::Taken> FileLock::take(std::chrono::steady_clock::time_point dea
     }
 }
 
+Result<FileLock::Wait> FileLock::wait_for(const std::string& path, std::optional<uid_t> dir_owner,
+                                          std::chrono::steady_clock::time_point deadline,
+                                          std::chrono::milliseconds poll) {
+    const auto started = std::chrono::steady_clock::now();
+    auto lock = open(path, dir_owner);
+    LEFTOVER_TRY(lock);
+    const auto taken = lock->take(deadline, poll);
+    LEFTOVER_TRY(taken);
+    Wait wait;
+    wait.how = taken.value();
+    if (wait.how != Taken::deadline) wait.lock = std::move(lock).value();
+    wait.waited = std::chrono::steady_clock::now() - started;
+    return wait;
+}
+
 void FileLock::release() {
     if (!held_) return;
     ::flock(fd_.get(), LOCK_UN);

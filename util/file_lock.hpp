@@ -39,6 +39,15 @@ public:
     Result<Taken> take(std::chrono::steady_clock::time_point deadline,
                        std::chrono::milliseconds poll = std::chrono::milliseconds(10));
 
+    // What open() then take() came to: the lock, when taken; how the take ended; how long
+    // the whole took.
+    struct Wait;
+    // open() and take() by `deadline`, the way the sweeps of one node wait for a node
+    // lock; an error when the lock file could not be opened or locked (see open, take).
+    static Result<Wait> wait_for(const std::string& path, std::optional<uid_t> dir_owner,
+                                 std::chrono::steady_clock::time_point deadline,
+                                 std::chrono::milliseconds poll = std::chrono::milliseconds(10));
+
     // Lets it go; closing the file (the destructor) does too.
     void release();
     bool held() const { return held_; }
@@ -56,6 +65,12 @@ private:
     UniqueFd fd_;
     std::string path_;
     bool held_ = false;
+};
+
+struct FileLock::Wait {
+    std::optional<FileLock> lock;  // none when another held it at the deadline
+    Taken how = Taken::deadline;
+    std::chrono::duration<double> waited{};
 };
 
 }  // namespace leftover

@@ -85,6 +85,39 @@ TEST_CASE("file lock: a waiter whose deadline passes gives up without the lock a
     CHECK(waiter.take(Clock::now() - 1s).value() == FileLock::Taken::deadline);
 }
 
+TEST_CASE("file lock: wait_for says how the lock came, holds it when taken, and refuses a file a user could hold") {
+    test::TempDir dir;
+    const std::string path = dir / "turn.lock";
+    auto free = FileLock::wait_for(path, std::nullopt, Clock::now());
+    REQUIRE(free.ok());
+    CHECK(free->how == FileLock::Taken::at_once);
+    REQUIRE(free->lock);
+    CHECK(free->lock->held());
+
+    auto held = FileLock::wait_for(path, std::nullopt, Clock::now() + 100ms);
+    REQUIRE(held.ok());
+    CHECK(held->how == FileLock::Taken::deadline);
+    CHECK_FALSE(held->lock);
+    CHECK(held->waited >= 100ms);
+
+    std::thread letting_go([&] {
+        std::this_thread::sleep_for(200ms);
+        free->lock->release();
+    });
+    auto after = FileLock::wait_for(path, std::nullopt, Clock::now() + 20s);
+    letting_go.join();
+    REQUIRE(after.ok());
+    CHECK(after->how == FileLock::Taken::after_wait);
+    REQUIRE(after->lock);
+    CHECK(after->lock->held());
+
+    REQUIRE(::chmod(path.c_str(), 0644) == 0);
+    const auto refused = FileLock::wait_for(path, std::nullopt, Clock::now());
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message ==
+          "lock file " + path + ": must be a file of uid 0 that only it can open (found uid 0, mode 0644)");
+}
+
 TEST_CASE("file lock: a file a user could hold or plant is refused and nothing is locked") {
     test::TempDir dir;
     const std::string path = dir / "turn.lock";
