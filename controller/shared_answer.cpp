@@ -16,8 +16,10 @@
 namespace leftover::controller {
 namespace {
 
-// The first line: what the file is, its format, the boot its times count from.
-constexpr std::string_view kMagic = "leftover-answer 1 ";
+// The first line: what the file is, its format, the boot its times count from. Format 2
+// says when the answer came; format 1 (leftover before its answers' life counted from
+// then) did not, and a sweep that finds one asks slurmctld itself.
+constexpr std::string_view kMagic = "leftover-answer 2 ";
 constexpr std::size_t kMaxAnswerSize = std::size_t{4} << 20;
 
 // A value's items, split at spaces.
@@ -39,31 +41,27 @@ std::string question_lock_path(const std::string& spool_dir, const std::string& 
 }
 
 Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, const std::string& boot_id) {
-    auto read = read_root_file_of_boot(file, kMaxAnswerSize, kMagic, boot_id, "not leftover's answer");
+    auto read = read_root_file_of_boot(file, kMaxAnswerSize, kMagic, boot_id, "not leftover's answer in format 2");
     LEFTOVER_TRY(read);
     if (!read->has_value()) return std::optional<SharedAnswer>();  // none, or of an earlier boot
-    auto lines = read_word_lines(**read, {"asked", "nodes", "local"});
-    const auto& [asked, nodes, local] = std::tie(lines.values[0], lines.values[1], lines.values[2]);
+    auto lines = read_word_lines(**read, {"asked", "nodes", "local", "answered"});
+    const auto& [asked, nodes, local, answered] =
+        std::tie(lines.values[0], lines.values[1], lines.values[2], lines.values[3]);
     const auto asked_ms = asked ? parse_whole<long long>(*asked) : std::nullopt;
-    if (!asked_ms || !nodes || items_of(*nodes).empty() || !local)
+    const auto answered_ms = answered ? parse_whole<long long>(*answered) : std::nullopt;
+    if (!asked_ms || !nodes || items_of(*nodes).empty() || !local || !answered_ms)
         return root_file_error(file, "its first lines do not parse");
     SharedAnswer answer;
     answer.asked = std::chrono::milliseconds(*asked_ms);
+    answer.answered = std::chrono::milliseconds(*answered_ms);
+    if (answer.answered < answer.asked) return root_file_error(file, "it was answered before it was asked");
     answer.nodes = items_of(*nodes);
     for (const std::string& job : items_of(*local)) {
         const auto id = parse_whole<std::uint64_t>(job);
         if (!id) return root_file_error(file, fmt::format("local job '{}' is not a number", job));
         answer.local_jobs.insert(*id);
     }
-    // "answered <ms>" next, from a writer that says it.
-    std::string rest = std::move(lines.rest);
-    if (rest.starts_with("answered")) {
-        auto answered = read_word_lines(rest, {"answered"});
-        const auto answered_ms = answered.values[0] ? parse_whole<long long>(*answered.values[0]) : std::nullopt;
-        if (!answered_ms) return root_file_error(file, "its answered line does not parse");
-        answer.answered = std::chrono::milliseconds(*answered_ms);
-        rest = std::move(answered.rest);
-    }
+    const std::string& rest = lines.rest;
     auto jobs = parse_jobs_output(rest);
     if (!jobs.ok()) return root_file_error(file, jobs.error().message);
     answer.job_users = std::move(jobs->job_users);
@@ -80,8 +78,7 @@ Status write_shared_answer(const RootFile& file, const std::string& boot_id, con
 }
 
 std::optional<std::string> why_not_shared(const SharedAnswer& answer, const SharingSweep& sweep) {
-    const auto came = std::max(answer.asked, answer.answered);
-    const auto age = sweep.now - came;
+    const auto age = sweep.now - answer.answered;
     if (age < std::chrono::milliseconds(0) || age > kSharedAnswerLife)
         return fmt::format("came {} ms ago, not within {} ms", age.count(), kSharedAnswerLife.count());
     // The sweep's start is read on another clock and turned into this one's whole ms: a

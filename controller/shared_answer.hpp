@@ -40,7 +40,7 @@ struct SharedAnswer {
     std::vector<std::string> nodes;            // what it asked about: every node this host runs
     std::set<std::uint64_t> local_jobs;        // the jobs the node showed by then (steps, Prologs)
     std::map<std::uint64_t, uid_t> job_users;  // slurmctld's running and suspended jobs on them
-    std::chrono::milliseconds answered{0};     // when it came; 0: not said (an older writer's), taken as `asked`
+    std::chrono::milliseconds answered{0};     // CLOCK_BOOTTIME when it came: its life counts from then
     bool operator==(const SharedAnswer&) const = default;
 };
 

@@ -16,7 +16,8 @@ using leftover::test::TempDir;
 namespace {
 
 SharedAnswer answer_at(std::chrono::milliseconds asked) {
-    return SharedAnswer{asked, {"lo-n1", "lo-n2"}, {30, 31}, {{30, 41950}, {32, 41951}, {33, 41950}}};
+    // Come at once: asked and answered in the same ms.
+    return SharedAnswer{asked, {"lo-n1", "lo-n2"}, {30, 31}, {{30, 41950}, {32, 41951}, {33, 41950}}, asked};
 }
 
 }  // namespace
@@ -37,22 +38,27 @@ TEST_CASE("shared answer: read back as written, nothing of another boot, a broke
     const SharedAnswer no_jobs{5ms, {"lo-n1"}, {}, {}, 1700ms};
     REQUIRE(write_shared_answer(file, "boot-1", no_jobs).ok());
     CHECK(**read_shared_answer(file, "boot-1") == no_jobs);
-    // An older writer's says no answered time: it is taken as asked then.
-    spool.write("leftover-answer-lo-n1_x", "leftover-answer 1 boot-1\nasked 5\nnodes lo-n1\nlocal\nend\n", 0600);
-    CHECK(**read_shared_answer(file, "boot-1") == SharedAnswer{5ms, {"lo-n1"}, {}, {}, 0ms});
-
     const auto other_boot = read_shared_answer(file, "boot-2");
     REQUIRE(other_boot.ok());
     CHECK_FALSE(other_boot->has_value());
 
+    // An older writer's, which said no answered time, is not believed: the sweep asks.
+    spool.write("leftover-answer-lo-n1_x", "leftover-answer 1 boot-1\nasked 5\nnodes lo-n1\nlocal\nend\n", 0600);
+    const auto older = read_shared_answer(file, "boot-1");
+    REQUIRE_FALSE(older.ok());
+    CHECK(older.error().message == "slurmctld's shared answer " + file.path + ": not leftover's answer in format 2");
+
     std::string broken;
-    SUBCASE("no end line") { broken = "leftover-answer 1 boot-1\nasked 5\nnodes lo-n1\nlocal\njob 3 uid 41950\n"; }
-    SUBCASE("no nodes") { broken = "leftover-answer 1 boot-1\nasked 5\nnodes\nlocal\nend\n"; }
-    SUBCASE("a time that is no number") { broken = "leftover-answer 1 boot-1\nasked soon\nnodes lo-n1\nlocal\nend\n"; }
-    SUBCASE("another file") { broken = "leftover-survivors 1 boot-1\n"; }
-    SUBCASE("an answered time that is no number") {
-        broken = "leftover-answer 1 boot-1\nasked 5\nnodes lo-n1\nlocal\nanswered now\nend\n";
+    const std::string head = "leftover-answer 2 boot-1\nasked 5\n";
+    SUBCASE("no end line") { broken = head + "nodes lo-n1\nlocal\nanswered 9\njob 3 uid 41950\n"; }
+    SUBCASE("no nodes") { broken = head + "nodes\nlocal\nanswered 9\nend\n"; }
+    SUBCASE("a time that is no number") {
+        broken = "leftover-answer 2 boot-1\nasked soon\nnodes lo-n1\nlocal\nanswered 9\nend\n";
     }
+    SUBCASE("another file") { broken = "leftover-survivors 1 boot-1\n"; }
+    SUBCASE("no answered time") { broken = head + "nodes lo-n1\nlocal\nend\n"; }
+    SUBCASE("an answered time that is no number") { broken = head + "nodes lo-n1\nlocal\nanswered now\nend\n"; }
+    SUBCASE("answered before it was asked") { broken = head + "nodes lo-n1\nlocal\nanswered 4\nend\n"; }
     spool.write("leftover-answer-lo-n1_x", broken, 0600);
     const auto bad = read_shared_answer(file, "boot-1");
     REQUIRE_FALSE(bad.ok());
