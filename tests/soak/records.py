@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import re
 from typing import Iterable, Optional
 
@@ -23,6 +24,18 @@ def proc_status(pid: int) -> dict[str, str]:
     except OSError:
         pass
     return out
+
+
+def processes_named(name: str, uids: set[int]) -> list[int]:
+    """The pids, in order, of the live processes called `name` (their comm) that hold one
+    of `uids` as a real, effective, saved or filesystem uid. From status, not from their
+    /proc entries' owners: a setuid program's entry is root's (it is not dumpable)."""
+    found = []
+    for pid in sorted(map(int, filter(str.isdigit, os.listdir("/proc")))):
+        status = proc_status(pid)
+        if status.get("Name") == name and uids & {int(u) for u in status.get("Uid", "").split()}:
+            found.append(pid)
+    return found
 
 
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)\] (.*)$")

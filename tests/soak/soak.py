@@ -35,7 +35,7 @@ from typing import Optional
 from harness.slurm_jobs import FINAL_STATES
 
 from .oracle import INVARIANTS, PROCESS_SHAPES, Oracle, Verdict, stamp
-from .records import allocations, ended_jobs, node_log, proc_status, stamped
+from .records import allocations, ended_jobs, node_log, processes_named, stamped
 from .sampler import ProcRecord, Sampler, StepdRecord
 from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SETUID_PROGRAM, SoakCluster, soak_users
 from .witness import Witness, WitnessUnavailable
@@ -92,12 +92,7 @@ def end_setuid_strays(uids: set[int], planned_kills: list[tuple[float, int]], ev
     itself one second after its user's last job epilog there had kept her files, and the
     run then found 103 of them 'left at the end' with nobody holding her."""
     killed = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        pid = int(entry)
-        # Its /proc entry is root's (a setuid program is not dumpable): its uids from status.
-        status = proc_status(pid)
-        if status.get("Name") != SETUID_PROGRAM or not uids & {int(u) for u in status.get("Uid", "").split()}:
-            continue
+    for pid in processes_named(SETUID_PROGRAM, uids):
         try:
             when = time.time()
             os.kill(pid, signal.SIGKILL)
@@ -113,7 +108,7 @@ def end_setuid_strays(uids: set[int], planned_kills: list[tuple[float, int]], ev
 
 
 def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog,
-          planned_kills: Optional[list[tuple[float, int]]] = None) -> None:
+          planned_kills: list[tuple[float, int]]) -> None:
     """Waits for every job to end, ends the setuid strays (end_setuid_strays), then ends one
     job on every node for each ordinary user, one after the other, so that every node
     sweeps once more after the workload and every user's leftovers meet a job end of theirs
@@ -132,8 +127,7 @@ def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog,
             if fields.get("JobState") not in FINAL_STATES:
                 events.add(f"drain: cancelling job {job} ({fields.get('JobName')}), still {fields.get('JobState')}")
                 soak.cluster.scancel(job)
-    if planned_kills is not None:
-        end_setuid_strays({soak.users.uid_of(user) for user in soak.users.everyone}, planned_kills, events)
+    end_setuid_strays({soak.users.uid_of(user) for user in soak.users.everyone}, planned_kills, events)
     events.add("drain: every job ended; a last job on every node for each ordinary user")
     for user in soak.users.ordinary:
         soak.cluster.run_as(user, ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",

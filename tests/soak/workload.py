@@ -27,6 +27,7 @@ from typing import Callable, Optional
 
 from harness.slurm_jobs import FINAL_STATES, parse_fields
 
+from .records import processes_named
 from .soak_cluster import NODES, PROLOG_SLOW, SoakCluster, SoakUsers, write_root_file
 
 # How long a client command may take beyond its job's own time: on 24.11 and 26.05 an
@@ -831,13 +832,8 @@ class Workload:
         uids = {self.soak.users.uid_of(user) for user in self.soak.users.ordinary}
         deadline = time.time() + 30
         while time.time() < deadline:
-            for pid in sorted(map(int, filter(str.isdigit, os.listdir("/proc")))):
-                try:
-                    if os.stat(f"/proc/{pid}").st_uid in uids and \
-                            Path(f"/proc/{pid}/comm").read_text(errors="replace").strip() == "soak-body":
-                        return pid
-                except OSError:
-                    continue
+            if bodies := processes_named("soak-body", uids):
+                return bodies[0]
             time.sleep(0.5)
         self.events.add(f"{action.tag}: no soak-body to kill")
         return None
