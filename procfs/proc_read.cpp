@@ -3,6 +3,7 @@
 #include "procfs/proc_read.hpp"
 
 #include "util/errno_text.hpp"
+#include "util/privileges.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -72,7 +73,14 @@ int gone_if_refused(int pid_dir, int err) {
 }
 
 int read_pid_link(int pid_dir, const char* path, std::string& out) {
-    return gone_if_refused(pid_dir, read_link(pid_dir, path, out));
+    int err = gone_if_refused(pid_dir, read_link(pid_dir, path, out));
+    // Refused by a process still there, to a caller whose real uid is root: Slurm 24.11's
+    // slurmstepd may have lent itself to the job's user for a moment (util/privileges.hpp),
+    // as CI saw at an extern step's end ("cannot read /proc/<slurmd>/ns/pid ...: Permission
+    // denied"). Read once more when root is back; a refusal that stands is the answer.
+    if (err == EACCES && ::getuid() == 0 && wait_for_root(std::chrono::steady_clock::now() + kRootBackWithin))
+        err = gone_if_refused(pid_dir, read_link(pid_dir, path, out));
+    return err;
 }
 
 int read_dir_batch(int dirfd, const std::function<void(const char* name)>& each) {

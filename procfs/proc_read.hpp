@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -35,9 +36,13 @@ int open_dir(int dirfd, const char* path, UniqueFd& out);
 int read_file(int dirfd, const char* path, std::string& out);
 int read_link(int dirfd, const char* path, std::string& out);
 // A link below a process's open directory (exe, ns/pid): as read_link, except that a
-// refusal from a process that is gone reads as gone (ESRCH). The kernel answers EACCES,
-// not ESRCH, for the ns links of a process reaped between their lookup and the read.
+// refusal is believed only from a process still there, to a caller that is root when it
+// reads. A refusal from a process that is gone reads as gone (ESRCH): the kernel answers
+// EACCES, not ESRCH, for the ns links of a process reaped between their lookup and the
+// read. One made while root was lent away (util/privileges.hpp) is read again once root
+// is back, waiting at most kRootBackWithin.
 int read_pid_link(int pid_dir, const char* path, std::string& out);
+inline constexpr std::chrono::milliseconds kRootBackWithin{1000};
 // err itself, or ESRCH when err is EACCES and the process whose directory pid_dir is has
 // been reaped: a refusal is believed only from a process that is still there.
 int gone_if_refused(int pid_dir, int err);

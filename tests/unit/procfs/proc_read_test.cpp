@@ -2,6 +2,7 @@
 // Reads of a real process's /proc files at the moment it dies: what the kernel answers
 // then must read as "gone" (the scan skips it), never as a failure or a process.
 #include "procfs/proc_read.hpp"
+#include "support/root_lent_away.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fcntl.h>
@@ -100,6 +101,29 @@ TEST_CASE(
         CHECK(link.starts_with("pid:["));
         kill_and_reap(pid);
     }
+}
+
+TEST_CASE(
+    "fault catalogue: /proc read faults: a link refused while root was lent to a user is read again once root is "
+    "back") {
+    if (::getuid() != 0) {
+        MESSAGE("skipped: needs root");
+        return;
+    }
+    UniqueFd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(proc.valid());
+    const pid_t pid = start_child();  // root's, as slurmd is
+    UniqueFd dir;
+    REQUIRE(open_pid_dir(proc.get(), pid, dir) == 0);
+    std::string link;
+    {
+        test::RootLentAway lent(41876, std::chrono::milliseconds(300));
+        CHECK(read_link(dir.get(), "ns/pid", link) == EACCES);  // what the lend does to a plain read
+        lent.give_back();  // root comes back 300 ms from now, while the read below waits for it
+        CHECK(read_pid_link(dir.get(), "ns/pid", link) == 0);
+        CHECK(link.starts_with("pid:["));
+    }
+    kill_and_reap(pid);
 }
 
 TEST_CASE("listing /proc: every pid-named entry is visited once, and a visitor's error stops the listing") {

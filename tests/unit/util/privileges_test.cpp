@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // util/privileges.cpp with a thread that drops this test process's privileges to test
 // uid 41621 and takes them back, as Slurm 24.11's X11 cleanup thread does to slurmstepd.
+#include "support/root_lent_away.hpp"
 #include "support/temp_dir.hpp"
 #include "util/privileges.hpp"
 
@@ -16,43 +17,13 @@
 #include <thread>
 
 using namespace leftover;
+using leftover::test::RootLentAway;
 using leftover::test::TempDir;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr uid_t kUser = 41621;
-
-// A thread that lends this process's root away to kUser, in the order of Slurm's
-// drop_privileges, and takes it back (reclaim_privileges) `after` give_back().
-class RootLentAway {
-public:
-    explicit RootLentAway(std::chrono::milliseconds after = 0ms)
-        : thread_([this, after] {
-              CHECK(::setegid(kUser) == 0);
-              CHECK(::seteuid(kUser) == 0);
-              lent_ = true;
-              while (!give_back_) std::this_thread::sleep_for(1ms);
-              std::this_thread::sleep_for(after);
-              CHECK(::seteuid(0) == 0);
-              CHECK(::setegid(0) == 0);
-          }) {
-        while (!lent_) std::this_thread::sleep_for(1ms);
-    }
-    ~RootLentAway() {
-        give_back();
-        thread_.join();
-    }
-    RootLentAway(const RootLentAway&) = delete;
-    RootLentAway& operator=(const RootLentAway&) = delete;
-
-    void give_back() { give_back_ = true; }
-
-private:
-    std::atomic<bool> lent_{false};
-    std::atomic<bool> give_back_{false};
-    std::thread thread_;
-};
 
 }  // namespace
 
@@ -61,7 +32,7 @@ TEST_CASE("privileges: a sweep waits for root that another thread took away for 
         MESSAGE("skipped: needs root");
         return;
     }
-    RootLentAway lent(50ms);
+    RootLentAway lent(kUser, 50ms);
     // glibc applied it to this thread too
     CHECK(::geteuid() == kUser);
     CHECK_FALSE(wait_for_root(std::chrono::steady_clock::now() + 20ms));  // not back yet: says so
@@ -93,7 +64,7 @@ TEST_CASE("privileges: a read that failed while another thread had lent root awa
         return fd >= 0;
     };
     {
-        RootLentAway lent;
+        RootLentAway lent(kUser);
         int attempts = 0;
         const bool read = retried_as_root(
             [&] {
