@@ -770,8 +770,11 @@ class Witness:
         for record in self.signals + self.delivers:
             if record["ns_pid"] is not None:
                 continue
+            # Its last sight when it was never seen gone: a 20-minute run named leftover's
+            # SIGSTOP of a swept user's pid hopper after a protected user's hopper that had
+            # held the host pid (pid_max 32768) 16 minutes before, seen once, never gone.
             found = [p for p in by_host.get(record["pid"], [])
-                     if p.first_seen - 1.0 <= record["when"] and (p.gone_at is None or record["when"] <= p.gone_at + 1.0)]
+                     if p.first_seen - 1.0 <= record["when"] <= (p.last_seen if p.gone_at is None else p.gone_at) + 1.0]
             if found:
                 proc = found[-1]
                 record.update(uid=proc.uid, node=proc.node, ns_pid=proc.ns_pid)
