@@ -199,9 +199,11 @@ TEST_CASE("fault catalogue: a pid hopper outruns a sweep that does not stop it f
     // The control: signals alone chase a pid that has moved on by the time they land.
     // On a busy machine the hopper may not get the CPU to move within those 50 ms: the
     // signals wait here until it has (as on a node where it does), so the control holds.
+    // 10 s is a hang detector: once, beside a release build, a second was not enough, and
+    // the control's signals pinned the hopper before it moved and killed it.
     ScriptedSystemCalls late;
     late.script.pidfd_open = [](pid_t pid) {
-        const auto until = std::chrono::steady_clock::now() + 1s;
+        const auto until = std::chrono::steady_clock::now() + 10s;
         while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
         return real_system_calls().pidfd_open(pid);
     };
