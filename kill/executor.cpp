@@ -50,7 +50,8 @@ private:
     bool replan();
     bool deadline_passed();
     bool stop_targets();
-    bool no_job_starting();
+    bool no_job_starting(bool stop = true);
+    bool before_signals();
     bool hold_stopped(const std::vector<Decision>& stoppable);
     void stop_unseen(std::set<std::pair<pid_t, std::uint64_t>>& tried);
     bool plan_still_holds(const std::set<uid_t>& swept);
@@ -122,12 +123,13 @@ bool KillRun::deadline_passed() {
 
 // The last look before a round: no job may be on its way onto the node (its slurmstepd
 // not answering yet, so the look could not show its user). While one is, wait; once it
-// is gone or answers, a fresh plan (its user may be live now) and a new stop. The wait is
+// is gone or answers, a fresh plan (its user may be live now) and, with `stop`, a new
+// stop (before_signals looks with nothing stopped yet, and stops nothing). The wait is
 // bounded (starting_wait) and ends where the fresh plan's time (replan_time) before the
 // deadline begins: a starting job costs a round, never a cut query. true: the round may
 // signal. false: an evaluation failed, or the round is skipped with a job starting (or
 // the deadline passed); nothing is signalled, and finish() continues what is stopped.
-bool KillRun::no_job_starting() {
+bool KillRun::no_job_starting(bool stop) {
     if (!options_.job_starting) return true;
     const auto replan_by = options_.deadline - options_.replan_time;
     const auto wait_until = std::min(Clock::now() + options_.starting_wait, replan_by);
@@ -146,7 +148,7 @@ bool KillRun::no_job_starting() {
         if (!starting.value()) {
             if (!waited) return true;
             if (past(replan_by)) return skip(std::move(*last_sign));
-            if (!replan() || !stop_targets() || deadline_passed()) return false;
+            if (!replan() || (stop && !stop_targets()) || deadline_passed()) return false;
             waited = false;
             continue;
         }
@@ -166,6 +168,28 @@ bool KillRun::no_job_starting() {
             return false;
         }
     }
+}
+
+// Before anything is stopped: a job on its way onto the node is waited out (as before
+// each round, no_job_starting) before the node's turn is taken, not while it is held.
+// In a burst of job starts every sweep of the node with a stray to kill meets the start;
+// holding the turn through that wait made them wait it out one after the other, and the
+// last ones' turns did not come by their deadlines. Waiting without the turn, they wait
+// side by side, and take turns only to signal. false: nothing is signalled (a job still
+// starting, an evaluation failed, the turn missed, nothing left to kill).
+bool KillRun::before_signals() {
+    if (!no_job_starting(false) || deadline_passed() || !has_kills()) return false;
+    if (!options_.take_turn) return true;
+    auto turn = options_.take_turn();
+    if (!turn.ok()) {
+        report_.error = turn.error();
+        return false;
+    }
+    if (!turn.value()) return true;
+    // The plan made after the wait is the one that starts the kills (the report's).
+    fresh_.reset();
+    signaller_.forget_exits();
+    return first_plan() && has_kills();
 }
 
 // Stops every target of the plan, scans again and stops the targets that are new (a
@@ -573,7 +597,7 @@ KillReport KillRun::run() {
     }
     if (!has_kills()) return std::move(report_);
     // An evaluation that ran past the deadline starts no round, not even SIGTERM.
-    if (!deadline_passed() && (options_.grace.count() <= 0 || term_and_grace())) kill_rounds();
+    if (!deadline_passed() && before_signals() && (options_.grace.count() <= 0 || term_and_grace())) kill_rounds();
     finish();  // continues what is still stopped, names the survivors
     return std::move(report_);
 }

@@ -89,6 +89,11 @@ struct KillOptions {
     // query, bounded by the deadline): neither wait eats into it, so it cannot cut that
     // query short.
     std::chrono::milliseconds replan_time{0};
+    // Right before the first stop or signal, once a look found no job on its way onto the
+    // node: the sweep's turn on its node (sweep/turn.hpp). true: it came after a wait for
+    // another sweep, and the run plans afresh (it judges what the other left). An error:
+    // nothing is signalled (the turn did not come by the deadline). Unset: no turn.
+    std::function<Result<bool>()> take_turn;
 };
 
 struct KillReport {

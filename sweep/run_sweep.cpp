@@ -169,18 +169,15 @@ private:
     // Without a valid config there is no evaluation deadline: the default query bound.
     static Clock::time_point short_deadline() { return Clock::now() + seconds(Config{}.slurm_timeout); }
 
-    // The way out with nothing signalled (before any evaluation, or a turn missed): the
-    // error that stops it (none on a controller host), the summary, and the error counted.
-    // `until` bounds the summary's name lookup and the metrics' lock: the evaluation's
-    // deadline once there is one (a job epilog's stop after a turn missed at its deadline
-    // looked the name up through a helper for up to 2 s more on a loaded node).
-    KillReport stop(std::optional<Error> error, bool dry_run, Clock::time_point until,
-                    const Evaluation* evaluation = nullptr) {
+    // The way out before any evaluation: the error that stops it (none on a controller
+    // host), the summary, and the error counted. `until` bounds the summary's name lookup
+    // and the metrics' lock: the evaluation's deadline once there is one.
+    KillReport stop(std::optional<Error> error, bool dry_run, Clock::time_point until) {
         if (error) {
             log_.error(fmt::format("{}: {}; nothing killed", to_string(error->kind), error->message));
             report_.error = std::move(error);
         }
-        log_summary(evaluation, until);
+        log_summary(nullptr, until);
         if (report_.error) count_in_metrics(dry_run, until);
         return report_;
     }
@@ -194,24 +191,23 @@ private:
             return report_;
         }
         Evaluation evaluation = make_evaluation(config, exemptions, request_, accounts_, job_state);
-        const KillOptions options = kill_options(config, deadline, evaluation, job_state);
+        KillOptions options = kill_options(config, deadline, evaluation, job_state);
         // Sweeps of one node take turns (sweep/turn.hpp). The first plan is made before:
         // a sweep with nothing to signal (most step ends) never waits out another's grace,
-        // and a dry run takes no turn. One that would signal takes the turn and holds it
-        // through the drain's record and the cleanup; one that had to wait plans afresh,
-        // so that it judges only what the other left.
+        // and a dry run takes no turn. One that would signal takes the turn right before
+        // its first signal, once no job is on its way onto the node (the executor waits
+        // that out first, without the turn), and holds it through the drain's record and
+        // the cleanup; one that had to wait plans afresh, so that it judges only what the
+        // other left.
         std::optional<Result<Plan>> planned = evaluation();
         const std::size_t kills = planned->ok() ? (*planned)->kills().size() : 0;
         std::optional<NodeTurn> turn;
-        if (!config.dry_run && kills > 0) {
+        options.take_turn = [&]() -> Result<bool> {
             turn = NodeTurn::take(request_, deadline, log_);
             turn_ = turn->outcome();
-            if (turn->missed()) {
-                count_answers(job_state);
-                return stop(turn->missed_error(), false, deadline, &evaluation);
-            }
-            if (turn_ == SweepTurn::waited) planned.reset();
-        }
+            if (turn->missed()) return turn->missed_error();
+            return turn_ == SweepTurn::waited;
+        };
         {
             std::optional<FileRoom> room;  // a pin per target, held while the round waits
             if (!config.dry_run && kills > 0) log_room(log_, room.emplace(kills), kills);
@@ -277,8 +273,8 @@ private:
     // What the kills came to, beyond each action: the error, survivors, lookups, deadline.
     void log_outcome(const Config& config, const Evaluation& evaluation, int stop_rounds) {
         if (report_.error)
-            log_.error(
-                fmt::format("{}: {}; nothing more killed", to_string(report_.error->kind), report_.error->message));
+            log_.error(fmt::format("{}: {}; nothing {}killed", to_string(report_.error->kind), report_.error->message,
+                                   report_.actions.empty() ? "" : "more "));
         for (const auto& [kind, said] : said_of_many_)
             if (said.first > kLinesOfAKind)
                 log_.action(said.second, fmt::format("{} more {}", said.first - kLinesOfAKind, kind));

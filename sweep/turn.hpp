@@ -9,7 +9,10 @@
 // it, by its own deadline, and then plans afresh: it judges only what the first left. A
 // sweep with nothing to signal (most step ends), a dry run and `leftover check` take
 // none: reading /proc and the step sockets while another sweep signals is harmless, and
-// a step end must not wait out another sweep's grace for nothing.
+// a step end must not wait out another sweep's grace for nothing. Nor is the turn taken
+// while a job is on its way onto the node: the executor waits that out first, so that
+// the sweeps a burst of job starts holds up wait for it side by side.
+// The turn is the executor's KillOptions::take_turn, called right before its first stop.
 #pragma once
 
 #include "errors/error.hpp"

@@ -35,12 +35,6 @@ std::optional<uid_t> owner_of(const std::string& path) {
     return st.st_uid;
 }
 
-const Decision* decision_for(const Plan& plan, pid_t pid) {
-    for (const Decision& d : plan.decisions)
-        if (d.pid == pid) return &d;
-    return nullptr;
-}
-
 std::set<pid_t> pids_signalled(const KillReport& report, int signal) {
     std::set<pid_t> out;
     for (const KillRecord& r : report.actions)

@@ -16,16 +16,24 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The round skipped for a starting job: nothing signalled, the stray stopped before the
-// look and continued after it with the reason, a survivor of the sweep.
-void check_skipped_for_starting_job(const KillReport& report, pid_t stray, const std::string& sign) {
+// The round skipped for a starting job: nothing signalled, a survivor of the sweep. A job
+// seen starting before anything was stopped is waited out with nothing stopped (no
+// action at all); one that began once the strays were stopped leaves each stray
+// continued with the reason.
+void check_skipped_for_starting_job(const KillReport& report, pid_t stray, const std::string& sign,
+                                    bool stopped_first = false) {
     REQUIRE(report.job_starting.has_value());
     CHECK(*report.job_starting == sign);
     CHECK_FALSE(report.error.has_value());
-    REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
-    const KillRecord* cont = check_continued_not_killed(report, stray);
-    REQUIRE(cont != nullptr);
-    CHECK(cont->detail == "not signalled: a job is starting on this node (" + sign + ")");
+    if (stopped_first) {
+        REQUIRE(action_for(report, stray, SIGSTOP) != nullptr);
+        const KillRecord* cont = check_continued_not_killed(report, stray);
+        REQUIRE(cont != nullptr);
+        CHECK(cont->detail == "not signalled: a job is starting on this node (" + sign + ")");
+    } else {
+        CHECK(report.actions.empty());
+    }
+    CHECK(is_running(stray));
     REQUIRE(report.survivors.size() == 1);
     CHECK(report.survivors[0].pid == stray);
 }
@@ -36,16 +44,82 @@ TEST_CASE("fault catalogue: a job still starting at the deadline stops the SIGTE
     Sweeper sweeper(41133);
     const pid_t stray = sweeper.spawn({"sleep", "1000"});
     int asked = 0;
+    // None at the look before anything is stopped; its setup begins as the strays stop.
     sweeper.job_starting = [&asked] {
-        ++asked;
+        if (++asked == 1) return Result<std::optional<std::string>>(std::optional<std::string>());
         return Result<std::optional<std::string>>(std::string("slurmstepd pid 4242 has no step socket yet"));
     };
     sweeper.starting_wait = 20000ms;  // unbounded but by the deadline
     const KillReport report = sweeper.run(2000ms, false, real_system_calls(), 1500ms);
     INFO(format_actions(report));
-    CHECK(asked > 1);  // it waited, reading again
+    CHECK(asked > 2);  // it waited, reading again
     CHECK(report.deadline_reached);
-    check_skipped_for_starting_job(report, stray, "slurmstepd pid 4242 has no step socket yet");
+    check_skipped_for_starting_job(report, stray, "slurmstepd pid 4242 has no step socket yet", true);
+}
+
+TEST_CASE("fault catalogue: a job starting before anything is stopped is waited out without the node turn") {
+    Sweeper sweeper(41138);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    int turns = 0;
+    sweeper.take_turn = [&turns] {
+        ++turns;
+        return Result<bool>(false);
+    };
+    sweeper.job_starting = [] {
+        return Result<std::optional<std::string>>(std::string("slurmstepd pid 4246 has no step socket yet"));
+    };
+    sweeper.starting_wait = 300ms;
+    const KillReport report = sweeper.run(2000ms, false, real_system_calls(), 20000ms);
+    INFO(format_actions(report));
+    // Other sweeps of the node, held up by the same start, wait for it side by side.
+    CHECK(turns == 0);
+    check_skipped_for_starting_job(report, stray, "slurmstepd pid 4246 has no step socket yet");
+}
+
+TEST_CASE("executor: the node turn is taken once right before the first stop, and a turn missed signals nothing") {
+    Sweeper sweeper(41139);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    int turns = 0;
+    sweeper.take_turn = [&turns] {
+        ++turns;
+        return Result<bool>(Error::lookup("another sweep held the turn", ErrorSource::deadline));
+    };
+    const KillReport missed = sweeper.run(2000ms);
+    INFO(format_actions(missed));
+    CHECK(turns == 1);
+    REQUIRE(missed.error.has_value());
+    CHECK(missed.error->message == "another sweep held the turn");
+    CHECK(missed.actions.empty());
+    CHECK(is_running(stray));
+
+    sweeper.take_turn = [&turns] {
+        ++turns;
+        return Result<bool>(false);
+    };
+    const KillReport report = sweeper.run(0ms);
+    INFO(format_actions(report));
+    CHECK(turns == 2);
+    REQUIRE(action_for(report, stray, SIGKILL) != nullptr);
+    CHECK(wait_gone(stray));
+}
+
+TEST_CASE("executor: a turn that came after another sweep plans afresh and kills only what that sweep left") {
+    Sweeper sweeper(41140);
+    const pid_t stray = sweeper.spawn({"sleep", "1000"});
+    const pid_t other = sweeper.spawn({"sleep", "1000"});
+    // While this sweep waited for its turn, the other sweep killed one of the two.
+    sweeper.take_turn = [other] {
+        ::kill(other, SIGKILL);
+        CHECK(wait_gone(other));
+        return Result<bool>(true);
+    };
+    const KillReport report = sweeper.run(0ms);
+    INFO(format_actions(report));
+    CHECK(report.evaluations >= 2);
+    CHECK(decision_for(report.first_plan, other) == nullptr);  // the report's plan is the one after the turn
+    CHECK(action_for(report, other, SIGKILL) == nullptr);
+    REQUIRE(action_for(report, stray, SIGKILL) != nullptr);
+    CHECK(wait_gone(stray));
 }
 
 TEST_CASE("fault catalogue: a job starting for longer than the bounded wait skips the round before the deadline") {
@@ -106,9 +180,12 @@ TEST_CASE("fault catalogue: a user whose job was starting as the sweep looked ke
     CHECK(asked >= 2);
     CHECK_FALSE(report.job_starting.has_value());
     CHECK_FALSE(report.error.has_value());
-    const KillRecord* cont = check_continued_not_killed(report, stray);
-    REQUIRE(cont != nullptr);
-    CHECK(cont->reason == Reason::has_live_job);
+    CHECK(report.actions.empty());  // waited out before anything was stopped
+    CHECK(is_running(stray));
+    REQUIRE(sweeper.last_plan.has_value());
+    const Decision* kept = decision_for(*sweeper.last_plan, stray);
+    REQUIRE(kept != nullptr);
+    CHECK(kept->reason == Reason::has_live_job);
     CHECK(report.survivors.empty());
 }
 

@@ -33,6 +33,7 @@ struct Sweeper {
     std::function<Result<LiveWork>()> job_state = [] { return Result<LiveWork>(LiveWork{}); };
     AllocationCheck allocation_check;                                  // unset: PrologFlags=contain
     std::function<Result<std::optional<std::string>>()> job_starting;  // unset: not asked
+    std::function<Result<bool>()> take_turn;                           // unset: no turn
     KillObserver observer;
     int stop_rounds = KillOptions{}.stop_rounds;
     std::chrono::milliseconds starting_wait = KillOptions{}.starting_wait;
@@ -73,6 +74,7 @@ struct Sweeper {
         options.job_starting = job_starting;
         options.starting_wait = starting_wait;
         options.replan_time = replan_time;
+        options.take_turn = take_turn;
         // As run_sweep: a stop round that met every target and nothing new ends on the
         // job state alone; unchanged_job_state_saves off: a new evaluation every time.
         if (unchanged_job_state_saves)
@@ -86,6 +88,13 @@ struct Sweeper {
             options, calls);
     }
 };
+
+// The plan's decision on `pid`; none: the plan did not see it.
+inline const Decision* decision_for(const Plan& plan, pid_t pid) {
+    for (const Decision& d : plan.decisions)
+        if (d.pid == pid) return &d;
+    return nullptr;
+}
 
 inline const KillRecord* action_for(const KillReport& report, pid_t pid, int signal) {
     for (const KillRecord& r : report.actions)

@@ -103,14 +103,14 @@ TEST_CASE("run_sweep: a config or lookup error kills nothing, says why, and stil
         pipeline.request.node.spool_dir = pipeline.dir / "absent-spool";
         report = pipeline.run("grace: 0\n");
         says = "lookup error: slurmd spool directory " + pipeline.dir / "absent-spool" +
-               ": cannot list it: No such file or directory; nothing more killed";
+               ": cannot list it: No such file or directory; nothing killed";
     }
     SUBCASE("slurmctld does not answer (no PrologFlags=contain)") {
         pipeline.request.node.prolog_contain = false;
         pipeline.controller.error =
             Error::lookup("asking slurmctld: did not finish before the deadline", ErrorSource::controller);
         report = pipeline.run("grace: 0\n");
-        says = "lookup error: asking slurmctld: did not finish before the deadline; nothing more killed";
+        says = "lookup error: asking slurmctld: did not finish before the deadline; nothing killed";
     }
     INFO(pipeline.sink.text());
     REQUIRE(report.error);
