@@ -21,8 +21,9 @@ struct ChildOutput {
 // What the child said on stderr, without trailing blanks; "no message" when it said nothing.
 std::string error_text(const ChildOutput& output);
 
-// `argv[0]` is an absolute path; `env` is the child's whole environment. Past `deadline`
-// nothing is started (an error of source deadline); a child still running at it is killed.
+// `argv[0]` is an absolute path; `env` is the child's whole environment. Within 100 ms of
+// `deadline` nothing is started (an error of source deadline), and a child still running
+// then is killed: its kill and reap, on a loaded node, fit in what is left.
 Result<ChildOutput> run_bounded(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                                 std::chrono::steady_clock::time_point deadline);
 
