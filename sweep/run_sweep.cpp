@@ -220,6 +220,11 @@ private:
                 },
                 options);
         }
+        // A turn that came after another sweep and found nothing left to signal is given
+        // up at once: this sweep's drain and cleanup are then those of a sweep with nothing
+        // to signal, which take no turn (in a burst, one job epilog held the turn through
+        // its 2 s cleanup, and four step ends waiting for it reached their deadlines).
+        if (turn && report_.actions.empty()) turn->release();
         log_outcome(config, evaluation, options.stop_rounds);
         drain::DrainContext drain_context;
         drain_context.label = request_.trigger.label;
