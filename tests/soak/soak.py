@@ -39,7 +39,7 @@ from .records import allocations, ended_jobs, node_log, processes_named, stamped
 from .sampler import ProcRecord, Sampler, StepdRecord
 from .soak_cluster import BLOCK_BASES, CONFIGS, CONTROLS, DEADLINE, NODES, SETUID_PROGRAM, SoakCluster, soak_users
 from .witness import Witness, WitnessUnavailable
-from .workload import ACTION_KINDS, BURST_TASKS, Action, EventLog, JobWatcher, Workload, make_schedule
+from .workload import ACTION_KINDS, BURST_ENDS, Action, EventLog, JobWatcher, Workload, make_schedule
 
 
 def action_kinds(text: str) -> tuple[str, ...]:
@@ -213,7 +213,7 @@ def shapes_line(schedule: list[Action], workload: Workload, sampler: Sampler, ct
         largest = max((sum(1 for t in times if e <= t <= e + 1.0) for times in ends.values() for e in times),
                       default=0)
         parts.append(f"burst {planned['burst']} (at most {largest} job ends on one node within 1 s)")
-        if largest < BURST_TASKS:
+        if largest < BURST_ENDS:
             missing.append(f"burst (at most {largest} job ends on one node within 1 s)")
     if planned.get("requeue"):
         parts.append(f"requeue {workload.requeued}/{planned['requeue']}")

@@ -122,7 +122,7 @@ def ensure_users(users: SoakUsers) -> None:
                             "-d", "/tmp", "-s", "/bin/sh", users.alias], check=True, capture_output=True)
 
 
-# CPUs each test node advertises: a burst's arrays (workload.py, up to 3 x 8 tasks) run
+# CPUs each test node advertises: a burst's arrays (workload.py, 10 to 12 tasks in all) run
 # at once beside the other actions' jobs.
 BURST_CPUS = 32
 GRACE = 2.0
