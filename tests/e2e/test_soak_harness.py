@@ -45,11 +45,11 @@ def test_the_drain_ends_the_setuid_strays_of_the_soak_uids_and_nothing_else(test
             assert processes_named(SETUID_PROGRAM, {ALICE}) == [stray]
             assert processes_named("soak-body", {ALICE, BOB}) == [not_setuid]
             assert is_alive(stray)   # it lives without the drain's hand
-            planned: list[tuple[float, int]] = []
+            planned: list[tuple] = []
             events = EventLog()
             end_setuid_strays({ALICE}, planned, events)
             wait_gone(stray)
-            assert [pid for _, pid in planned] == [stray]
+            assert [(pid, how) for _, pid, how in planned] == [(stray, "drain")]
             assert [text for _, text in events.events] == \
                 [f"drain: the harness ended 1 setuid stray(s), host pids [{stray}]"]
             assert is_alive(not_a_soak_uid) and is_alive(not_setuid)

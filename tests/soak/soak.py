@@ -84,7 +84,7 @@ def node_namespaces(soak: SoakCluster) -> dict[str, str]:
     return {node.name: os.readlink(f"/proc/{node.namespace.init_pid}/ns/pid") for node in soak.cluster.nodes}
 
 
-def end_setuid_strays(uids: set[int], planned_kills: list[tuple[float, int]], events: EventLog) -> None:
+def end_setuid_strays(uids: set[int], planned_kills: list[tuple], events: EventLog) -> None:
     """SIGKILLs the setuid strays (soak-setuid, run by an ordinary user as the protected
     high user): leftover never kills them, and each holds its real user on its node, whose
     files no cleanup removes while it lives. Ended by the harness before the last jobs, so
@@ -98,7 +98,7 @@ def end_setuid_strays(uids: set[int], planned_kills: list[tuple[float, int]], ev
             os.kill(pid, signal.SIGKILL)
         except OSError:
             continue   # gone meanwhile
-        planned_kills.append((when, pid))
+        planned_kills.append((when, pid, "drain"))
         killed.append(pid)
     deadline = time.time() + 10
     while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in killed):
@@ -108,7 +108,7 @@ def end_setuid_strays(uids: set[int], planned_kills: list[tuple[float, int]], ev
 
 
 def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog,
-          planned_kills: list[tuple[float, int]]) -> None:
+          planned_kills: list[tuple]) -> None:
     """Waits for every job to end, ends the setuid strays (end_setuid_strays), then ends one
     job on every node for each ordinary user, one after the other, so that every node
     sweeps once more after the workload and every user's leftovers meet a job end of theirs

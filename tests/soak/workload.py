@@ -402,7 +402,7 @@ class Workload:
         self.fault_windows: list[tuple] = []
         # The harness's own kills (the lie control's): (when, host pid), which the witness
         # must see sent
-        self.planned_kills: list[tuple[float, int]] = []
+        self.planned_kills: list[tuple] = []   # (when, host pid[, "drain"]): the oracle's
         # One config rewrite at a time: a second one would read the first's JSON as the
         # text to restore, and could leave the file in neither form.
         self._conf_fault = threading.Lock()
