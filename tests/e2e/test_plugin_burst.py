@@ -20,6 +20,7 @@ from harness.e2e_processes import wait_gone, wait_until
 from harness.plugin_support import (  # noqa: F401 (conf_dir, jobs_done_...: fixtures)
     PLUGIN, LogWatch, conf_dir, jobs_done_after_each_test, summary_regex, write_leftover_conf)
 from harness.slurm_config import ClusterConfig
+from harness.slurm_jobs import plant_stray_script
 
 BURST = fresh_accounts(4)
 QUESTION_PAUSE = 1.5
@@ -87,9 +88,7 @@ def test_a_burst_of_job_epilogs_asks_one_question_at_a_time_shares_answers_and_e
         shm_files[user.name] = Path(f"/dev/shm/lo-e2e-{tag}-{user.uid}")
         jobs[user.name] = cluster.sbatch(user.name, f"""#!/bin/sh
 echo data > {shm_files[user.name]}
-( setsid /bin/sh -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec /bin/sleep 600' \\
-    {pidfiles[user.name]} </dev/null >/dev/null 2>&1 & )
-i=0; while [ ! -e {release} ]; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.1; done
+{plant_stray_script(str(pidfiles[user.name]))}i=0; while [ ! -e {release} ]; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.1; done
 """)
     try:
         for user in BURST:

@@ -33,6 +33,14 @@ FINAL_STATES = frozenset({
 JOB_TIMEOUT = 30.0  # a job that needs longer than this is a failure
 
 
+def plant_stray_script(pidfile: str) -> str:
+    """Shell that plants a stray: a session leader that records its own pid in `pidfile`
+    (a shell word) and then becomes `sleep 600`; the subshell around it exits at once
+    (double fork), so the sleeper is re-parented out of the job's process tree."""
+    return (f"( setsid /bin/sh -c 'echo $$ > \"$0.tmp\" && mv \"$0.tmp\" \"$0\"; exec sleep 600' \\\n"
+            f"    {pidfile} </dev/null >/dev/null 2>&1 & )\n")
+
+
 class JobResult(NamedTuple):
     state: str       # e.g. "COMPLETED"
     exit_code: int   # the job's exit status
@@ -155,15 +163,9 @@ class ClusterJobs:
         self._planted.add(proc.host_pid)
         return proc
 
-    # The step starts a session leader that records its own pid and then
-    # becomes `sleep`; the subshell around it exits at once (double fork),
-    # so the sleeper is re-parented out of the step's process tree.  The
-    # step only ends once the pid file exists, so the caller never races it.
-    _STRAY_SCRIPT = r'''
-pidfile="$1"
-( setsid /bin/sh -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 600' \
-    "$pidfile" </dev/null >/dev/null 2>&1 & )
-i=0
+    # The step plants a stray (plant_stray_script) and only ends once the pid
+    # file exists, so the caller never races it.
+    _STRAY_SCRIPT = 'pidfile="$1"\n' + plant_stray_script('"$pidfile"') + r'''i=0
 while [ ! -s "$pidfile" ]; do
   i=$((i+1)); [ $i -gt 200 ] && exit 3
   sleep 0.05
