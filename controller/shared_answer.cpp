@@ -61,8 +61,7 @@ Result<std::optional<SharedAnswer>> read_shared_answer(const RootFile& file, con
         if (!id) return root_file_error(file, fmt::format("local job '{}' is not a number", job));
         answer.local_jobs.insert(*id);
     }
-    const std::string& rest = lines.rest;
-    auto jobs = parse_jobs_output(rest);
+    auto jobs = parse_jobs_output(lines.rest);
     if (!jobs.ok()) return root_file_error(file, jobs.error().message);
     answer.job_users = std::move(jobs->job_users);
     return std::optional<SharedAnswer>(std::move(answer));
