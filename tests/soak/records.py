@@ -29,9 +29,16 @@ def proc_status(pid: int) -> dict[str, str]:
 def processes_named(name: str, uids: set[int]) -> list[int]:
     """The pids, in order, of the live processes called `name` (their comm) that hold one
     of `uids` as a real, effective, saved or filesystem uid. From status, not from their
-    /proc entries' owners: a setuid program's entry is root's (it is not dumpable)."""
+    /proc entries' owners: a setuid program's entry is root's (it is not dumpable). Only
+    a process whose comm is `name` has its status read."""
     found = []
     for pid in sorted(map(int, filter(str.isdigit, os.listdir("/proc")))):
+        try:
+            with open(f"/proc/{pid}/comm") as comm:
+                if comm.read().rstrip("\n") != name[:15]:
+                    continue
+        except OSError:
+            continue
         status = proc_status(pid)
         if status.get("Name") == name and uids & {int(u) for u in status.get("Uid", "").split()}:
             found.append(pid)
