@@ -20,7 +20,9 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -73,10 +75,15 @@ struct Timeline {
     }
 };
 
+// Told of each line as the sweep writes it, on the sweep's own thread.
+using LineHook = std::function<void(const std::string&)>;
+
 class TimelineSink final : public sweep::LogSink {
 public:
-    TimelineSink(Timeline& timeline, std::string sweep) : timeline_(timeline), sweep_(std::move(sweep)) {}
+    TimelineSink(Timeline& timeline, std::string sweep, LineHook hook)
+        : timeline_(timeline), sweep_(std::move(sweep)), hook_(std::move(hook)) {}
     void write(LogLevel level, const std::string& text) override {
+        if (hook_) hook_(text);
         const std::lock_guard hold(timeline_.mutex);
         timeline_.lines.push_back({sweep_, Clock::now(), level, text});
     }
@@ -84,12 +91,14 @@ public:
 private:
     Timeline& timeline_;
     std::string sweep_;
+    LineHook hook_;
 };
 
 // run_sweep as the pipeline's, with its lines in the timeline as `name`; the sweep's
 // deadline counts from now.
-KillReport run_into(Pipeline& pipeline, const std::string& config, Timeline& timeline, const std::string& name) {
-    TimelineSink sink(timeline, name);
+KillReport run_into(Pipeline& pipeline, const std::string& config, Timeline& timeline, const std::string& name,
+                    LineHook hook = {}) {
+    TimelineSink sink(timeline, name, std::move(hook));
     sweep::Logger log(sink);
     pipeline.request.started = Clock::now();
     return sweep::run_sweep(pipeline.load(config), pipeline.request, &pipeline.controller, pipeline.accounts, log);
@@ -165,6 +174,48 @@ TEST_CASE("sweep turns: a sweep that waited for another finds the work done and 
     CHECK(counted.value("leftover_sweep_turns_total", "free") == 1);
     CHECK(counted.value("leftover_sweep_turns_total", "waited") == 1);
     CHECK(counted.value("leftover_lookup_errors_total", "deadline") == 0);
+}
+
+TEST_CASE("sweep turns: a turn that came after another sweep and found nothing left is given up before the cleanup") {
+    // A burst's job epilog whose turn came once another sweep had done the work held it
+    // through its own slow cleanup, and the step ends waiting for it reached their deadlines.
+    Pipeline first(41347);
+    Pipeline second(41347);
+    second.request.node.spool_dir = first.request.node.spool_dir;
+    const TempDir scratch;
+    const std::string users_file = scratch.write("scratch.dat", "1234", 0644, 41347);
+    const std::string config =
+        fmt::format("grace: 1\ndebuglevel: debug\ncleanup: [files]\ncleanup_dirs: [{}]\n", scratch.path());
+    const std::string lock_path = sweep::turn_lock_path(first.request.node.spool_dir, "n1");
+    // The second sweep's cleanup asks slurmctld whether its users hold an allocation
+    // (contain, a job epilog), or takes the first's answer: whether the node's turn is
+    // free as it says so.
+    std::optional<FileLock::Taken> probed;
+    bool turn_came = false;
+    const LineHook probe_in_cleanup = [&](const std::string& line) {
+        if (line.starts_with("waited ")) turn_came = true;
+        if (!turn_came || probed || line.find("slurmctld") == std::string::npos) return;
+        auto probe = FileLock::open(lock_path);
+        REQUIRE(probe.ok());
+        probed = probe->take(Clock::now()).value();
+    };
+    const SharedDir shared;
+    const pid_t stubborn = spawn_stubborn(41347, shared);
+    Timeline timeline;
+    KillReport first_report;
+    std::thread first_sweep([&] { first_report = run_into(first, config, timeline, "first"); });
+    REQUIRE(timeline.wait_for("first", "SIGTERM pid="));
+    const KillReport second_report = run_into(second, config, timeline, "second", probe_in_cleanup);
+    first_sweep.join();
+    INFO(timeline.text());
+
+    CHECK(wait_gone(stubborn));
+    CHECK(action_for(first_report, stubborn, SIGKILL) != nullptr);
+    CHECK(timeline.of("second", "waited ").size() == 1);
+    CHECK(second_report.actions.empty());
+    REQUIRE(probed.has_value());  // the second sweep's cleanup ran, and asked or took an answer
+    CHECK(*probed == FileLock::Taken::at_once);
+    CHECK_FALSE(path_exists(users_file));  // the first sweep's cleanup removed it
 }
 
 TEST_CASE("sweep turns: a sweep whose deadline passes while another holds the turn kills nothing and says why") {
