@@ -230,6 +230,10 @@ class SlurmCluster(ClusterLayout, ClusterJobs):
         name = name or self.node
         return next(n for n in self.nodes if n.name == name)
 
+    def node_fields(self, name: str) -> dict:
+        """scontrol's fields of node `name` (State, Reason, ...); {} when it cannot say."""
+        return self._node_info(name)
+
     def _node_info(self, name: str) -> dict:
         res = self.scontrol("-o", "show", "node", name, check=False)
         return parse_fields(res.stdout) if res.returncode == 0 else {}

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from harness.e2e_processes import HarnessError
 from harness.slurm_jobs import FINAL_STATES
 
 from .oracle import INVARIANTS, PROCESS_SHAPES, Oracle, Verdict, stamp
@@ -108,7 +109,7 @@ def end_setuid_strays(uids: set[int], planned_kills: list[tuple], events: EventL
 
 
 def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog,
-          planned_kills: list[tuple]) -> None:
+          planned_kills: list[tuple], harness_errors: list[str]) -> None:
     """Waits for every job to end, ends the setuid strays (end_setuid_strays), then ends one
     job on every node for each ordinary user, one after the other, so that every node
     sweeps once more after the workload and every user's leftovers meet a job end of theirs
@@ -130,8 +131,18 @@ def drain(soak: SoakCluster, watcher: JobWatcher, events: EventLog,
     end_setuid_strays({soak.users.uid_of(user) for user in soak.users.everyone}, planned_kills, events)
     events.add("drain: every job ended; a last job on every node for each ordinary user")
     for user in soak.users.ordinary:
-        soak.cluster.run_as(user, ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",
-                                   "--ntasks-per-node=1", "/bin/true"], timeout=120)
+        try:
+            soak.cluster.run_as(user, ["/usr/bin/srun", "--job-name=soak-last", f"--nodes={len(NODES)}",
+                                       "--ntasks-per-node=1", "/bin/true"], timeout=120)
+        except HarnessError as failure:
+            # A node that cannot take the last job (down or drained: a fresh-clone run's
+            # srun waited 120 s on 'Required node not available') is the run's finding,
+            # with the nodes' states, not the end of the run and its evidence.
+            states = "; ".join(f"{node} {info.get('State')} (reason {info.get('Reason')})"
+                               for node in NODES if (info := soak.cluster.node_fields(node)))
+            text = f"drain: the last job of {user} did not run: {str(failure).splitlines()[-1]}; nodes: {states}"
+            events.add(text)
+            harness_errors.append(text)
     time.sleep(2)
     watcher.refresh()
     for job, fields in watcher.jobs.items():
@@ -393,7 +404,7 @@ def main(argv) -> int:
         for hog in hogs:
             hog.kill()
             hog.wait()
-        drain(soak, watcher, events, workload.planned_kills)
+        drain(soak, watcher, events, workload.planned_kills, workload.harness_errors)
         run_end = time.time()
         left = witness.left() if witness else None
         if witness:
