@@ -85,14 +85,17 @@ def test_a_job_that_starts_during_grace_protects_its_users_processes(cluster, co
 
 def test_fault_catalogue_a_slurmstepd_that_stops_answering_keeps_only_its_jobs_user_at_a_step_end(cluster, config):
     # lo_alice's batch job leaves a stray and waits. lo_bob's batch job, submitted after
-    # hers (so its step sockets are asked after hers), runs a step whose slurmstepd then
-    # stops answering: it holds the step end's questions to their deadline, and none of
-    # lo_bob's sockets is answered. The step end cannot ask slurmctld, but lo_bob's batch
-    # script in the spool dir, which slurmstepd chowned to him, tells whose job it is:
-    # lo_bob (and his process outside Slurm) is kept, lo_alice is judged, and her stray is
-    # reaped at her job's last step end rather than left to the job epilog. Each look at
-    # the sockets costs slurm_timeout while the stepd hangs: grace leaves the sweep the
-    # time for its looks.
+    # hers (so its step sockets are asked after hers), runs a step; then its slurmstepds
+    # stop answering: the step's holds the step end's questions to their deadline, and
+    # none of lo_bob's sockets is answered. All three are stopped: a look past its
+    # deadline still takes what is ready at once, and on a loaded node a running stepd,
+    # woken by the question, can answer before the look polls (CI saw his batch step
+    # answer so, and the uid told by that answer). The step end cannot ask slurmctld,
+    # but lo_bob's batch script in the spool dir, which slurmstepd chowned to him, tells
+    # whose job it is: lo_bob (and his process outside Slurm) is kept, lo_alice is
+    # judged, and her stray is reaped at her job's last step end rather than left to the
+    # job epilog. Each look at the sockets costs slurm_timeout while the stepds hang:
+    # grace leaves the sweep the time for its looks.
     config("slurm_timeout: 1\ngrace: 5\n")
     tag = uuid.uuid4().hex[:8]
     stray_file, done = cluster.work_dir / f"stray-{tag}", cluster.work_dir / f"done-{tag}"
@@ -102,8 +105,9 @@ def test_fault_catalogue_a_slurmstepd_that_stops_answering_keeps_only_its_jobs_u
     other, release = cluster.sbatch_until_released("lo_bob", in_step=True)
     wait_until(cluster.step_socket(other, 0).exists, 30, "lo_bob's step socket")
     busy = cluster.spawn_outside_slurm("lo_bob", ["sleep", "600"])
-    stopped = stepd_pid(other, "0")
-    os.kill(stopped, signal.SIGSTOP)
+    stopped = [stepd_pid(other, step) for step in ("0", "batch", "extern")]
+    for pid in stopped:
+        os.kill(pid, signal.SIGSTOP)
     try:
         log = LogWatch(cluster)
         done.touch()
@@ -117,7 +121,8 @@ def test_fault_catalogue_a_slurmstepd_that_stops_answering_keeps_only_its_jobs_u
         assert cluster.is_alive(busy), f"lo_bob's process was killed\n{log.text()}"
         log.assert_absent(r"user=lo_bob")
     finally:
-        os.kill(stopped, signal.SIGCONT)
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
         release.touch()
         kill_quietly(busy)
     assert cluster.wait_job_done(job).state == "COMPLETED"
