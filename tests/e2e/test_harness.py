@@ -9,7 +9,8 @@ import socket
 import pytest
 
 from harness.e2e_accounts import OUTSIDE_TEST_UIDS, TEST_UID_MAX, TEST_UID_MIN, TEST_USERS
-from harness.e2e_processes import wait_until
+from harness.e2e_processes import HarnessError, wait_until
+from harness.plugin_support import LogWatch
 from harness.slurm_config import ClusterConfig, slurm_version
 from harness.slurm_jobs import BATCH_STEP, EXTERN_STEP
 
@@ -155,3 +156,21 @@ def test_spool_per_node_and_extern_step(contain_cluster):
         release.touch()
     assert c.wait_job_done(jobid) == ("COMPLETED", 0, 0)
     assert not c.step_socket(jobid, EXTERN_STEP).exists()
+
+
+def test_a_missed_log_line_shows_what_leftover_said_since_the_watch_began():
+    class FakeCluster:
+        log = "[1] leftover: before the watch\n"
+
+        def slurmd_log_text(self, node=None):
+            return self.log
+
+    fake = FakeCluster()
+    watch = LogWatch(fake)
+    fake.log += "[2] debug:  not leftover's\n[3] leftover: step 1.0: swept []\n"
+    with pytest.raises(HarnessError) as missed:
+        watch.wait_for(r"never said", timeout=0.1)
+    message = str(missed.value)
+    assert "waiting for slurmd log line /never said/" in message
+    assert "[3] leftover: step 1.0: swept []" in message
+    assert "before the watch" not in message and "not leftover's" not in message

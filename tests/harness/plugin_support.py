@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from .e2e_accounts import TEST_UID_MAX, TEST_UID_MIN
-from .e2e_processes import wait_until
+from .e2e_processes import HarnessError, wait_until
 from .slurm_cluster import SlurmCluster
 from .slurm_config import ClusterConfig
 from .slurm_jobs import FINAL_STATES, parse_fields
@@ -96,6 +96,10 @@ def write_leftover_conf(conf_dir: Path, text: str, name: str = "leftover.conf") 
     return write_config(conf_dir, leftover_conf(text), name)
 
 
+# How many of leftover's lines a missed wait_for shows.
+LINES_SHOWN = 60
+
+
 class LogWatch:
     """The slurmd log from the moment of creation on."""
 
@@ -111,8 +115,16 @@ class LogWatch:
 
     def wait_for(self, regex: str, timeout: float = 20.0) -> re.Match:
         pattern = re.compile(regex, re.MULTILINE)
-        return wait_until(lambda: pattern.search(self.text()), timeout,
-                          f"slurmd log line /{regex}/")
+        try:
+            return wait_until(lambda: pattern.search(self.text()), timeout,
+                              f"slurmd log line /{regex}/")
+        except HarnessError as missed:
+            # The log tail printed on failure is slurmd's last lines; what leftover said
+            # since the watch began is what tells why the line never came.
+            said = self.leftover_lines()
+            raise HarnessError(f"{missed}\nleftover's {min(len(said), LINES_SHOWN)} last lines of "
+                               f"{len(said)} since the watch began:\n" +
+                               "\n".join(said[-LINES_SHOWN:])) from None
 
     def assert_absent(self, regex: str) -> None:
         found = re.search(regex, self.text(), re.MULTILINE)
