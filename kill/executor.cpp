@@ -47,6 +47,7 @@ private:
     bool term_and_grace();
     void kill_rounds();
     bool kill_round();
+    void forget_plan();
     bool replan();
     bool deadline_passed();
     bool stop_targets();
@@ -100,9 +101,15 @@ KillRun::~KillRun() {
     }
 }
 
-bool KillRun::replan() {
+// Before a new evaluation: the last fresh plan is freed first, and the exits seen are
+// the old plan's.
+void KillRun::forget_plan() {
     fresh_.reset();
     signaller_.forget_exits();
+}
+
+bool KillRun::replan() {
+    forget_plan();
     ++report_.evaluations;
     auto plan = evaluate_();
     if (!plan.ok()) {
@@ -187,8 +194,7 @@ bool KillRun::before_signals() {
     }
     if (!turn.value()) return true;
     // The plan made after the wait is the one that starts the kills (the report's).
-    fresh_.reset();
-    signaller_.forget_exits();
+    forget_plan();
     return first_plan() && has_kills();
 }
 
