@@ -200,7 +200,7 @@ class SlurmCluster(ClusterLayout, ClusterJobs):
     def start_slurmd(self, node: Optional[str] = None, timeout: float = 20.0) -> None:
         n = self._node(node)
         assert n.process is None or n.process.poll() is not None
-        before = self._node_info(n.name).get("SlurmdStartTime")
+        before = self.node_fields(n.name).get("SlurmdStartTime")
         # SlurmdStartTime has one-second resolution: start in a later second
         # than the previous slurmd so its registration can be told apart.
         wait_until(lambda: time.strftime("%Y-%m-%dT%H:%M:%S") != before, 2,
@@ -232,9 +232,6 @@ class SlurmCluster(ClusterLayout, ClusterJobs):
 
     def node_fields(self, name: str) -> dict:
         """scontrol's fields of node `name` (State, Reason, ...); {} when it cannot say."""
-        return self._node_info(name)
-
-    def _node_info(self, name: str) -> dict:
         res = self.scontrol("-o", "show", "node", name, check=False)
         return parse_fields(res.stdout) if res.returncode == 0 else {}
 
@@ -244,7 +241,7 @@ class SlurmCluster(ClusterLayout, ClusterJobs):
         def ready():
             if node.process is not None:
                 self._check_running(node.process, f"slurmd-{node.name}")
-            info = self._node_info(node.name)
+            info = self.node_fields(node.name)
             state = info.get("State", "")
             start = info.get("SlurmdStartTime", "None")
             unusable = r"DOWN|NOT_RESPONDING|DRAIN|INVAL|UNKNOWN"
