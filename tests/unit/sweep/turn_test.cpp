@@ -104,6 +104,30 @@ KillReport run_into(Pipeline& pipeline, const std::string& config, Timeline& tim
     return sweep::run_sweep(pipeline.load(config), pipeline.request, &pipeline.controller, pipeline.accounts, log);
 }
 
+// What two sweeps of one node after one user's stray that ignores SIGTERM did.
+struct Crossfire {
+    pid_t stubborn = 0;
+    KillReport first;
+    KillReport second;
+};
+
+// The soak's crossfire, two job epilogs of one user's jobs ending together on a node,
+// both after the same stray that ignores SIGTERM: the second sweep begins once the first
+// has sent its SIGTERM. `hook` is told of each of the second's lines.
+Crossfire two_sweeps(Pipeline& first, Pipeline& second, uid_t uid, const std::string& config, Timeline& timeline,
+                     LineHook hook = {}) {
+    second.request.node.spool_dir = first.request.node.spool_dir;  // one node
+    const SharedDir shared;
+    Crossfire out;
+    out.stubborn = spawn_stubborn(uid, shared);
+    std::thread first_sweep([&] { out.first = run_into(first, config, timeline, "first"); });
+    const bool signalled = timeline.wait_for("first", "SIGTERM pid=");
+    if (signalled) out.second = run_into(second, config, timeline, "second", std::move(hook));
+    first_sweep.join();
+    REQUIRE(signalled);
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("fault catalogue: two sweeps of one node signal in turns and never at once") {
@@ -143,29 +167,20 @@ TEST_CASE("fault catalogue: two sweeps of one node signal in turns and never at 
 }
 
 TEST_CASE("sweep turns: a sweep that waited for another finds the work done and signals nothing") {
-    // The soak's crossfire: two job epilogs of one user's jobs ending together on a node,
-    // both after the same stray that ignores SIGTERM.
     Pipeline first(41342);
     Pipeline second(41342);
-    second.request.node.spool_dir = first.request.node.spool_dir;
     const std::string metrics = first.dir / "leftover.prom";
     const std::string config = fmt::format("grace: 1\ndebuglevel: debug\nmetrics_file: {}\n", metrics);
-    const SharedDir shared;
-    const pid_t stubborn = spawn_stubborn(41342, shared);
     Timeline timeline;
-    KillReport first_report;
-    std::thread first_sweep([&] { first_report = run_into(first, config, timeline, "first"); });
-    REQUIRE(timeline.wait_for("first", "SIGTERM pid="));
-    const KillReport second_report = run_into(second, config, timeline, "second");
-    first_sweep.join();
+    const Crossfire sweeps = two_sweeps(first, second, 41342, config, timeline);
     INFO(timeline.text());
 
-    CHECK(wait_gone(stubborn));
-    CHECK(action_for(first_report, stubborn, SIGKILL) != nullptr);
-    CHECK_FALSE(second_report.error);
-    CHECK(second_report.actions.empty());  // not a SIGSTOP, not a SIGCONT
-    CHECK(second_report.first_plan.kills().empty());
-    CHECK(second_report.survivors.empty());
+    CHECK(wait_gone(sweeps.stubborn));
+    CHECK(action_for(sweeps.first, sweeps.stubborn, SIGKILL) != nullptr);
+    CHECK_FALSE(sweeps.second.error);
+    CHECK(sweeps.second.actions.empty());  // not a SIGSTOP, not a SIGCONT
+    CHECK(sweeps.second.first_plan.kills().empty());
+    CHECK(sweeps.second.survivors.empty());
     CHECK(timeline.of("second", "waited ").size() == 1);
     CHECK(timeline.signals_of("second").empty());
     const auto summary = timeline.of("second", "job 7 epilog (user rs.user uid 41342): swept []; killed 0; ");
@@ -181,7 +196,6 @@ TEST_CASE("sweep turns: a turn that came after another sweep and found nothing l
     // through its own slow cleanup, and the step ends waiting for it reached their deadlines.
     Pipeline first(41347);
     Pipeline second(41347);
-    second.request.node.spool_dir = first.request.node.spool_dir;
     const TempDir scratch;
     const std::string users_file = scratch.write("scratch.dat", "1234", 0644, 41347);
     const std::string config =
@@ -199,20 +213,14 @@ TEST_CASE("sweep turns: a turn that came after another sweep and found nothing l
         REQUIRE(probe.ok());
         probed = probe->take(Clock::now()).value();
     };
-    const SharedDir shared;
-    const pid_t stubborn = spawn_stubborn(41347, shared);
     Timeline timeline;
-    KillReport first_report;
-    std::thread first_sweep([&] { first_report = run_into(first, config, timeline, "first"); });
-    REQUIRE(timeline.wait_for("first", "SIGTERM pid="));
-    const KillReport second_report = run_into(second, config, timeline, "second", probe_in_cleanup);
-    first_sweep.join();
+    const Crossfire sweeps = two_sweeps(first, second, 41347, config, timeline, probe_in_cleanup);
     INFO(timeline.text());
 
-    CHECK(wait_gone(stubborn));
-    CHECK(action_for(first_report, stubborn, SIGKILL) != nullptr);
+    CHECK(wait_gone(sweeps.stubborn));
+    CHECK(action_for(sweeps.first, sweeps.stubborn, SIGKILL) != nullptr);
     CHECK(timeline.of("second", "waited ").size() == 1);
-    CHECK(second_report.actions.empty());
+    CHECK(sweeps.second.actions.empty());
     REQUIRE(probed.has_value());  // the second sweep's cleanup ran, and asked or took an answer
     CHECK(*probed == FileLock::Taken::at_once);
     CHECK_FALSE(path_exists(users_file));  // the first sweep's cleanup removed it
