@@ -4,35 +4,50 @@
 #include "procfs/proc_holders.hpp"
 #include "sweep/report.hpp"
 #include "sweep/run_sweep.hpp"
+#include "util/escape.hpp"
 
 #include <fmt/format.h>
 
 namespace leftover::sweep {
 namespace {
 
-// Whether the fresh plan shows no process of `uid` that would outlive the sweep.
-bool nothing_left_of(uid_t uid, const Plan& plan, bool dry_run) {
+// A process of `uid` in the fresh plan that would outlive the sweep, if any.
+const Decision* left_of(uid_t uid, const Plan& plan, bool dry_run) {
     for (const Decision& d : plan.decisions) {
         if (d.uid != uid || d.reason == Reason::zombie) continue;
         if (dry_run && d.verdict == Verdict::kill) continue;  // it would be gone
-        return false;
+        return &d;
     }
-    return true;
+    return nullptr;
 }
 
-// Whether a process holds `uid` as one of its uids and would outlive the sweep.
-bool held_by_a_process(uid_t uid, const GuardInput& in) {
+// A process that holds `uid` as one of its uids and would outlive the sweep, if any.
+std::optional<pid_t> holder_of(uid_t uid, const GuardInput& in) {
     const auto found = in.holders->find(uid);
-    if (found == in.holders->end()) return false;
+    if (found == in.holders->end()) return std::nullopt;
     for (const pid_t pid : found->second) {
-        if (!in.dry_run) return true;
+        if (!in.dry_run) return pid;
         // A dry run's target counts as gone (its four uids are the one uid it is killed for).
         bool target = false;
         for (const Decision& d : in.fresh->decisions)
             if (d.pid == pid && d.verdict == Verdict::kill) target = true;
-        if (!target) return true;
+        if (!target) return pid;
     }
-    return false;
+    return std::nullopt;
+}
+
+// Why the objects of candidate `uid` stay; nullopt: they may go.
+std::optional<std::string> why_kept(uid_t uid, const Exemption& exemption, const GuardInput& in) {
+    if (exemption.is_protected()) return exemption.describe();
+    if (in.fresh_live->uids.count(uid) != 0) return std::string("live work on this node");
+    if (in.cleared != nullptr && in.cleared->count(uid) == 0)
+        return std::string("slurmctld says it holds an allocation on this node");
+    if (in.survivors.count(uid) != 0) return std::string("a process of it survived the kill");
+    if (const Decision* left = left_of(uid, *in.fresh, in.dry_run))
+        return fmt::format("its process {} ('{}') is left ({})", left->pid, escape_for_log(left->comm),
+                           to_string(left->reason));
+    if (const auto holder = holder_of(uid, in)) return fmt::format("process {} holds it as one of its uids", *holder);
+    return std::nullopt;
 }
 
 }  // namespace
@@ -49,8 +64,8 @@ std::set<uid_t> cleanup_candidates(const Config& config, const SweepRequest& req
     return candidates;
 }
 
-Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exemptions,
-                                     const AccountDatabase& accounts, std::chrono::steady_clock::time_point deadline) {
+Result<GuardedUsers> guarded_uids(const GuardInput& in, const Exemptions& exemptions, const AccountDatabase& accounts,
+                                  std::chrono::steady_clock::time_point deadline) {
     if (in.error)
         return Error::lookup(fmt::format("{}: {}", to_string(in.error->kind), in.error->message), in.error->source);
     if (in.failed_lookups)
@@ -62,7 +77,7 @@ Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exe
         return Error::lookup("no evaluation after the sweep", ErrorSource::other);
     if (in.holders == nullptr)
         return Error::lookup("the processes of the cleanup's users were not read", ErrorSource::proc);
-    if (in.candidates.empty()) return std::set<uid_t>{};
+    if (in.candidates.empty()) return GuardedUsers{};
     // Reaped users were judged by name already; the job's user may not have been (it may
     // have left no process): every candidate is classified again, by the same rule.
     const AccountAnswers answers = accounts.look_up(in.candidates, exemptions.listed_names(), deadline);
@@ -73,16 +88,16 @@ Result<std::set<uid_t>> guarded_uids(const GuardInput& in, const Exemptions& exe
         if (lookup.status == LookupStatus::failed)
             return Error::lookup(fmt::format("account lookup for listed name '{}' failed", name),
                                  ErrorSource::account_lookup);
-    std::set<uid_t> uids;
+    GuardedUsers users;
     for (const uid_t uid : in.candidates) {
-        if (exemptions.classify(uid, answers).is_protected()) continue;
-        if (in.fresh_live->uids.count(uid) != 0) continue;
-        if (in.cleared != nullptr && in.cleared->count(uid) == 0) continue;  // not cleared by slurmctld
-        if (in.survivors.count(uid) != 0 || !nothing_left_of(uid, *in.fresh, in.dry_run)) continue;
-        if (held_by_a_process(uid, in)) continue;
-        uids.insert(uid);
+        const Exemption exemption = exemptions.classify(uid, answers);
+        if (!exemption.account.empty()) users.names[uid] = exemption.account;
+        if (auto why = why_kept(uid, exemption, in))
+            users.kept[uid] = std::move(*why);
+        else
+            users.cleaned.insert(uid);
     }
-    return uids;
+    return users;
 }
 
 Result<std::set<uid_t>> cleared_by_controller(const AllocationCheck& check, const std::set<uid_t>& candidates,
@@ -113,16 +128,18 @@ CleanupOptions cleanup_options(const Config& config, const std::string& proc_roo
 std::optional<CleanupTotals> run_cleanup(const GuardInput& input, const Config& config, const Exemptions& exemptions,
                                          const AccountDatabase& accounts, const CleanupOptions& options, Logger& log) {
     if (options.kinds.empty() || input.candidates.empty()) return std::nullopt;
-    const auto uids = guarded_uids(input, exemptions, accounts, options.deadline);
-    if (!uids.ok()) {
-        log.warn(fmt::format("cleanup: nothing removed: {}", uids.error().message));
+    const auto users = guarded_uids(input, exemptions, accounts, options.deadline);
+    if (!users.ok()) {
+        log.warn(fmt::format("cleanup: nothing removed: {}", users.error().message));
         return std::nullopt;
     }
-    if (uids->empty()) {
-        log.debug("cleanup: no swept user without processes and work left: nothing to remove");
-        return std::nullopt;
+    for (const auto& [uid, why] : users->kept) {
+        const auto name = users->names.find(uid);
+        log.info(fmt::format("cleanup: nothing of {}uid {} removed: {}",
+                             name != users->names.end() ? "user " + name->second + " " : std::string(), uid, why));
     }
-    const CleanupReport report = clean_up(uids.value(), options);
+    if (users->cleaned.empty()) return std::nullopt;
+    const CleanupReport report = clean_up(users->cleaned, options);
     for (const CleanupRecord& record : report.records) {
         const std::string line = "cleanup: " + format_cleanup_record(record);
         if (record.outcome == CleanupOutcome::failed)
@@ -218,9 +235,9 @@ std::optional<CleanupReport> preview_cleanup(const Config& config, const Exempti
     const auto holders = processes_holding(request.proc_root, input.candidates, deadline);
     if (!holders.ok()) return std::nullopt;
     input.holders = &holders.value();
-    const auto uids = guarded_uids(input, exemptions, accounts, deadline);
-    if (!uids.ok() || uids->empty()) return std::nullopt;
-    return clean_up(uids.value(), options);
+    const auto users = guarded_uids(input, exemptions, accounts, deadline);
+    if (!users.ok() || users->cleaned.empty()) return std::nullopt;
+    return clean_up(users->cleaned, options);
 }
 
 }  // namespace leftover::sweep

@@ -43,12 +43,19 @@ struct GuardInput {
     const std::map<uid_t, std::vector<pid_t>>* holders = nullptr;
 };
 
+// The candidates the guard let through, and why each other one is kept.
+struct GuardedUsers {
+    std::set<uid_t> cleaned;             // their objects may go
+    std::map<uid_t, std::string> kept;   // their objects stay: why ("live work on this node")
+    std::map<uid_t, std::string> names;  // each candidate's account name, where it has one
+};
+
 // The uids whose objects may go: each a candidate that is not protected (by `exemptions`
 // from `accounts`' answers), has no live work, is cleared by slurmctld where it must be,
-// and has no process left (none holds it as any uid); or an error saying why nothing may
-// go (then nothing is removed at all).
-Result<std::set<uid_t>> guarded_uids(const GuardInput& input, const Exemptions& exemptions,
-                                     const AccountDatabase& accounts, std::chrono::steady_clock::time_point deadline);
+// and has no process left (none holds it as any uid), and why each other is kept; or an
+// error saying why nothing may go (then nothing is removed at all).
+Result<GuardedUsers> guarded_uids(const GuardInput& input, const Exemptions& exemptions,
+                                  const AccountDatabase& accounts, std::chrono::steady_clock::time_point deadline);
 
 // Where the cleanup looks: the config's kinds and dirs, and the request's roots.
 CleanupOptions cleanup_options(const Config& config, const std::string& proc_root, const std::string& shm_dir,

@@ -44,6 +44,8 @@ def test_a_users_shm_file_stays_while_she_holds_an_allocation_here_and_goes_afte
         assert "lookup errors 0" in summary, summary
         assert shm_file.exists(), f"lo_alice holds job {allocation} here: her file must stay\n{log.text()}"
         log.assert_absent(rf"leftover: cleanup: \S+ posix_shm path='{shm_file}'")
+        # slurmctld, asked in the evaluation, placed her allocation here: live work.
+        log.wait_for(rf"leftover: cleanup: nothing of user lo_alice uid {ALICE_UID} removed: live work on this node$")
 
         # Once her allocation ends too, the file goes (at that job's epilog, or at the
         # end of her next job here).

@@ -42,10 +42,22 @@ struct GuardCase {
         input.fresh_live = &live;
         input.holders = &holders;
     }
-    Result<std::set<uid_t>> run() {
+    Result<sweep::GuardedUsers> guard() {
         auto exemptions = Exemptions::load(config, {});
         REQUIRE(exemptions.ok());
         return sweep::guarded_uids(input, exemptions.value(), accounts, std::chrono::steady_clock::time_point::max());
+    }
+    Result<std::set<uid_t>> run() {
+        auto users = guard();
+        LEFTOVER_TRY(users);
+        return users->cleaned;
+    }
+    // Why the one candidate is kept ("" when it is not).
+    std::string kept() {
+        auto users = guard();
+        REQUIRE(users.ok());
+        const auto why = users->kept.find(*input.candidates.begin());
+        return why == users->kept.end() ? std::string() : why->second;
     }
 };
 
@@ -91,32 +103,42 @@ TEST_CASE("cleanup guard: only a swept user with nothing left and nothing failed
     SUBCASE("protected by name") {
         g.config.protected_users = {"g.user"};
         CHECK(g.run().value().empty());
+        CHECK(g.kept().starts_with("protected: "));
     }
     SUBCASE("protected by the uid range") {
         g.config.uid_max = 41609;
         CHECK(g.run().value().empty());
+        CHECK(g.kept().starts_with("protected: "));
     }
     SUBCASE("no account") {
         g.accounts.names.clear();
         CHECK(g.run().value().empty());
+        CHECK_FALSE(g.kept().empty());
+        CHECK(g.guard()->names.empty());
     }
     SUBCASE("live work") {
         g.live.uids.insert(41610);
         CHECK(g.run().value().empty());
+        CHECK(g.kept() == "live work on this node");
+        CHECK(g.guard()->names.at(41610) == "g.user");
     }
     SUBCASE("a survivor") {
         g.input.survivors.insert(41610);
         CHECK(g.run().value().empty());
+        CHECK(g.kept() == "a process of it survived the kill");
     }
     SUBCASE("a process kept for any reason") {
         g.fresh.decisions.push_back(process_of(41610, Verdict::keep, Reason::mixed_uids));
         CHECK(g.run().value().empty());
+        CHECK(g.kept() == fmt::format("its process 300 ('{}') is left (mixed_uids)", g.fresh.decisions[0].comm));
     }
     SUBCASE("a process still to kill, outside a dry run") {
         g.fresh.decisions.push_back(process_of(41610, Verdict::kill, Reason::stray));
         CHECK(g.run().value().empty());
+        CHECK(g.kept().starts_with("its process 300 "));
         g.input.dry_run = true;  // a dry run counts its targets as gone
         CHECK(g.run().value() == std::set<uid_t>{41610});
+        CHECK(g.kept().empty());
     }
     SUBCASE("a zombie does not count") {
         g.fresh.decisions.push_back(process_of(41610, Verdict::keep, Reason::zombie));
@@ -126,12 +148,14 @@ TEST_CASE("cleanup guard: only a swept user with nothing left and nothing failed
         std::set<uid_t> cleared;
         g.input.cleared = &cleared;
         CHECK(g.run().value().empty());
+        CHECK(g.kept() == "slurmctld says it holds an allocation on this node");
         cleared.insert(41610);
         CHECK(g.run().value() == std::set<uid_t>{41610});
     }
     SUBCASE("a process holding the uid as one of its uids, also in a dry run") {
         g.holders[41610] = {300};
         CHECK(g.run().value().empty());
+        CHECK(g.kept() == "process 300 holds it as one of its uids");
         g.input.dry_run = true;
         CHECK(g.run().value().empty());
         // A dry run's own target counts as gone there.
