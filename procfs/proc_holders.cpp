@@ -50,7 +50,7 @@ Result<std::map<uid_t, std::vector<pid_t>>> processes_holding(const std::string&
         UniqueFd dir;
         int err = open_pid_dir(root.get(), pid, dir);
         if (err == ENOTDIR) return Ok{};  // not a process
-        if (!err) err = read_file(dir.get(), "status", buf);
+        if (!err) err = read_record_file(dir.get(), "status", buf);
         if (vanished(err)) return Ok{};
         if (err) return failure(pid, err);
         const auto value = status_value(buf, "Uid");

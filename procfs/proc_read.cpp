@@ -27,7 +27,10 @@ int open_dir(int dirfd, const char* path, UniqueFd& out) {
     return out.get() >= 0 ? 0 : errno;
 }
 
-int read_file(int dirfd, const char* path, std::string& out) {
+namespace {
+
+// read_file's and read_record_file's reader; `one_record`: a short read is the end.
+int read_whole(int dirfd, const char* path, std::string& out, bool one_record) {
     // /proc files are small, but mountinfo on a container host is not; the cap only
     // stops a hostile fake or a runaway file from eating memory.
     constexpr std::size_t max_size = std::size_t{16} << 20;
@@ -50,10 +53,18 @@ int read_file(int dirfd, const char* path, std::string& out) {
         }
         if (n == 0) break;
         used += static_cast<std::size_t>(n);
+        // A record-at-a-time file (mountinfo) may come back short before its end.
+        if (one_record && used < out.size()) break;
     }
     out.resize(used);
     return 0;
 }
+
+}  // namespace
+
+int read_file(int dirfd, const char* path, std::string& out) { return read_whole(dirfd, path, out, false); }
+
+int read_record_file(int dirfd, const char* path, std::string& out) { return read_whole(dirfd, path, out, true); }
 
 int read_link(int dirfd, const char* path, std::string& out) {
     char buf[PATH_MAX];
@@ -127,7 +138,7 @@ int open_pid_dir(int root, pid_t pid, UniqueFd& out) {
 }
 
 int read_stat(int dir, pid_t pid, StatFields& out, std::string& buf) {
-    if (const int err = read_file(dir, "stat", buf)) return err;
+    if (const int err = read_record_file(dir, "stat", buf)) return err;
     auto parsed = parse_stat(buf);
     if (!parsed || parsed->pid != pid) return EBADMSG;
     out = std::move(*parsed);
@@ -176,7 +187,7 @@ int read_detail(int dir, Process& p, bool cgroup, const char*& file, std::string
     if (const int err = read_stat(dir, p.pid, stat, buf)) return err;
     apply_stat(p, std::move(stat));
     file = "status";
-    if (const int err = read_file(dir, file, buf)) return err;
+    if (const int err = read_record_file(dir, file, buf)) return err;
     const auto value = status_value(buf, "Uid");
     const auto uids = value ? parse_uids(*value) : std::nullopt;
     if (!uids) return EBADMSG;
@@ -189,7 +200,7 @@ int read_detail(int dir, Process& p, bool cgroup, const char*& file, std::string
     }
     if (!cgroup) return 0;
     file = "cgroup";
-    if (const int err = read_file(dir, file, buf)) return err;
+    if (const int err = read_record_file(dir, file, buf)) return err;
     p.job_cgroup = slurm_job_cgroup(buf);
     return 0;
 }

@@ -34,6 +34,10 @@ int open_dir(int dirfd, const char* path, UniqueFd& out);
 // Reads the whole file into out (reusing its capacity). The last component is
 // not followed if it is a symlink.
 int read_file(int dirfd, const char* path, std::string& out);
+// As read_file, for a file the kernel makes as one record (a process's stat and status):
+// a read that comes back short has it all, so the read that would only see its end is
+// not made. A fake tree's regular file ends at a short read too.
+int read_record_file(int dirfd, const char* path, std::string& out);
 int read_link(int dirfd, const char* path, std::string& out);
 // A link below a process's open directory (exe, ns/pid): as read_link, except that a
 // refusal is believed only from a process still there, to a caller that is root when it

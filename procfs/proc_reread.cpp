@@ -42,7 +42,7 @@ std::optional<Identity> read_identity(const std::string& proc_root, pid_t pid) {
     std::string buf;
     StatFields stat;
     if (root.get() < 0 || open_pid_dir(root.get(), pid, dir) != 0 || read_stat(dir.get(), pid, stat, buf) != 0 ||
-        read_file(dir.get(), "status", buf) != 0)
+        read_record_file(dir.get(), "status", buf) != 0)
         return std::nullopt;
     const auto value = status_value(buf, "Uid");
     const auto uids = value ? parse_uids(*value) : std::nullopt;

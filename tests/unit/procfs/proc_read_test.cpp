@@ -151,3 +151,27 @@ TEST_CASE("listing /proc: every pid-named entry is visited once, and a visitor's
     CHECK(stopped.error().message == "the deadline was reached");
     CHECK(visits == 1);
 }
+
+TEST_CASE("a one-record /proc file is read whole in one read, and a file longer than the first read whole too") {
+    const UniqueFd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(proc.valid());
+    std::string status;
+    REQUIRE(read_record_file(proc.get(), "self/status", status) == 0);
+    CHECK(status.starts_with("Name:\t"));
+    CHECK(status.find("\nUid:\t") != std::string::npos);
+    CHECK(status.ends_with("\n"));
+    std::string stat;
+    REQUIRE(read_record_file(proc.get(), "self/stat", stat) == 0);
+    CHECK(stat.starts_with(std::to_string(::getpid()) + " ("));
+    CHECK(stat.ends_with("\n"));
+
+    // A fake tree's regular file: the first read fills the buffer, and the rest follows.
+    const test::TempDir fake;
+    const std::string long_status = "Name:\tx\n" + std::string(10000, 'a') + "\nUid:\t1\t1\t1\t1\n";
+    fake.write("status", long_status);
+    const UniqueFd dir(::open(fake.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(dir.valid());
+    std::string read;
+    REQUIRE(read_record_file(dir.get(), "status", read) == 0);
+    CHECK(read == long_status);
+}
