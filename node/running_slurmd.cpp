@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <string_view>
 
@@ -116,6 +117,18 @@ struct Wanted {
     const std::set<uid_t>* owners;
 };
 
+// The Slurm program name of process `pid_name`'s executable into `program`, read by its
+// path below the /proc root (no directory opened); 0 or the errno of the read.
+int daemon_program_by_path(int root, const char* pid_name, std::string& program) {
+    char path[32];
+    const int written = std::snprintf(path, sizeof path, "%s/exe", pid_name);
+    if (written < 0 || static_cast<std::size_t>(written) >= sizeof path) return ENAMETOOLONG;
+    std::string exe;
+    if (const int err = read_link(root, path, exe)) return err;
+    program = slurm_program_name(exe_program(exe));
+    return 0;
+}
+
 // Calls `found(program, pid, parent pid, command line)` for every live process under
 // proc_root that is one of `wanted`: its /proc directory one of that program's owners
 // owns, its executable that program, in the caller's pid namespace. One pass of /proc
@@ -145,6 +158,19 @@ Status scan_daemons(const std::string& proc_root, const std::vector<Wanted>& wan
                                  ErrorSource::proc);
         }
         if (any_owner.count(listed.st_uid) == 0) return Ok{};
+        // Most of a node's processes are root's (a kernel thread per CPU and more): its
+        // executable read by path tells the few that may be a daemon, without opening
+        // the directory of each. A kernel thread has none; what cannot be read so is
+        // looked at closely below.
+        std::string by_path;
+        if (const int err = daemon_program_by_path(root.get(), name, by_path); err == 0) {
+            const bool wanted_program = std::any_of(wanted.begin(), wanted.end(), [&](const Wanted& w) {
+                return w.program == by_path && w.owners->count(listed.st_uid) != 0;
+            });
+            if (!wanted_program) return Ok{};
+        } else if (vanished(err)) {
+            return Ok{};
+        }
         UniqueFd pid_dir;
         if (const int err = open_pid_dir(root.get(), pid, pid_dir)) {
             if (vanished(err)) return Ok{};
